@@ -1,0 +1,62 @@
+"""The ``hpcpolicy`` command line: one module per subcommand, composed here.
+
+Command modules import only typer and rich at load time, so that ``hpcpolicy --help`` stays
+fast; polars, numpy and the library are imported inside the command bodies.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from hpcpolicy import __version__
+from hpcpolicy.commands import demo, generate, ingest, stats
+from hpcpolicy.commands._console import set_verbosity
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="hpcpolicy",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"hpcpolicy {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only errors and final paths.")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print more detail.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Turn a cluster's job logs into scheduling answers you can act on.
+
+    Typical flow: [bold]ingest[/] a Slurm or SWF log into a clean job table, look at it with
+    [bold]stats[/], replay it with [bold]simulate[/], and compare policies. [bold]demo[/] runs
+    the whole flow on a built-in synthetic workload, with no download.
+    """
+    set_verbosity(quiet=quiet, verbose=verbose)
+
+
+app.command("demo")(demo.main)
+app.command("generate")(generate.main)
+app.command("ingest")(ingest.main)
+app.command("stats")(stats.main)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,272 @@
+"""Run readers and write the canonical job table, the rejects and the ingest report.
+
+One streaming pass (``polars.collect_all`` over lazy sinks that share the reader's scan) writes
+``NAME.parquet`` and ``NAME.rejects.parquet`` to temporary files and counts rows by reason;
+only when the counts balance are the temporaries renamed and ``NAME.ingest.json`` written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from hpcpolicy import __version__
+from hpcpolicy.atomic import atomic_path, file_sha256, write_json
+from hpcpolicy.errors import InputFormatError
+from hpcpolicy.ingest.config import IngestConfig
+from hpcpolicy.ingest.detect import detect_format
+from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, ReaderPlan
+from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION, polars_schema
+
+__all__ = ["READERS", "IngestReport", "ingest", "output_paths"]
+
+READERS: dict[str, str] = {
+    "swf": "hpcpolicy.ingest.swf:plan_swf",
+    "sacct": "hpcpolicy.ingest.sacct:plan_sacct",
+}
+"""Format name -> ``module:function`` building a :class:`ReaderPlan` (imported on use)."""
+
+REJECT_COLUMNS = ("source_file", "line", "job_id", "reason", "raw")
+
+
+@dataclass
+class IngestReport:
+    """Counts and facts of one ingest; written as ``NAME.ingest.json``."""
+
+    output: str
+    rows_read: int
+    jobs_kept: int
+    rows_rejected: int
+    steps_folded: int
+    rejected_by_reason: dict[str, int]
+    repaired_by_rule: dict[str, int]
+    inputs: list[dict[str, Any]]
+    time_span: dict[str, str | None]
+    timings_s: dict[str, float]
+    config: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    schema_version: str = SCHEMA_VERSION
+    hpcpolicy_version: str = __version__
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the ``NAME.ingest.json`` document)."""
+        return dict(self.__dict__)
+
+
+def output_paths(out: Path) -> dict[str, Path]:
+    """The three files an ingest to ``out`` (``NAME.parquet``) writes."""
+    stem = out.name[: -len(".parquet")] if out.name.endswith(".parquet") else out.name
+    return {
+        "jobs": out.with_name(f"{stem}.parquet"),
+        "rejects": out.with_name(f"{stem}.rejects.parquet"),
+        "report": out.with_name(f"{stem}.ingest.json"),
+    }
+
+
+def _reader(fmt: str) -> Callable[[Path, IngestConfig], ReaderPlan]:
+    module, func = READERS[fmt].split(":")
+    return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
+
+
+def _conform(plan: ReaderPlan) -> pl.LazyFrame:
+    """The plan's frame with exactly the canonical columns (cast) + internal + repair flags."""
+    names = plan.frame.collect_schema().names()
+    missing = [c.name for c in JOB_COLUMNS if c.name not in names]
+    if missing:  # a reader bug, not a user error
+        raise AssertionError(f"{plan.source_format} reader lacks columns {missing}")
+    repairs = [n for n in names if n.startswith(REPAIR_PREFIX)]
+    return plan.frame.select(
+        *[pl.col(c.name).cast(c.dtype) for c in JOB_COLUMNS],
+        pl.col("_file").cast(pl.String),
+        pl.col("_line").cast(pl.Int64),
+        pl.col("_raw").cast(pl.String),
+        pl.col("_reason").cast(pl.String),
+        *[pl.col(r).cast(pl.Boolean) for r in repairs],
+    )
+
+
+def _metadata(plans: Sequence[ReaderPlan], inputs: list[dict[str, Any]]) -> dict[str, str]:
+    p = METADATA_PREFIX
+    return {
+        f"{p}schema_version": SCHEMA_VERSION,
+        f"{p}version": __version__,
+        f"{p}source_format": ",".join(sorted({pl_.source_format for pl_ in plans})),
+        f"{p}sources": json.dumps(inputs, sort_keys=True, default=str),
+        f"{p}header": json.dumps([pl_.header for pl_ in plans], sort_keys=True, default=str),
+    }
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else None
+
+
+@contextlib.contextmanager
+def _staged(paths: dict[str, Path]) -> Iterator[dict[str, Path]]:
+    """Temporary paths for jobs and rejects, renamed into place together on success."""
+    with atomic_path(paths["jobs"]) as jobs_tmp, atomic_path(paths["rejects"]) as rej_tmp:
+        yield {"jobs": jobs_tmp, "rejects": rej_tmp}
+
+
+def ingest(
+    inputs: Sequence[str | Path],
+    out: str | Path,
+    cfg: IngestConfig | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> IngestReport:
+    """Read logs, clean them, and write the job table, its rejects and an ingest report.
+
+    Args:
+        inputs: log files (SWF, sacct; plain or gzipped). Several files are concatenated.
+        out: the job table path, ``NAME.parquet``; ``NAME.rejects.parquet`` and
+            ``NAME.ingest.json`` are written beside it.
+        cfg: options; defaults to :class:`IngestConfig()`.
+        on_stage: called with a short description as each stage begins (for progress output).
+
+    Returns:
+        The report that was written to ``NAME.ingest.json``.
+
+    Raises:
+        InputFormatError: an input cannot be read, or too many rows were rejected. Nothing
+            is written in that case.
+        ConfigError: conflicting options, or outputs exist and ``overwrite`` is off.
+
+    Example:
+        >>> from hpcpolicy.ingest import ingest
+        >>> report = ingest(["trace.swf"], "jobs.parquet")  # doctest: +SKIP
+        >>> report.rows_read == report.jobs_kept + report.rows_rejected + report.steps_folded
+        True
+    """
+    from hpcpolicy.errors import ConfigError
+
+    cfg = cfg or IngestConfig()
+    stage = on_stage or (lambda _msg: None)
+    paths = output_paths(Path(out))
+    if not paths["jobs"].name.endswith(".parquet"):
+        raise ConfigError(f"-o {out}: the job table must be named NAME.parquet")
+    if not inputs:
+        raise ConfigError("no input files given")
+    existing = [str(p) for p in paths.values() if p.exists()]
+    if existing and not cfg.overwrite:
+        raise ConfigError(f"{', '.join(existing)} already exist; pass --overwrite to replace")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    plans: list[ReaderPlan] = []
+    sources: list[dict[str, Any]] = []
+    for raw_path in inputs:
+        path = Path(raw_path)
+        fmt = detect_format(path) if cfg.format == "auto" else cfg.format
+        stage(f"planning {path.name} ({fmt})")
+        plan = _reader(fmt)(path, cfg)
+        plans.append(plan)
+        sources.append({
+            "path": str(path),
+            "format": fmt,
+            "bytes": path.stat().st_size,
+            "sha256": file_sha256(path),
+            "header": plan.header,
+            "inferred": plan.inferred,
+        })
+    timings["plan"] = time.perf_counter() - t0
+
+    frames = [_conform(p) for p in plans]
+    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    repair_cols = [n for n in frame.collect_schema().names() if n.startswith(REPAIR_PREFIX)]
+    kept = frame.filter(pl.col("_reason").is_null())
+    rejected = frame.filter(pl.col("_reason").is_not_null() & (pl.col("_reason") != STEP_FOLDED))
+    counts = frame.group_by("_file", "_reason").agg(pl.len().alias("n"))
+    summary = kept.select(
+        pl.col("submit_time").min().alias("first_submit"),
+        pl.col("submit_time").max().alias("last_submit"),
+        pl.col("end_time").max().alias("last_end"),
+        *[pl.col(r).fill_null(False).sum().alias(r) for r in repair_cols],
+    )
+
+    t1 = time.perf_counter()
+    stage("reading, cleaning and writing (one streaming pass)")
+    with _staged(paths) as tmp:
+        jobs_sink = kept.select([c.name for c in JOB_COLUMNS]).sink_parquet(
+            tmp["jobs"], metadata=_metadata(plans, sources), lazy=True
+        )
+        rejects_sink = rejected.select(
+            pl.col("_file").alias("source_file"),
+            pl.col("_line").alias("line"),
+            pl.col("job_id"),
+            pl.col("_reason").alias("reason"),
+            pl.col("_raw").alias("raw"),
+        ).sink_parquet(tmp["rejects"], lazy=True)
+        try:
+            _, _, count_df, summary_df = pl.collect_all([jobs_sink, rejects_sink, counts, summary])
+        except pl.exceptions.ComputeError as exc:
+            raise InputFormatError(f"{', '.join(map(str, inputs))}: {exc}") from None
+        timings["read_clean_write"] = time.perf_counter() - t1
+        report = _report(paths, count_df, summary_df, repair_cols, sources, plans, cfg)
+        _check_rejects(report, inputs, cfg)
+    report.timings_s = {**timings, "total": time.perf_counter() - t0}
+    write_json(paths["report"], report.to_dict())
+    return report
+
+
+def _report(
+    paths: dict[str, Path],
+    count_df: pl.DataFrame,
+    summary_df: pl.DataFrame,
+    repair_cols: list[str],
+    sources: list[dict[str, Any]],
+    plans: list[ReaderPlan],
+    cfg: IngestConfig,
+) -> IngestReport:
+    by_reason: dict[str, int] = {}
+    for src in sources:
+        rows = count_df.filter(pl.col("_file") == src["path"])
+        src["rows_read"] = int(rows["n"].sum())
+        src["jobs_kept"] = int(rows.filter(pl.col("_reason").is_null())["n"].sum())
+    for reason, n in count_df.group_by("_reason").agg(pl.col("n").sum()).iter_rows():
+        if reason is not None and reason != STEP_FOLDED:
+            by_reason[reason] = int(n)
+    total = count_df["n"]
+    reasons = count_df["_reason"]
+    row = summary_df.row(0, named=True)
+    steps = int(total.filter(reasons == STEP_FOLDED).sum())
+    report = IngestReport(
+        output=str(paths["jobs"]),
+        rows_read=int(total.sum()),
+        jobs_kept=int(total.filter(reasons.is_null()).sum()),
+        rows_rejected=sum(by_reason.values()),
+        steps_folded=steps,
+        rejected_by_reason=dict(sorted(by_reason.items())),
+        repaired_by_rule={r[len(REPAIR_PREFIX):]: int(row[r] or 0) for r in repair_cols},
+        inputs=sources,
+        time_span={k: _iso(row[k]) for k in ("first_submit", "last_submit", "last_end")},
+        timings_s={},
+        config=cfg.to_dict(),
+        notes=[n for p in plans for n in p.notes],
+    )
+    assert report.rows_read == report.jobs_kept + report.rows_rejected + report.steps_folded
+    return report
+
+
+def _check_rejects(report: IngestReport, inputs: Sequence[str | Path], cfg: IngestConfig) -> None:
+    """Refuse (writing nothing) when most rows were rejected: likely the wrong format."""
+    considered = report.rows_read - report.steps_folded
+    if considered == 0:
+        raise InputFormatError(
+            f"{', '.join(map(str, inputs))}: no job rows found (only headers or comments)"
+        )
+    share = report.rows_rejected / considered
+    if share > cfg.max_reject_fraction:
+        top = sorted(report.rejected_by_reason.items(), key=lambda kv: -kv[1])[:3]
+        reasons = ", ".join(f"{k}: {v}" for k, v in top)
+        raise InputFormatError(
+            f"{', '.join(map(str, inputs))}: {share:.0%} of {considered} rows rejected "
+            f"({reasons}); is --format right? (raise --max-reject-fraction to keep the rest)"
+        )
