@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from hpcpolicy import __version__
-from hpcpolicy.commands import demo, generate, ingest, stats
+from hpcpolicy.commands import demo, generate, ingest, simulate, stats
 from hpcpolicy.commands._console import set_verbosity
 
 __all__ = ["app", "main"]
@@ -54,6 +54,7 @@ def root(
 app.command("demo")(demo.main)
 app.command("generate")(generate.main)
 app.command("ingest")(ingest.main)
+app.command("simulate")(simulate.main)
 app.command("stats")(stats.main)
 
 

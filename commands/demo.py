@@ -1,10 +1,66 @@
-"""``hpcpolicy demo``: being written (placeholder so the CLI imports)."""
+"""``hpcpolicy demo``: the whole flow on a built-in synthetic workload, no download."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._options import SeedOpt
+from rich.markup import escape
 
 __all__ = ["main"]
 
 
-def main() -> None:
-    """Not written yet."""
-    raise SystemExit("hpcpolicy demo: not written yet")
+def main(
+    out_dir: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for the demo's files; a rerun replaces "
+                           "them.", file_okay=False)
+    ] = Path("demo"),
+    jobs: Annotated[int, typer.Option("--jobs", help="Jobs in the generated workload.")] = 5000,
+    procs: Annotated[
+        int, typer.Option("--procs", help="Processors of the synthetic machine.")
+    ] = 256,
+    seed: SeedOpt = 0,
+) -> None:
+    """Run the whole flow on a synthetic workload: generate a Lublin-model log, ingest it into
+    a job table, and profile it. Needs no data and no network.
+
+    Examples:
+
+        hpcpolicy demo
+
+        hpcpolicy demo -o /tmp/demo --jobs 20000 --seed 7
+    """
+    from hpcpolicy.commands.stats import render_profile
+
+    from hpcpolicy.demo import DemoConfig, DemoStep, run_demo
+
+    quiet = is_quiet()
+
+    def done(index: int, total: int, step: DemoStep, seconds: float) -> None:
+        console.print(f"[green]✓[/] [{index + 1}/{total}] {step.title} [dim]({seconds:.1f} s)[/]")
+
+    with fail_cleanly():
+        cfg = DemoConfig(out_dir=out_dir, jobs=jobs, procs=procs, seed=seed)
+        if quiet:
+            ctx = run_demo(cfg)
+        else:
+            with console.status("demo") as status:
+                ctx = run_demo(
+                    cfg,
+                    on_start=lambda i, n, step: status.update(f"[{i + 1}/{n}] {step.title}..."),
+                    on_done=done,
+                )
+    if quiet:
+        for path in ctx.files.values():
+            console.print(str(path), markup=False, soft_wrap=True)
+        return
+    render_profile(ctx.results["stats"], console)
+    report = ctx.results["ingest"]
+    console.print(f"ingest: {report.rows_read:,} rows read = {report.jobs_kept:,} jobs kept + "
+                  f"{report.rows_rejected:,} rejected + {report.steps_folded:,} steps folded")
+    console.print(f"[bold]files in {escape(str(cfg.out_dir))}/[/]")
+    for label, path in ctx.files.items():
+        console.print(f"  {label:<14} {escape(str(path))}", soft_wrap=True)

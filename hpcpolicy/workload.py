@@ -6,20 +6,154 @@ anyone can replay a peer's published figures by naming the same conventions.
 
 Only :attr:`Workload.run_time` is ground truth; every other column is what the scheduler knew
 at submit time. Integer arrays use no sentinels: options resolve missing values when the
-workload is built, and the choices are recorded in :attr:`Workload.notes`.
+workload is built, and the choices are recorded in :attr:`Workload.notes`. Jobs that cannot be
+replayed are dropped *with a reason* (:data:`DROP_REASONS`), counted, and their ids kept in
+:attr:`Workload.dropped`; nothing disappears silently.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Workload"]
+from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = [
+    "COMPAT_PRESETS",
+    "DROP_REASONS",
+    "PROCS_FROM",
+    "WALLTIME_FALLBACKS",
+    "Workload",
+    "WorkloadOptions",
+]
 
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
+
+PROCS_FROM = ("requested", "allocated", "max")
+"""Values of :attr:`WorkloadOptions.procs_from`."""
+
+WALLTIME_FALLBACKS = ("auto", "runtime", "max", "error")
+"""Named values of :attr:`WorkloadOptions.walltime_fallback` (a number of seconds also works)."""
+
+DROP_REASONS: dict[str, str] = {
+    "no_run_time": "the log has no run time (the job never started, or was still running "
+    "when the log was taken); set unknown_run_time_s to replay it anyway",
+    "zero_run_time": "run time 0 (dropped only under drop_zero_runtime, as RLScheduler does)",
+    "no_procs": "neither requested nor allocated processors are known (or both are 0)",
+    "no_logged_start": "the log has no wait/start time (dropped only under "
+    "drop_unlogged_start, as HPCOpt does)",
+}
+"""Why a job of the table is not in the workload; ``hpcpolicy simulate`` prints the counts."""
+
+COMPAT_PRESETS: dict[str, dict[str, Any]] = {
+    # DIR-LAB/deep-batch-scheduler job.py: processors = max(allocated, requested); run time 0
+    # dropped; run time -1 read as 10 s; requested time -1 replaced by the run time.
+    "rlscheduler": {
+        "procs_from": "max",
+        "walltime_fallback": "runtime",
+        "drop_zero_runtime": True,
+        "unknown_run_time_s": 10,
+        "drop_unlogged_start": False,
+    },
+    # ErenAri/HPC-workload-optimizer: processors = requested, else allocated; a record is
+    # dropped only when submit, wait, run time or processors is missing; a missing requested
+    # time is planned with the actual run time.
+    "hpcopt": {
+        "procs_from": "requested",
+        "walltime_fallback": "runtime",
+        "drop_zero_runtime": False,
+        "unknown_run_time_s": None,
+        "drop_unlogged_start": True,
+    },
+}
+"""Workload conventions of the peers whose published figures we reproduce (README explains)."""
+
+
+@dataclass(frozen=True)
+class WorkloadOptions:
+    """How to turn the job table into a workload.
+
+    Example:
+        >>> WorkloadOptions.preset("rlscheduler").procs_from
+        'max'
+        >>> WorkloadOptions.preset("rlscheduler", procs_from="requested").procs_from
+        'requested'
+    """
+
+    procs_from: str = "requested"
+    """Processor count of a job: ``requested`` (req_cpus, else alloc_cpus where the request is
+    unknown), ``allocated`` (alloc_cpus, else req_cpus) or ``max`` (the larger of the two).
+    Nodes and GPUs follow the same rule with their req_/alloc_ columns."""
+    walltime_fallback: str | int = "auto"
+    """Planning time of a job whose req_walltime_s is null: ``runtime`` (its actual run time,
+    "perfect estimates", as the Lublin model traces require), ``max`` (the longest request in
+    its partition, else in the table: a stand-in for the partition limit), ``error`` (refuse),
+    a number of seconds, or ``auto``: ``max`` when some jobs have a request, an error asking
+    for a choice when none has."""
+    drop_zero_runtime: bool = False
+    """Drop jobs whose logged run time is 0 (kept by default: they still take a decision)."""
+    unknown_run_time_s: int | None = None
+    """Run time given to jobs whose log has none; None drops them (reason ``no_run_time``)."""
+    drop_unlogged_start: bool = False
+    """Drop jobs whose log has no wait/start time (HPCOpt's convention)."""
+    compat: str | None = None
+    """Name of the preset these options started from (provenance only; see :meth:`preset`)."""
+
+    def __post_init__(self) -> None:
+        if self.procs_from not in PROCS_FROM:
+            raise ConfigError(
+                f"procs_from {self.procs_from!r} is not one of {', '.join(PROCS_FROM)}"
+            )
+        wf = self.walltime_fallback
+        if isinstance(wf, bool) or not (
+            wf in WALLTIME_FALLBACKS or (isinstance(wf, int) and wf > 0)
+        ):
+            raise ConfigError(
+                f"walltime_fallback {wf!r} is not one of {', '.join(WALLTIME_FALLBACKS)} "
+                "or a positive number of seconds"
+            )
+        if self.unknown_run_time_s is not None and self.unknown_run_time_s < 0:
+            raise ConfigError(
+                f"unknown_run_time_s must be >= 0 seconds or None, not {self.unknown_run_time_s}"
+            )
+        if self.compat is not None and self.compat not in COMPAT_PRESETS:
+            raise ConfigError(
+                f"compat {self.compat!r} is not one of {', '.join(COMPAT_PRESETS)}"
+            )
+
+    @classmethod
+    def preset(cls, compat: str | None, **explicit: Any) -> WorkloadOptions:
+        """Options of the peer ``compat`` (or the defaults), overridden by ``explicit`` ones.
+
+        Keyword arguments whose value is None are treated as "not given", so a command line
+        can pass every option through unchanged.
+        """
+        if compat is not None and compat not in COMPAT_PRESETS:
+            raise ConfigError(f"compat {compat!r} is not one of {', '.join(COMPAT_PRESETS)}")
+        names = {f.name for f in fields(cls)} - {"compat"}
+        unknown = sorted(set(explicit) - names)
+        if unknown:
+            raise ConfigError(f"unknown workload option(s) {', '.join(unknown)}")
+        base = cls(**COMPAT_PRESETS[compat]) if compat else cls()
+        given = {k: v for k, v in explicit.items() if v is not None}
+        return replace(base, compat=compat, **given)
+
+    @staticmethod
+    def parse_walltime_fallback(text: str) -> str | int:
+        """``--walltime-fallback`` text as an option value (digits become seconds)."""
+        return int(text) if text.strip().isdigit() else text.strip()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -58,6 +192,10 @@ class Workload:
     """Epoch seconds of t = 0."""
     notes: tuple[str, ...] = field(default=())
     """How missing values were resolved and which jobs were dropped, in words."""
+    dropped: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Job ids of the source table left out of the workload, by reason (:data:`DROP_REASONS`)."""
+    options: WorkloadOptions | None = None
+    """The options the workload was built with (None when built by hand)."""
 
     def __len__(self) -> int:
         return int(self.submit.shape[0])
@@ -67,8 +205,236 @@ class Workload:
         idx = np.asarray(index)
         cols = {name: getattr(self, name)[idx] for name in _ARRAY_FIELDS}
         return Workload(**cols, users=self.users, partitions=self.partitions,
-                        origin=self.origin, notes=self.notes)
+                        origin=self.origin, notes=self.notes, dropped=self.dropped,
+                        options=self.options)
+
+    @classmethod
+    def from_table(
+        cls,
+        source: str | Path | pl.DataFrame | pl.LazyFrame,
+        *,
+        options: WorkloadOptions | None = None,
+    ) -> Workload:
+        """Build a workload from the canonical job table.
+
+        Args:
+            source: path of a ``jobs.parquet`` written by ``hpcpolicy ingest``, or a Polars
+                DataFrame/LazyFrame with the canonical columns (:mod:`hpcpolicy.schema`).
+            options: conventions; defaults to :class:`WorkloadOptions()`.
+
+        Returns:
+            The jobs sorted by submit time (ties keep the table's order), with the dropped
+            jobs' ids by reason in :attr:`dropped` and every choice in :attr:`notes`.
+
+        Raises:
+            InputFormatError: the file is missing, or the table is empty.
+            SchemaValidationError: not a job table of this schema version, or required
+                columns are missing.
+            ConfigError: no job is left, or requested walltimes are missing and the options
+                name no fallback.
+
+        Example:
+            >>> import polars as pl
+            >>> from datetime import datetime, timezone
+            >>> t0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+            >>> df = pl.DataFrame({"job_id": ["1", "2"], "submit_time": [t0, t0],
+            ...     "run_time_s": [60, 0], "req_cpus": [4, 2], "req_walltime_s": [600, None]})
+            >>> w = Workload.from_table(df, options=WorkloadOptions(walltime_fallback="runtime"))
+            >>> w.procs.tolist(), w.req_walltime.tolist()
+            ([4, 2], [600, 0])
+        """
+        opts = options or WorkloadOptions()
+        frame, label = _scan(source)
+        table = _resolve(frame, label, opts).collect()
+        if table.height == 0:
+            raise InputFormatError(f"{label}: the job table is empty; there is nothing to replay")
+        return _assemble(cls, table, label, opts)
 
 
 _ARRAY_FIELDS = ("job_id", "submit", "run_time", "req_walltime", "procs", "nodes", "gpus",
                  "mem_mib", "user", "partition", "logged_start")
+_REQUIRED = ("job_id", "submit_time", "run_time_s")
+_OPTIONAL = ("req_cpus", "alloc_cpus", "req_nodes", "alloc_nodes", "req_gpus", "alloc_gpus",
+             "req_mem_mib", "req_walltime_s", "user", "partition", "start_time", "wait_time_s")
+
+
+def _scan(source: str | Path | pl.DataFrame | pl.LazyFrame) -> tuple[pl.LazyFrame, str]:
+    """A lazy frame of the table with every column the builder reads, and a label for errors."""
+    import polars as pl
+
+    from hpcpolicy.schema import polars_schema
+
+    if isinstance(source, pl.DataFrame):
+        frame, label = source.lazy(), "job table"
+    elif isinstance(source, pl.LazyFrame):
+        frame, label = source, "job table"
+    else:
+        from hpcpolicy.stats import open_job_table  # checks file, schema version and columns
+
+        frame, label = open_job_table(source).frame, str(source)
+    try:
+        names = frame.collect_schema().names()
+    except pl.exceptions.PolarsError as exc:
+        raise SchemaValidationError(f"{label}: cannot read the job table ({exc})") from None
+    missing = [c for c in _REQUIRED if c not in names]
+    if missing:
+        raise SchemaValidationError(
+            f"{label}: column(s) {', '.join(missing)} missing; a job table written by "
+            "`hpcpolicy ingest` has them"
+        )
+    if "req_cpus" not in names and "alloc_cpus" not in names:
+        raise SchemaValidationError(f"{label}: neither req_cpus nor alloc_cpus is present, so "
+                                    "no job has a processor count")
+    schema = polars_schema()
+    absent = [pl.lit(None, dtype=schema[c]).alias(c) for c in _OPTIONAL if c not in names]
+    return (frame.with_columns(absent) if absent else frame), label
+
+
+def _positive(name: str) -> pl.Expr:
+    import polars as pl
+
+    col = pl.col(name).cast(pl.Int64)
+    return pl.when(col > 0).then(col)
+
+
+def _pick(requested: str, allocated: str, mode: str) -> pl.Expr:
+    """One resource count under ``procs_from``; null when neither column holds a positive value."""
+    import polars as pl
+
+    req, alloc = _positive(requested), _positive(allocated)
+    if mode == "requested":
+        return pl.coalesce(req, alloc)
+    if mode == "allocated":
+        return pl.coalesce(alloc, req)
+    return pl.max_horizontal(req, alloc)
+
+
+def _resolve(frame: pl.LazyFrame, label: str, opts: WorkloadOptions) -> pl.LazyFrame:
+    """Per job: the resolved columns, a drop reason (null = kept), in the table's order."""
+    import polars as pl
+
+    submit = pl.col("submit_time").dt.epoch("s")
+    run = pl.col("run_time_s").cast(pl.Int64)
+    if opts.unknown_run_time_s is not None:
+        run = run.fill_null(opts.unknown_run_time_s)
+    logged = pl.coalesce(pl.col("start_time").dt.epoch("s"),
+                         submit + pl.col("wait_time_s").cast(pl.Int64))
+    reason = (
+        pl.when(pl.col("run").is_null()).then(pl.lit("no_run_time"))
+        .when(pl.lit(opts.drop_zero_runtime) & (pl.col("run") == 0)).then(pl.lit("zero_run_time"))
+        .when(pl.col("procs").is_null()).then(pl.lit("no_procs"))
+        .when(pl.lit(opts.drop_unlogged_start) & pl.col("logged").is_null())
+        .then(pl.lit("no_logged_start"))
+    )
+    mode = opts.procs_from
+    return frame.select(
+        pl.col("job_id").cast(pl.String),
+        submit.alias("submit"),
+        run.alias("run"),
+        pl.col("run_time_s").is_null().alias("run_filled"),
+        _positive("req_walltime_s").alias("walltime"),
+        _pick("req_cpus", "alloc_cpus", mode).alias("procs"),
+        _positive("alloc_cpus" if mode == "allocated" else "req_cpus").is_null().alias("fell_back"),
+        _pick("req_nodes", "alloc_nodes", mode).fill_null(0).alias("nodes"),
+        _pick("req_gpus", "alloc_gpus", mode).fill_null(0).alias("gpus"),
+        _positive("req_mem_mib").fill_null(0).alias("mem"),
+        pl.col("user").cast(pl.String).fill_null("(unknown)"),
+        pl.col("partition").cast(pl.String).fill_null("(none)"),
+        logged.alias("logged"),
+    ).with_columns(reason.alias("reason"))
+
+
+def _walltime(kept: pl.DataFrame, label: str, opts: WorkloadOptions) -> tuple[pl.Series, str]:
+    """Planning walltimes with the fallback applied, and a note saying what was done."""
+    import polars as pl
+
+    have = kept["walltime"]
+    missing = int(have.null_count())
+    if missing == 0:
+        return have, ""
+    n = kept.height
+    choice = opts.walltime_fallback
+    ask = ("choose --walltime-fallback runtime (perfect estimates: the actual run time), max "
+           "(the longest request in the job's partition) or a number of seconds")
+    if choice == "error" or (choice in ("auto", "max") and missing == n):
+        raise ConfigError(f"{label}: {missing} of {n} jobs have no requested walltime "
+                          f"(req_walltime_s), which backfilling and SJF need; {ask}")
+    if choice == "runtime":
+        return have.fill_null(kept["run"]), (
+            f"{missing} of {n} jobs have no requested walltime: planned with their actual run "
+            "time (perfect estimates)")
+    if isinstance(choice, int):
+        return have.fill_null(choice), (
+            f"{missing} of {n} jobs have no requested walltime: planned with {choice} s")
+    longest = kept.select(
+        pl.col("walltime").max().over("partition").fill_null(pl.col("walltime").max())
+    ).to_series()
+    return have.fill_null(longest), (
+        f"{missing} of {n} jobs have no requested walltime: planned with the longest request "
+        "in their partition (walltime fallback 'max')")
+
+
+def _codes(values: pl.Series) -> tuple[I32, tuple[str, ...]]:
+    names, codes = np.unique(values.to_numpy().astype(str), return_inverse=True)
+    return codes.astype(np.int32), tuple(str(v) for v in names)
+
+
+def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
+              opts: WorkloadOptions) -> Workload:
+    import polars as pl
+
+    kept = table.filter(pl.col("reason").is_null())
+    lost = table.filter(pl.col("reason").is_not_null())
+    dropped = {
+        str(reason): tuple(ids)
+        for reason, ids in lost.group_by("reason", maintain_order=True)
+        .agg(pl.col("job_id")).sort("reason").iter_rows()
+    }
+    if kept.height == 0:
+        counts = ", ".join(f"{k}: {len(v)}" for k, v in dropped.items())
+        raise ConfigError(f"{label}: all {table.height} jobs were dropped ({counts}); "
+                          "see `hpcpolicy simulate --help` for the options that keep them")
+    walltime, wall_note = _walltime(kept, label, opts)
+    kept = kept.with_columns(walltime.alias("walltime")).sort("submit", maintain_order=True)
+    origin = int(kept["submit"][0])
+    users, user_names = _codes(kept["user"])
+    parts, part_names = _codes(kept["partition"])
+    logged = kept["logged"]
+    source_col = {"requested": "req_cpus", "allocated": "alloc_cpus", "max": "max(req_cpus, "
+                  "alloc_cpus)"}[opts.procs_from]
+    notes = [f"processors from {source_col}"]
+    fell_back = int(kept["fell_back"].sum()) if opts.procs_from != "max" else 0
+    if fell_back:
+        other = "alloc_cpus" if opts.procs_from == "requested" else "req_cpus"
+        notes.append(f"{fell_back} jobs lack {source_col}: their {other} is used")
+    filled = int(kept["run_filled"].sum())
+    if filled:
+        notes.append(f"{filled} jobs without a logged run time replayed with "
+                     f"{opts.unknown_run_time_s} s")
+    if wall_note:
+        notes.append(wall_note)
+    notes += [f"dropped {len(ids)} jobs: {DROP_REASONS[r]}" for r, ids in dropped.items()]
+
+    def i64(name: str) -> I64:
+        return kept[name].to_numpy().astype(np.int64)
+
+    return cls(
+        job_id=kept["job_id"].to_numpy().astype(object),
+        submit=i64("submit") - origin,
+        run_time=i64("run"),
+        req_walltime=i64("walltime"),
+        procs=i64("procs"),
+        nodes=i64("nodes"),
+        gpus=i64("gpus"),
+        mem_mib=i64("mem"),
+        user=users,
+        partition=parts,
+        logged_start=np.where(logged.is_null().to_numpy(), -1,
+                              logged.fill_null(0).to_numpy() - origin).astype(np.int64),
+        users=user_names,
+        partitions=part_names,
+        origin=origin,
+        notes=tuple(notes),
+        dropped=dropped,
+        options=opts,
+    )

@@ -8,10 +8,26 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["FORMATS", "IngestConfig"]
+__all__ = ["FORMATS", "IngestConfig", "check_time_zone"]
 
 FORMATS = ("auto", "swf", "sacct")
 """Values of ``--format``; ``auto`` recognises each of the others from the file's first lines."""
+
+
+def check_time_zone(tz: str, option: str = "tz") -> str:
+    """``tz`` if it names a known IANA time zone.
+
+    Raises:
+        ConfigError: naming ``option`` and giving examples of valid names.
+    """
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"{option} {tz!r} is not a known time zone; use an IANA name such as "
+            "'UTC' or 'Europe/Stockholm'"
+        ) from None
+    return tz
 
 
 @dataclass(frozen=True)
@@ -33,13 +49,7 @@ class IngestConfig:
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
             raise ConfigError(f"format {self.format!r} is not one of {', '.join(FORMATS)}")
-        try:
-            ZoneInfo(self.tz)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ConfigError(
-                f"tz {self.tz!r} is not a known time zone; use an IANA name such as "
-                "'UTC' or 'Europe/Stockholm'"
-            ) from None
+        check_time_zone(self.tz)
         if self.procs is not None and self.procs < 1:
             raise ConfigError(f"procs must be a positive number of processors, not {self.procs}")
         if not 0.0 <= self.max_reject_fraction <= 1.0:

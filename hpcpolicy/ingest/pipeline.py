@@ -23,9 +23,9 @@ from hpcpolicy import __version__
 from hpcpolicy.atomic import atomic_path, file_sha256, write_json
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.config import IngestConfig
-from hpcpolicy.ingest.detect import detect_format
+from hpcpolicy.ingest.detect import detect_format, head_text
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, ReaderPlan
-from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION, polars_schema
+from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION
 
 __all__ = ["READERS", "IngestReport", "ingest", "output_paths"]
 
@@ -149,9 +149,9 @@ def ingest(
 
     cfg = cfg or IngestConfig()
     stage = on_stage or (lambda _msg: None)
-    paths = output_paths(Path(out))
-    if not paths["jobs"].name.endswith(".parquet"):
+    if not Path(out).name.endswith(".parquet"):
         raise ConfigError(f"-o {out}: the job table must be named NAME.parquet")
+    paths = output_paths(Path(out))
     if not inputs:
         raise ConfigError("no input files given")
     existing = [str(p) for p in paths.values() if p.exists()]
@@ -164,7 +164,11 @@ def ingest(
     sources: list[dict[str, Any]] = []
     for raw_path in inputs:
         path = Path(raw_path)
-        fmt = detect_format(path) if cfg.format == "auto" else cfg.format
+        if cfg.format == "auto":
+            fmt = detect_format(path)
+        else:
+            head_text(path)  # missing, empty, a folder or a broken gzip: say so before reading
+            fmt = cfg.format
         stage(f"planning {path.name} ({fmt})")
         plan = _reader(fmt)(path, cfg)
         plans.append(plan)

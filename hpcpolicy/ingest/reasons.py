@@ -24,9 +24,16 @@ REJECT_REASONS: dict[str, str] = {
     "sacct --duplicates); the last record is kept",
     "orphan_step": "a step row whose job row is not in the file",
     "non_utf8": "the row holds bytes that are not valid UTF-8",
+    "swf_bad_status": "the SWF status field is not a whole number from -1 to 5",
 }
 
-REPAIR_RULES: dict[str, str] = {}
+REPAIR_RULES: dict[str, str] = {
+    "swf_fraction_rounded": "a fractional SWF time or processor count was rounded to the "
+    "nearest whole number (ties to even)",
+    "swf_zero_request": "an SWF request of 0 processors or 0 seconds was read as unknown",
+    "swf_mem_by_alloc": "SWF memory per processor was multiplied by the allocated processors, "
+    "the requested count being unknown",
+}
 
 
 def describe(code: str) -> str:

@@ -8,14 +8,66 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BACKFILL_MODES", "SimConfig", "SimResult"]
+from hpcpolicy.errors import ConfigError
+
+__all__ = [
+    "ALLOCATORS",
+    "BACKFILL_MODES",
+    "ENGINES",
+    "ENGINE_COMPAT",
+    "FairshareConfig",
+    "RunningJobs",
+    "SimConfig",
+    "SimResult",
+]
 
 BACKFILL_MODES = ("none", "easy", "conservative")
+ENGINES = ("fast", "reference")
+ENGINE_COMPAT = ("rlscheduler", "hpcopt")
+"""Peers whose engine semantics ``SimConfig.compat`` can select. ``hpcopt`` selects the
+project's own semantics (its strict FCFS is the same); only ``rlscheduler`` changes the engine."""
+ALLOCATORS = ("first-fit",)
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class FairshareConfig:
+    """Parameters of the Slurm-style multifactor priority (policy ``fairshare``).
+
+    priority = ``weight_fairshare`` x 2^(-U/S) + ``weight_age`` x min(wait / ``max_age_s``, 1)
+    + ``weight_size`` x procs / cluster cores, where U is the user's share of the decayed usage
+    of all users and S = 1 / (number of users in the workload): equal shares.
+    """
+
+    half_life_s: int = 7 * 86400
+    """Half-life of past usage (Slurm ``PriorityDecayHalfLife``, default 7 days)."""
+    max_age_s: int = 7 * 86400
+    """Waiting time at which the age factor saturates (Slurm ``PriorityMaxAge``, 7 days)."""
+    weight_fairshare: float = 10000.0
+    """Weight of the fair-share factor (Slurm ``PriorityWeightFairshare``)."""
+    weight_age: float = 1000.0
+    """Weight of the age factor (Slurm ``PriorityWeightAge``)."""
+    weight_size: float = 1000.0
+    """Weight of the job-size factor, which favours large jobs (``PriorityWeightJobSize``)."""
+
+    def __post_init__(self) -> None:
+        for name in ("half_life_s", "max_age_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"fairshare {name} must be > 0 seconds")
+        for name in ("weight_fairshare", "weight_age", "weight_size"):
+            if not getattr(self, name) >= 0:
+                raise ConfigError(f"fairshare {name} must be >= 0")
 
 
 @dataclass(frozen=True)
 class SimConfig:
-    """How to replay a workload."""
+    """How to replay a workload.
+
+    Example:
+        >>> SimConfig(policy="sjf", backfill="easy").backfill
+        'easy'
+    """
 
     policy: str = "fcfs"
     """Name of a registered policy (see ``hpcpolicy.policies``)."""
@@ -29,10 +81,90 @@ class SimConfig:
     """Check invariants while running (capacity, start >= submit, once-only starts, ...)."""
     engine: str = "fast"
     """fast (compiled) or reference (plain Python); both give identical schedules."""
+    exclusive_nodes: bool = False
+    """Jobs occupy whole nodes: max(requested nodes, ceil(procs / cores per node), ...) nodes,
+    with all their cores and GPUs (RLScheduler's model; Slurm ``--exclusive``)."""
+    allocator: str = "first-fit"
+    """Which node group a job is placed in; ``first-fit``: the first group (in the cluster
+    spec's order) where it fits now."""
+    fairshare: FairshareConfig = field(default_factory=FairshareConfig)
+    """Parameters of the ``fairshare`` policy (unused by the others)."""
+
+    def __post_init__(self) -> None:
+        if self.backfill not in BACKFILL_MODES:
+            raise ConfigError(f"backfill {self.backfill!r} is not one of "
+                              f"{', '.join(BACKFILL_MODES)}")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
+        if self.compat is not None and self.compat not in ENGINE_COMPAT:
+            raise ConfigError(f"compat {self.compat!r} is not one of {', '.join(ENGINE_COMPAT)}")
+        if self.compat == "rlscheduler" and self.backfill == "conservative":
+            raise ConfigError("compat 'rlscheduler' has no conservative backfilling; use "
+                              "--backfill none or easy with it, or drop --compat")
+        if self.allocator not in ALLOCATORS:
+            raise ConfigError(f"allocator {self.allocator!r} is not one of "
+                              f"{', '.join(ALLOCATORS)}")
+        if not isinstance(self.fairshare, FairshareConfig):
+            raise ConfigError("fairshare must be a FairshareConfig")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunningJobs:
+    """Jobs already occupying the machine when the replay starts (a warm start).
+
+    They hold their resources until ``end`` and are planned (reservations, backfilling) with
+    ``req_end``; they are not part of the workload and have no outcome row.
+
+    Example:
+        >>> import numpy as np
+        >>> r = RunningJobs(procs=np.array([4]), nodes=np.array([0]), gpus=np.array([0]),
+        ...                 end=np.array([100]), req_end=np.array([3600]))
+        >>> len(r)
+        1
+    """
+
+    procs: I64
+    """Processors (cores) each job occupies."""
+    nodes: I64
+    """Nodes requested (0 = any placement)."""
+    gpus: I64
+    """GPUs each job occupies."""
+    end: I64
+    """When each job really ends (s since the workload's origin)."""
+    req_end: I64
+    """When each job's requested walltime runs out (s since origin); what planning sees."""
+    mem_mib: I64 | None = None
+    """Memory of each job (MiB); None = 0 for all."""
+
+    def __post_init__(self) -> None:
+        n = len(self.procs)
+        for name in ("nodes", "gpus", "end", "req_end"):
+            if len(getattr(self, name)) != n:
+                raise ConfigError(f"RunningJobs.{name} has {len(getattr(self, name))} entries, "
+                                  f"procs has {n}")
+        if self.mem_mib is not None and len(self.mem_mib) != n:
+            raise ConfigError(f"RunningJobs.mem_mib has {len(self.mem_mib)} entries, procs has {n}")
+
+    def __len__(self) -> int:
+        return len(self.procs)
+
+    @classmethod
+    def empty(cls) -> RunningJobs:
+        """No running jobs (a cold start)."""
+        z = np.zeros(0, dtype=np.int64)
+        return cls(procs=z, nodes=z, gpus=z, end=z, req_end=z)
+
+
+def _empty_i64() -> I64:
+    return np.zeros(0, dtype=np.int64)
+
+
+def _empty_bool() -> npt.NDArray[np.bool_]:
+    return np.zeros(0, dtype=bool)
 
 
 @dataclass
@@ -49,3 +181,11 @@ class SimResult:
     """True for jobs ended at their limit (``kill_at_limit``)."""
     stats: dict[str, Any] = field(default_factory=dict)
     """Engine counters: decisions, events, backfilled jobs, wall time of the run."""
+    backfilled: npt.NDArray[np.bool_] = field(default_factory=_empty_bool)
+    """True for jobs started ahead of a blocked higher-priority job (by backfilling)."""
+    alloc_cores: npt.NDArray[np.int64] = field(default_factory=_empty_i64)
+    """Cores a job held (whole nodes' cores under ``exclusive_nodes``); 0 if never started."""
+    alloc_gpus: npt.NDArray[np.int64] = field(default_factory=_empty_i64)
+    """GPUs a job held (whole nodes' GPUs under ``exclusive_nodes``); 0 if never started."""
+    group: npt.NDArray[np.int64] = field(default_factory=_empty_i64)
+    """Index of the node group (ClusterSpec.groups) a job ran in; -1 if never started."""

@@ -1,0 +1,225 @@
+"""``hpcpolicy simulate``: replay a job table under one or more policies and compare them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._options import JsonOutOpt, OverwriteOpt, SeedOpt
+
+if TYPE_CHECKING:
+    from hpcpolicy.sim.windows import Replay
+
+__all__ = ["main"]
+
+
+def _parse_starts(text: str | None) -> tuple[int, ...] | None:
+    from hpcpolicy.errors import ConfigError
+
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ConfigError(f"--window-starts {text!r}: give 0-based job indices separated by "
+                          "commas, e.g. 1981,2714,2756") from None
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _print(runs: list[Replay], windowed: bool) -> None:
+    from rich import box
+    from rich.table import Table
+
+    title = "mean over windows" if windowed else "whole workload"
+    table = Table(title=f"simulate ({title}; waits in seconds)", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("policy", "backfill", "jobs", "mean wait", "p95 wait", "mean bsld",
+                "p95 bsld", "util"):
+        text = col in ("policy", "backfill")
+        table.add_column(col, justify="left" if text else "right", no_wrap=text,
+                         min_width=12 if col == "backfill" else None)
+    for run in runs:
+        s = run.summary
+        table.add_row(
+            run.config.policy, run.config.backfill, f"{s['jobs']:,}", _fmt(s["mean_wait_s"]),
+            _fmt(s["p95_wait_s"]), _fmt(s["mean_bsld"], 2), _fmt(s["p95_bsld"], 2),
+            _fmt(s["utilization"], 3),
+        )
+    console.print(table)
+    engine_s = sum(w.wall_s for run in runs for w in run.windows)
+    console.print(f"{len(runs)} run(s) x {len(runs[0].windows)} window(s); engine time "
+                  f"{engine_s:.2f} s")
+
+
+def main(
+    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
+                                          show_default=False, dir_okay=False)],
+    policy: Annotated[list[str] | None, typer.Option(
+        "--policy", "-p", help="Policy to replay; repeat to compare several.")] = None,
+    backfill: Annotated[list[str] | None, typer.Option(
+        "--backfill", "-b", help="none, easy or conservative; repeat to compare (every "
+        "policy x backfill combination runs on the same jobs).")] = None,
+    cluster: Annotated[Path | None, typer.Option(
+        "--cluster", help="Cluster spec (TOML/JSON, see examples/); default: the log "
+        "header's MaxProcs/MaxNodes.", dir_okay=False)] = None,
+    procs: Annotated[int | None, typer.Option(
+        "--procs", help="Replay on a machine of N processors instead.")] = None,
+    procs_from: Annotated[str | None, typer.Option(
+        "--procs-from", help="Job size from requested, allocated or max (of the two) "
+        "processors; default requested.")] = None,
+    walltime_fallback: Annotated[str | None, typer.Option(
+        "--walltime-fallback", help="Planning time of jobs without a requested walltime: "
+        "runtime (perfect estimates), max (longest request in the partition), error, or "
+        "SECONDS; default auto: max, or an error when no job has a request.")] = None,
+    drop_zero_runtime: Annotated[bool | None, typer.Option(
+        "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
+        "0; default keep.", show_default=False)] = None,
+    compat: Annotated[str | None, typer.Option(
+        "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt "
+        "(explicit options override; see README).")] = None,
+    windows: Annotated[int | None, typer.Option(
+        "--windows", help="Replay N random windows of consecutive jobs instead of the whole "
+        "workload (RLScheduler protocol).")] = None,
+    window_size: Annotated[int | None, typer.Option(
+        "--window-size", help="Jobs per window; default 1024.")] = None,
+    window_starts: Annotated[str | None, typer.Option(
+        "--window-starts", help="Explicit 0-based index of each window's first job, "
+        "comma-separated (e.g. 1981,2714).")] = None,
+    seed: SeedOpt = 1,
+    warm: Annotated[bool, typer.Option(
+        "--warm", help="Start each window with the jobs then running (from a reference "
+        "FCFS+EASY replay of the preceding jobs) instead of an empty machine.")] = False,
+    kill_at_limit: Annotated[bool, typer.Option(
+        "--kill-at-limit", help="End jobs at their requested walltime.")] = False,
+    check: Annotated[bool, typer.Option(
+        "--check", help="Check the engine's invariants while running (slower).")] = False,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="fast (compiled) or reference (plain Python).")] = "fast",
+    json_out: JsonOutOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write the per-job outcomes of every run to this Parquet file.",
+        dir_okay=False)] = None,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Replay a job table on a simulated machine and report waits, slowdowns and utilisation.
+
+    Several --policy and --backfill values give a comparison table, every combination on the
+    same jobs (and the same windows). Metrics are defined in README (bounded slowdown uses a
+    10 s threshold).
+
+    Examples:
+
+        hpcpolicy simulate jobs.parquet --policy sjf --backfill easy
+
+        hpcpolicy simulate jobs.parquet -p fcfs -p sjf -p f1 -b none -b easy --windows 10
+
+        hpcpolicy simulate lublin.parquet --compat rlscheduler --window-starts 1981,2714
+    """
+    import polars as pl
+
+    from hpcpolicy.atomic import write_json
+    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.policies import policy_names
+    from hpcpolicy.sim.metrics import write_outcomes
+    from hpcpolicy.sim.types import SimConfig
+    from hpcpolicy.sim.windows import WindowConfig, replay, to_document
+    from hpcpolicy.workload import Workload, WorkloadOptions
+
+    with fail_cleanly():
+        policies, backfills = policy or ["fcfs"], backfill or ["none"]
+        unknown = [p for p in policies if p not in policy_names()]
+        if unknown:
+            raise ConfigError(f"unknown policy {', '.join(map(repr, unknown))}; valid "
+                              f"policies: {', '.join(policy_names())}")
+        for path in (p for p in (json_out, out) if p is not None):
+            if path.exists() and not overwrite:
+                raise ConfigError(f"{path} already exists; pass --overwrite to replace it")
+        starts = _parse_starts(window_starts)
+        windowed = windows is not None or starts is not None
+        if not windowed and (window_size is not None or warm):
+            raise ConfigError("--window-size and --warm need --windows N or --window-starts")
+        wcfg = WindowConfig(size=window_size or 1024, count=windows or 10, seed=seed,
+                            starts=starts, warm=warm) if windowed else None
+        options = WorkloadOptions.preset(
+            compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
+            walltime_fallback=None if walltime_fallback is None
+            else WorkloadOptions.parse_walltime_fallback(walltime_fallback))
+        configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
+                             check=check, engine=engine, exclusive_nodes=compat == "rlscheduler")
+                   for p in policies for b in backfills]
+        util_end = "last_start" if compat == "rlscheduler" else "last_end"
+        machine = resolve_cluster(spec=cluster, procs=procs, table=table)
+        workload = Workload.from_table(table, options=options)
+        if not is_quiet():
+            _describe(table, workload, machine)
+        runs = _with_progress(lambda step: replay(workload, machine, configs, wcfg,
+                                                  utilization_end=util_end, on_step=step))
+        doc = to_document(runs, source=str(table), workload=workload, cluster=machine,
+                          windows=wcfg)
+        if json_out is not None:
+            write_json(json_out, doc)
+        if out is not None:
+            write_outcomes(pl.concat([r.outcomes() for r in runs]), out, {
+                "hpcpolicy.origin": str(workload.origin), "hpcpolicy.input": str(table),
+                "hpcpolicy.workload_options": json.dumps(doc["workload"]["options"])})
+    if is_quiet():
+        for path in (p for p in (json_out, out) if p is not None):
+            console.print(str(path))
+        return
+    _print(runs, wcfg is not None)
+    _report(doc, wcfg, check)
+
+
+def _report(doc: dict[str, Any], wcfg: Any, check: bool) -> None:
+    never = doc["runs"][0]["never_fits"]
+    if never["jobs"]:
+        _note(f"{never['jobs']:,} jobs need more than the machine has and never started "
+              f"(e.g. {', '.join(never['job_ids'][:5])})")
+    if wcfg is not None:
+        kind = "warm (pre-loaded)" if wcfg.warm else "cold (empty machine)"
+        console.print(f"windows of {wcfg.size} jobs, {kind}, starting at job "
+                      f"{','.join(str(s) for s in doc['windows']['starts'])}")
+    if check:
+        console.print("invariants checked: no violation")
+
+
+def _note(text: str) -> None:
+    from rich.text import Text
+
+    console.print(Text.assemble(("note: ", "yellow"), text), soft_wrap=True)
+
+
+def _describe(table: Path, workload: Any, machine: Any) -> None:
+    dropped = sum(len(ids) for ids in workload.dropped.values())
+    console.print(f"{table}: {len(workload):,} jobs"
+                  + (f" ({dropped:,} dropped)" if dropped else "")
+                  + f"; machine {machine.name}: {machine.total_cores:,} cores, "
+                  f"{machine.total_nodes:,} nodes"
+                  + (f", {machine.total_gpus:,} GPUs" if machine.total_gpus else "")
+                  + f" (from {machine.source})")
+    for note in (*workload.notes, *machine.notes):
+        _note(note)
+
+
+def _with_progress(work: Any) -> Any:
+    """Run ``work(step)`` under a progress bar on stderr (none under --quiet)."""
+    if is_quiet():
+        return work(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("simulating", total=None)
+
+        def step(label: str, done: int, total: int) -> None:
+            bar.update(task, description=f"simulating {label}", completed=done, total=total)
+
+        return work(step)

@@ -1,0 +1,164 @@
+"""The demo: the whole flow on a built-in synthetic workload, with no download.
+
+The demo is a list of :class:`DemoStep` run in order over a shared :class:`DemoContext`; each
+step reads the files earlier steps recorded and records its own. Today the steps are
+generate -> ingest -> stats; later steps (simulate, train, what-if) are appended to
+:data:`DEMO_STEPS`. Every output goes to one folder, and a rerun replaces its own outputs.
+
+Files written in ``out_dir``: ``workload.swf`` (the generated log), ``jobs.parquet``,
+``jobs.rejects.parquet``, ``jobs.ingest.json`` (the ingest), ``stats.json`` (the profile) and
+``demo.json`` (config, steps run and files, for the record).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpcpolicy.atomic import write_json
+from hpcpolicy.errors import ConfigError
+
+__all__ = ["DEMO_STEPS", "DemoConfig", "DemoContext", "DemoStep", "run_demo"]
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """What the demo generates and where it writes."""
+
+    out_dir: Path = Path("demo")
+    """Folder for every demo output; created if absent, its demo files replaced on rerun."""
+    jobs: int = 5000
+    """Number of jobs in the generated workload."""
+    procs: int = 256
+    """Processors of the synthetic machine."""
+    seed: int = 0
+    """Seed of the workload generator (and of later steps); same seed, same files."""
+    model: str = "lublin"
+    """Workload model of the generator."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "out_dir", Path(self.out_dir))
+        if self.jobs < 1:
+            raise ConfigError(f"jobs must be at least 1, not {self.jobs}")
+        if self.procs < 1:
+            raise ConfigError(f"procs must be a positive number of processors, not {self.procs}")
+        if self.seed < 0:
+            raise ConfigError(f"seed must be >= 0, not {self.seed}")
+        if self.out_dir.exists() and not self.out_dir.is_dir():
+            raise ConfigError(f"out_dir {self.out_dir} is a file; give a folder for the demo")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as a JSON-ready dict."""
+        return {**asdict(self), "out_dir": str(self.out_dir)}
+
+
+@dataclass
+class DemoContext:
+    """What the steps share: the config, the files written so far and each step's result."""
+
+    cfg: DemoConfig
+    """The demo's config."""
+    files: dict[str, Path] = field(default_factory=dict)
+    """Label -> path of every file written, in the order written."""
+    results: dict[str, Any] = field(default_factory=dict)
+    """Step name -> what the step returned (an ingest report, a profile, ...)."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Step name -> wall time of the step, for progress output (not written to disk)."""
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    """One step of the demo."""
+
+    name: str
+    """Short name, the key of the step's result in :attr:`DemoContext.results`."""
+    title: str
+    """What the step does, in a few words, for progress output."""
+    run: Callable[[DemoContext], Any]
+    """Does the work, records the files it wrote in the context and returns its result."""
+
+
+def _generate(ctx: DemoContext) -> Path:
+    from hpcpolicy.generate import generate_swf
+
+    cfg = ctx.cfg
+    path = generate_swf(cfg.out_dir / "workload.swf", model=cfg.model, jobs=cfg.jobs,
+                        procs=cfg.procs, seed=cfg.seed)
+    ctx.files["workload"] = Path(path)
+    return Path(path)
+
+
+def _ingest(ctx: DemoContext) -> Any:
+    from hpcpolicy.ingest import IngestConfig, ingest, output_paths
+
+    out = ctx.cfg.out_dir / "jobs.parquet"
+    report = ingest([ctx.files["workload"]], out, IngestConfig(format="swf", overwrite=True))
+    paths = output_paths(out)
+    ctx.files.update({"jobs": paths["jobs"], "rejects": paths["rejects"],
+                      "ingest_report": paths["report"]})
+    return report
+
+
+def _stats(ctx: DemoContext) -> dict[str, Any]:
+    from hpcpolicy.stats import profile, save_profile
+
+    result = profile(ctx.files["jobs"], procs=ctx.cfg.procs)
+    ctx.files["stats"] = save_profile(result, ctx.cfg.out_dir / "stats.json")
+    return result
+
+
+DEMO_STEPS: tuple[DemoStep, ...] = (
+    DemoStep("generate", "generate a synthetic workload", _generate),
+    DemoStep("ingest", "ingest it into a job table", _ingest),
+    DemoStep("stats", "profile the workload", _stats),
+)
+"""The demo's steps, in order; later issues append simulate, train and what-if."""
+
+
+def run_demo(
+    cfg: DemoConfig | None = None,
+    steps: Sequence[DemoStep] = DEMO_STEPS,
+    on_start: Callable[[int, int, DemoStep], None] | None = None,
+    on_done: Callable[[int, int, DemoStep, float], None] | None = None,
+) -> DemoContext:
+    """Run the demo's steps in order and write ``demo.json``.
+
+    Args:
+        cfg: options; defaults to :class:`DemoConfig()` (``demo/``, 5000 jobs, seed 0).
+        steps: the steps to run, default :data:`DEMO_STEPS`.
+        on_start: called with (index, number of steps, step) before each step.
+        on_done: called with (index, number of steps, step, seconds) after each step.
+
+    Returns:
+        The context: files written and each step's result.
+
+    Raises:
+        HpcPolicyError: from the step that failed; files of earlier steps stay.
+
+    Example:
+        >>> ctx = run_demo(DemoConfig(out_dir="demo", jobs=500))  # doctest: +SKIP
+        >>> sorted(ctx.files)  # doctest: +SKIP
+        ['ingest_report', 'jobs', 'rejects', 'stats', 'workload']
+    """
+    cfg = cfg or DemoConfig()
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = DemoContext(cfg=cfg)
+    for index, step in enumerate(steps):
+        if on_start:
+            on_start(index, len(steps), step)
+        t0 = time.perf_counter()
+        ctx.results[step.name] = step.run(ctx)
+        ctx.seconds[step.name] = time.perf_counter() - t0
+        if on_done:
+            on_done(index, len(steps), step, ctx.seconds[step.name])
+    record = cfg.out_dir / "demo.json"
+    write_json(record, {
+        "config": cfg.to_dict(),
+        "steps": [s.name for s in steps],
+        "files": {k: str(v) for k, v in ctx.files.items()},
+    })
+    ctx.files["record"] = record
+    return ctx

@@ -1,0 +1,206 @@
+"""Lines and fields of a sacct export, and the one global pass that finds superseded records.
+
+The rows of an export are read as whole lines (so that a rejected row keeps its exact text)
+and split into fields with vectorised string expressions. Which records are superseded
+(``sacct --duplicates`` prints every requeued run of a job; only the last one is kept) and
+which step rows have no job row is a property of the whole file, so :func:`scan_records`
+reads the job-id column once before the main pass and hands it the line numbers concerned.
+Its memory grows with the number of rows (about 20 bytes each), not with their width.
+
+Example:
+    >>> from pathlib import Path
+    >>> from hpcpolicy.ingest.sacct_layout import read_layout
+    >>> layout = read_layout(Path("sacct.txt"))  # doctest: +SKIP
+    >>> records = scan_records(Path("sacct.txt"), layout)  # doctest: +SKIP
+    >>> records.superseded_lines.len()  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from hpcpolicy.errors import InputFormatError
+from hpcpolicy.ingest.sacct_layout import SacctLayout
+
+__all__ = ["Fields", "SacctRecords", "id_text", "line_source", "scan_records", "split_fields"]
+
+_CSV_FIELD = r',(?:"(?:[^"]|"")*"|[^,"]*)'
+"""One CSV field with its leading comma (the line is read with a comma put in front)."""
+
+
+def line_source(path: Path, layout: SacctLayout, lossy: bool) -> pl.LazyFrame:
+    """The export's data rows: ``_line`` (1-based line number), ``_raw`` (the text) and
+    ``_bad_bytes`` (True where the line held bytes that are not UTF-8, or a NUL).
+
+    Header lines (the first one and repeats of it in concatenated exports) and blank lines
+    are not rows. ``lossy`` reads a file that is not valid UTF-8, replacing bad bytes;
+    otherwise lines are read exactly.
+    """
+    if lossy:
+        frame = pl.scan_csv(
+            path, has_header=False, separator="\x00", quote_char=None,
+            schema={"_raw": pl.String, "_nul": pl.String}, missing_columns="insert",
+            encoding="utf8-lossy", truncate_ragged_lines=True, row_index_name="_line",
+            row_index_offset=1,
+        ).select(
+            pl.col("_line").cast(pl.Int64),
+            pl.col("_raw").fill_null(""),
+            (pl.col("_raw").str.contains("\ufffd", literal=True).fill_null(False)
+             | pl.col("_nul").is_not_null()).alias("_bad_bytes"),
+        )
+    else:
+        frame = pl.scan_lines(
+            path, name="_raw", row_index_name="_line", row_index_offset=1
+        ).select(pl.col("_line").cast(pl.Int64), pl.col("_raw"), pl.lit(False).alias("_bad_bytes"))
+    keep = (pl.col("_line") >= layout.first_row) & (pl.col("_raw").str.strip_chars() != "")
+    if layout.header_line is not None:
+        keep &= pl.col("_raw") != layout.header_line
+    return frame.filter(keep)
+
+
+def id_text(raw: pl.Expr, layout: SacctLayout, index: int) -> pl.Expr:
+    """Field ``index`` of every line, cheaply: enough to tell jobs from steps in all rows."""
+    sep = layout.separator
+    if layout.style == "csv":
+        return _csv_field(pl.concat_str(pl.lit(","), raw).str.extract_all(_CSV_FIELD), index)
+    if index == 0:
+        return raw.str.head(raw.str.find(sep, literal=True).fill_null(raw.str.len_chars()))
+    return raw.str.extract(rf"^(?:[^|]*\|){{{index}}}([^|]*)", 1)
+
+
+def _csv_field(matches: pl.Expr, index: int) -> pl.Expr:
+    """Field ``index`` (unquoted) of a list of :data:`_CSV_FIELD` matches."""
+    m = matches.list.get(index, null_on_oob=True).str.slice(1)
+    quoted = m.str.starts_with('"')
+    return pl.when(quoted).then(
+        m.str.slice(1, m.str.len_chars() - 2).str.replace_all('""', '"', literal=True)
+    ).otherwise(m)
+
+
+@dataclass(frozen=True)
+class Fields:
+    """The split fields of the rows that are parsed (job rows), and their validity."""
+
+    frame: pl.LazyFrame
+    """The input frame with the split fields added in column ``_f``."""
+    valid: pl.Expr
+    """True where the row has exactly the layout's number of fields."""
+    layout: SacctLayout
+
+    def get(self, name: str) -> pl.Expr | None:
+        """Text of column ``name`` (null for rows not parsed), or None if the export lacks
+        the column."""
+        i = self.layout.index(name)
+        if i is None:
+            return None
+        if self.layout.style == "csv":
+            return _csv_field(pl.col("_f"), i)
+        return pl.col("_f").struct.field(f"field_{i}")
+
+
+def split_fields(frame: pl.LazyFrame, text: pl.Expr, layout: SacctLayout) -> Fields:
+    """Split ``text`` (a line, or null for rows not to parse) into the layout's fields.
+
+    A ``|`` inside a field (a job name such as ``pre|post``) adds a field and a line break
+    inside one removes some: either way the count is wrong and the row is not valid, so it
+    is never parsed with its fields shifted.
+    """
+    n = layout.n_fields
+    if layout.style == "csv":
+        line = pl.concat_str(pl.lit(","), text)
+        frame = frame.with_columns(line.str.extract_all(_CSV_FIELD).alias("_f"))
+        covered = pl.col("_f").list.eval(pl.element().str.len_bytes()).list.sum()
+        valid = (pl.col("_f").list.len() == n) & (covered == line.str.len_bytes())
+    else:
+        frame = frame.with_columns(text.str.split_exact("|", n).alias("_f"))
+        last = pl.col("_f").struct.field(f"field_{n - 1}")
+        valid = last.is_not_null() & pl.col("_f").struct.field(f"field_{n}").is_null()
+        if layout.style == "parsable":
+            valid &= last == ""
+    return Fields(frame, valid.fill_null(False), layout)
+
+
+@dataclass(frozen=True)
+class SacctRecords:
+    """What the pass over the job-id column found."""
+
+    lossy: bool
+    """The file is not valid UTF-8: read it with bad bytes replaced (their rows rejected)."""
+    superseded_lines: pl.Series
+    """Lines of job records followed later in the file by another record of the same job."""
+    orphan_lines: pl.Series
+    """Lines of step records whose job record is nowhere in the file."""
+    copies: int | None
+    """Without a job-id column: rows that are exact copies of an earlier row (kept, since
+    identical jobs cannot be told apart from copies); None when ids exist."""
+
+
+def _id_column(layout: SacctLayout) -> int | None:
+    i = layout.index("JobID")
+    return i if i is not None else layout.index("JobIDRaw")
+
+
+def _collect(path: Path, query: pl.LazyFrame) -> pl.DataFrame:
+    """Run the pass; a broken file becomes a one-line InputFormatError."""
+    try:
+        return query.collect(engine="streaming")
+    except OSError as exc:
+        raise InputFormatError(
+            f"{path}: cannot read to the end ({exc}); the file (or its gzip stream) is "
+            "truncated or damaged: copy or download it again"
+        ) from None
+
+
+def scan_records(path: Path, layout: SacctLayout) -> SacctRecords:
+    """Read the job-id column once and find superseded and orphan records.
+
+    Several records of one job id (``sacct --duplicates``, or exactly repeated rows) keep
+    the last one in file order. A step (``123.batch``) whose job ``123`` has no row is an
+    orphan. Records are matched on ``JobID`` (else ``JobIDRaw``), exactly for duplicates
+    and by a 64-bit hash for orphans.
+
+    Raises:
+        InputFormatError: the file cannot be read to its end (truncated gzip, I/O error).
+    """
+    index = _id_column(layout)
+    lossy = False
+    try:
+        frame = _collect(path, _key_query(path, layout, index, lossy=False))
+    except pl.exceptions.ComputeError as exc:
+        if "utf8" not in str(exc).lower() and "utf-8" not in str(exc).lower():
+            raise InputFormatError(f"{path}: {exc}") from None
+        lossy = True
+        frame = _collect(path, _key_query(path, layout, index, lossy=True))
+    empty = pl.Series("_line", [], dtype=pl.Int64)
+    if index is None:
+        copies = frame.height - frame["_hash"].n_unique()
+        return SacctRecords(lossy, empty, empty, copies)
+    jobs = frame.filter(pl.col("_key").is_not_null())
+    candidates = jobs.filter(pl.col("_hash").is_duplicated())
+    superseded = candidates.filter(~pl.col("_key").is_last_distinct())["_line"]
+    steps = frame.filter(pl.col("_step"))
+    orphans = steps.filter(~pl.col("_hash").is_in(jobs["_hash"].implode()))["_line"]
+    return SacctRecords(lossy, superseded, orphans, None)
+
+
+def _key_query(path: Path, layout: SacctLayout, index: int | None, lossy: bool) -> pl.LazyFrame:
+    """``_line``, ``_hash`` (of the job part of the id), ``_step`` and ``_key`` (the id of
+    job rows; null for steps and empty ids) of every data row; without an id column, the
+    line number and the hash of the line."""
+    rows = line_source(path, layout, lossy)
+    raw = pl.col("_raw")
+    if index is None:
+        return rows.select("_line", raw.hash(seed=0).alias("_hash"))
+    text = id_text(raw, layout, index)
+    dot = text.str.find(".", literal=True)
+    job = pl.when(dot.is_null()).then(text).otherwise(text.str.head(dot))
+    return rows.select(
+        "_line",
+        job.hash(seed=0).alias("_hash"),
+        dot.is_not_null().alias("_step"),
+        pl.when(dot.is_null() & (text != "")).then(text).alias("_key"),
+    )

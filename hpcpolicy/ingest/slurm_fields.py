@@ -1,0 +1,205 @@
+"""Polars expressions that parse the text of single Slurm ``sacct`` fields.
+
+Parsing comes in two steps so that no expensive operation runs twice: a *leaf* expression
+(``to_int``, ``to_timestamp``, ``size_parts``, ``duration_parts``, ``job_id_parts``, ...)
+reads the text once and is stored as a column; cheap *finishing* expressions
+(``size_mib``, ``duration_s``, ...) combine stored columns. Words that mean "not known"
+(``Unknown``, ``None``, empty) are null, never errors. No Python runs per row.
+
+Example:
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"t": ["1-02:03:04", "05:06", "UNLIMITED", "soon"]})
+    >>> parts = df.select(p=duration_parts(pl.col("t")), t=pl.col("t"))
+    >>> parts.select(s=duration_s(pl.col("p")), bad=duration_bad(pl.col("p"), pl.col("t"))).rows()
+    [(93784, False), (306, False), (None, False), (None, True)]
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = [
+    "MAX_COUNT",
+    "MAX_DURATION_S",
+    "MAX_MEM_MIB",
+    "MISSING",
+    "STATES",
+    "TIME_FORMATS",
+    "UNSET_DURATIONS",
+    "duration_bad",
+    "duration_parts",
+    "duration_s",
+    "exit_status",
+    "is_ambiguous_local",
+    "is_present",
+    "job_id_parts",
+    "size_mib",
+    "size_parts",
+    "state_of",
+    "text",
+    "to_int",
+    "to_timestamp",
+    "tres_entry",
+    "tres_gpu_first",
+]
+
+MAX_COUNT = 10_000_000
+"""Largest plausible CPU, node or GPU count of one job; larger ones are ``absurd_value``."""
+MAX_MEM_MIB = 1 << 40
+"""Largest plausible memory request of one job (1 EiB in MiB)."""
+MAX_DURATION_S = 100 * 366 * 86400
+"""Largest plausible duration (100 years)."""
+
+MISSING = ("", "Unknown", "None", "None assigned", "N/A", "(null)")
+"""Field texts meaning "not known"."""
+UNSET_DURATIONS = ("UNLIMITED", "Partition_Limit", "INVALID", "NONE")
+"""Duration words meaning "no per-job value": null, not an error."""
+
+TIME_FORMATS = {
+    "iso": "%Y-%m-%dT%H:%M:%S",
+    "space": "%Y-%m-%d %H:%M:%S",
+}
+"""Timestamp layouts sacct prints: the default (``SLURM_TIME_FORMAT=standard``) and the same
+with a space, as some sites configure."""
+
+STATES: dict[str, str] = {
+    "COMPLETED": "completed", "CD": "completed",
+    "FAILED": "failed", "F": "failed", "SPECIAL_EXIT": "failed", "SE": "failed",
+    "CANCELLED": "cancelled", "CA": "cancelled", "REVOKED": "cancelled", "RV": "cancelled",
+    "TIMEOUT": "timeout", "TO": "timeout", "DEADLINE": "timeout", "DL": "timeout",
+    "NODE_FAIL": "node_fail", "NF": "node_fail", "BOOT_FAIL": "node_fail", "BF": "node_fail",
+    "OUT_OF_MEMORY": "oom", "OOM": "oom",
+    "PREEMPTED": "preempted", "PR": "preempted",
+    "PENDING": "pending", "PD": "pending", "REQUEUED": "pending", "RQ": "pending",
+    "REQUEUE_HOLD": "pending", "REQUEUE_FED": "pending", "RESV_DEL_HOLD": "pending",
+    "RUNNING": "running", "R": "running", "SUSPENDED": "running", "S": "running",
+    "RESIZING": "running", "STOPPED": "running", "ST": "running", "COMPLETING": "running",
+    "CG": "running", "CONFIGURING": "running", "CF": "running", "SIGNALING": "running",
+    "STAGE_OUT": "running",
+    "UNKNOWN": "unknown",
+}
+"""Slurm job state (first word of ``State``: ``CANCELLED by 1234`` is ``CANCELLED``) -> the
+job table's state. Requeued and held jobs wait again (pending); suspended, stopped and
+completing jobs have not ended (running); ``BOOT_FAIL`` is a node failure and ``DEADLINE`` a
+time limit. Other words are not in the table (``state_of`` gives null)."""
+
+_UNIT_MIB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
+
+
+def is_present(t: pl.Expr) -> pl.Expr:
+    """True where the text holds a value (not null, empty or a "not known" word)."""
+    return t.is_not_null() & ~t.is_in(MISSING)
+
+
+def text(t: pl.Expr) -> pl.Expr:
+    """A free-text field with "not known" words (and empty text) as null."""
+    return pl.when(is_present(t)).then(t)
+
+
+def to_int(t: pl.Expr) -> pl.Expr:
+    """Leaf: a whole number (``ReqCPUS``, ``ElapsedRaw``, ...), null if it does not parse."""
+    return t.cast(pl.Int64, strict=False)
+
+
+def to_timestamp(t: pl.Expr, fmt: str, tz: str) -> pl.Expr:
+    """Leaf: a zone-less timestamp in local time ``tz`` as a UTC datetime (ms).
+
+    Local times a clock change makes ambiguous take the earlier instant; times a clock change
+    skips are null (and so rejected as bad timestamps).
+    """
+    naive = t.str.strptime(pl.Datetime("ms"), fmt, strict=False)
+    if tz == "UTC":
+        return naive.dt.replace_time_zone("UTC")
+    return naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
+
+
+def is_ambiguous_local(t: pl.Expr, fmt: str, tz: str) -> pl.Expr:
+    """Leaf: True where a local timestamp falls in the repeated hour of a clock change."""
+    naive = t.str.strptime(pl.Datetime("ms"), fmt, strict=False)
+    early = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+    late = naive.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null")
+    return (early != late).fill_null(False)
+
+
+_DURATION = r"^(?:([0-9]+)-)?([0-9]+)(?::([0-9]+))?(?::([0-9]+))?(?:\.[0-9]*)?$"
+
+
+def duration_parts(t: pl.Expr) -> pl.Expr:
+    """Leaf: a duration's numbers as a struct (days, then up to three ``:`` parts)."""
+    return t.str.extract_groups(_DURATION)
+
+
+def duration_s(parts: pl.Expr) -> pl.Expr:
+    """Seconds from :func:`duration_parts`, fractions dropped.
+
+    ``D-HH:MM:SS``, ``D-HH:MM``, ``D-HH``, ``HH:MM:SS``, ``MM:SS`` and ``MM`` (the forms Slurm
+    prints and accepts); null for anything else.
+    """
+    days, p1, p2, p3 = (parts.struct.field(str(i)).cast(pl.Int64) for i in (1, 2, 3, 4))
+    return (
+        pl.when(days.is_not_null())
+        .then(days * 86400 + p1 * 3600 + p2.fill_null(0) * 60 + p3.fill_null(0))
+        .when(p3.is_not_null()).then(p1 * 3600 + p2 * 60 + p3)
+        .when(p2.is_not_null()).then(p1 * 60 + p2)
+        .otherwise(p1 * 60)
+    )
+
+
+def duration_bad(parts: pl.Expr, t: pl.Expr) -> pl.Expr:
+    """True where a duration text is present, not an unset word, and does not parse."""
+    return parts.struct.field("2").is_null() & is_present(t) & ~t.is_in(UNSET_DURATIONS)
+
+
+def is_unset_duration(t: pl.Expr) -> pl.Expr:
+    """True where a duration field says there is no per-job value (``UNLIMITED``, ...)."""
+    return t.is_in(UNSET_DURATIONS).fill_null(False)
+
+
+_SIZE = r"^([0-9]+(?:\.[0-9]+)?)([KMGTP]?)([cn]?)$"
+
+
+def size_parts(t: pl.Expr) -> pl.Expr:
+    """Leaf: a memory size (``4000``, ``4000Mc``, ``64Gn``, ``1.50T``) as a struct of its
+    number, unit and per-CPU (``c``) / per-node (``n``) suffix."""
+    return t.str.extract_groups(_SIZE)
+
+
+def size_mib(parts: pl.Expr, cpus: pl.Expr, nodes: pl.Expr) -> pl.Expr:
+    """Total MiB (float) from :func:`size_parts`: times ``cpus`` for ``c``, times ``nodes``
+    for ``n`` (Slurm before 21.08 printed ``ReqMem`` per CPU or per node); a bare number is
+    MiB. Null where the text did not parse."""
+    number = parts.struct.field("1").cast(pl.Float64)
+    factor = parts.struct.field("2").replace_strict(_UNIT_MIB, default=None,
+                                                     return_dtype=pl.Float64)
+    per = parts.struct.field("3")
+    size = number * factor
+    return pl.when(per == "c").then(size * cpus).when(per == "n").then(size * nodes).otherwise(size)
+
+
+def tres_entry(t: pl.Expr, key: str) -> pl.Expr:
+    """Leaf: the text of ``key=`` in a TRES list (``billing=8,cpu=8,mem=32G,node=1``)."""
+    return t.str.extract(rf"(?:^|,){key}=([^,]*)", 1)
+
+
+def tres_gpu_first(t: pl.Expr) -> pl.Expr:
+    """Leaf: the first GPU entry of a TRES list, ``gres/gpu=N`` or ``gres/gpu:TYPE=N``, as a
+    struct of its type (field ``1``, null if untyped) and count text (field ``2``)."""
+    return t.str.extract_groups(r"(?:^|,)gres/gpu(?::([^=,]+))?=([^,]*)")
+
+
+def state_of(t: pl.Expr) -> pl.Expr:
+    """Leaf: the job-table state of a ``State`` text; null for words not in :data:`STATES`."""
+    word = t.str.splitn(" ", 2).struct.field("field_0")
+    return word.replace_strict(STATES, default=None, return_dtype=pl.String)
+
+
+def exit_status(t: pl.Expr) -> pl.Expr:
+    """Leaf: the exit status from ``ExitCode`` (``1:0`` -> 1; after ``:`` is the signal)."""
+    return t.str.splitn(":", 2).struct.field("field_0").cast(pl.Int64, strict=False)
+
+
+def job_id_parts(t: pl.Expr) -> pl.Expr:
+    """Leaf: a printed job id as a struct of text fields: ``1`` the leading number, ``2`` the
+    array task (``123_4``), ``3`` the bracketed range of a pending array (``123_[5-9%2]``),
+    ``4`` the heterogeneous component (``123+1``); all null when it matches none of these."""
+    return t.str.extract_groups(r"^([0-9]+)(?:_([0-9]+)|_(\[[^\]]*\])|\+([0-9]+))?$")

@@ -1,0 +1,127 @@
+"""The header comments of an SWF log: ``; Key: value`` lines before the first job.
+
+The Standard Workload Format (v2.2, https://www.cs.huji.ac.il/labs/parallel/workload/swf.html)
+puts facts about the log in comment lines at its top. How they are read:
+
+* a line ``; Key: value`` (a key of letters and digits, a colon, then a blank or the end)
+  sets ``Key``; a key given again (``Note``, ``Queue``, ``Information``, ...) becomes a list;
+* a comment line that is not ``Key: value`` (an indented ``;   http://...`` or the lines of
+  a multi-line ``Note``) continues the previous key's text, joined with a space;
+* keys whose value is a number (:data:`NUMERIC_KEYS`) are stored as ints. Text after the
+  number is kept under ``<Key>_text``: ``; MaxNodes: 338 (batch partition; 512 total)``
+  gives ``MaxNodes = 338`` and ``MaxNodes_text = "338 (batch partition; 512 total)"``;
+* other values are kept as text; bytes that are not UTF-8 become U+FFFD.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from pathlib import Path
+from typing import Any
+
+from hpcpolicy.errors import InputFormatError
+from hpcpolicy.ingest.detect import is_gzip
+
+__all__ = ["NUMERIC_KEYS", "parse_header_lines", "read_header"]
+
+NUMERIC_KEYS = frozenset({
+    "MaxJobs", "MaxRecords", "UnixStartTime", "TimeZone", "MaxNodes", "MaxProcs",
+    "MaxRuntime", "MaxMemory", "MaxQueues", "MaxPartitions",
+})
+"""Header keys the SWF definition gives a number (a count, seconds, KB or a Unix time)."""
+
+MAX_HEADER_BYTES = 1 << 20
+"""Header comments read at most; a longer run of leading comments is cut (with a note)."""
+
+_KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):(?:\s+(.*))?$")
+_LEADING_INT = re.compile(r"^([-+]?\d+)(?:\.0*)?(?=\s|$)\s*(.*)$")
+
+
+def _add(facts: dict[str, Any], key: str, value: Any) -> None:
+    if key not in facts:
+        facts[key] = value
+    elif isinstance(facts[key], list):
+        facts[key].append(value)
+    else:
+        facts[key] = [facts[key], value]
+
+
+def _continue(facts: dict[str, Any], key: str, text: str) -> None:
+    """Append ``text`` to the last value of ``key``."""
+    value = facts[key]
+    if isinstance(value, list):
+        value[-1] = f"{value[-1]} {text}".strip()
+    elif isinstance(value, str):
+        facts[key] = f"{value} {text}".strip()
+    else:  # a number followed by a continuation line: keep the words beside it
+        facts[f"{key}_text"] = f"{facts.get(f'{key}_text', value)} {text}".strip()
+
+
+def parse_header_lines(lines: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """Header facts from comment lines (``;`` included), and notes on what could not be read.
+
+    Example:
+        >>> facts, notes = parse_header_lines(["; MaxNodes: 338 (batch partition; 512 total)",
+        ...                                    "; Note: cleaned", ";   by filter user=135"])
+        >>> facts["MaxNodes"], facts["MaxNodes_text"], facts["Note"]
+        (338, '338 (batch partition; 512 total)', 'cleaned by filter user=135')
+    """
+    facts: dict[str, Any] = {}
+    notes: list[str] = []
+    last: str | None = None
+    for line in lines:
+        text = line.strip().lstrip(";").strip()
+        if not text:
+            continue
+        match = _KEY_LINE.match(text)
+        if match is None:
+            if last is not None:
+                _continue(facts, last, text)
+            continue
+        key, value = match.group(1), (match.group(2) or "").strip()
+        last = key
+        if key in NUMERIC_KEYS:
+            number = _LEADING_INT.match(value)
+            if number is None:
+                notes.append(f"header {key} {value!r} is not a number; kept as text")
+                _add(facts, key, value)
+                continue
+            _add(facts, key, int(number.group(1)))
+            if number.group(2):
+                _add(facts, f"{key}_text", value)
+            continue
+        _add(facts, key, value)
+    return facts, notes
+
+
+def read_header(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """Facts and notes from the comment lines at the top of ``path`` (plain or gzipped).
+
+    Raises:
+        InputFormatError: the file cannot be read or decompressed.
+    """
+    lines: list[str] = []
+    size = 0
+    notes: list[str] = []
+    try:
+        with (gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")) as f:
+            for raw in f:
+                text = raw.decode("utf-8-sig" if not lines else "utf-8", errors="replace")
+                stripped = text.strip()
+                if stripped and not stripped.startswith(";"):
+                    break
+                size += len(raw)
+                if size > MAX_HEADER_BYTES:
+                    notes.append(f"only the first {MAX_HEADER_BYTES >> 20} MiB of header "
+                                 "comments were read")
+                    break
+                lines.append(text)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputFormatError(
+            f"{path}: cannot read the header ({exc}); the file is damaged or truncated, copy "
+            "or download it again"
+        ) from None
+    facts, parse_notes = parse_header_lines(lines)
+    return facts, notes + parse_notes

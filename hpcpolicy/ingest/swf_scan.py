@@ -1,0 +1,435 @@
+"""Scan the data lines of an SWF log into numbers, one compiled pass per chunk of text.
+
+Splitting runs of blanks into 18 fields is the costly part of reading SWF: done with Polars
+string expressions it runs at about 1.2 M lines/s on two cores (regex or repeated
+``replace_all`` to collapse the blanks, then ``split_exact`` and a cast: 40 M short strings for
+2 M lines). A Numba kernel that walks the bytes once, parsing numbers as it goes, runs at
+about 4.5 M lines/s on one core and allocates nothing per field. Everything after this scan
+(unknown values, units, states, timestamps) is Polars expressions in :mod:`hpcpolicy.ingest.swf`.
+
+The scan also judges each line, so that the text of rejected lines is the only text kept:
+
+* blank lines and comment lines (first non-blank character ``;``) are not rows;
+* a data line is rejected, first rule that applies, as ``non_utf8`` (bytes that are not
+  UTF-8), ``field_count`` (not 18 fields), ``bad_number`` (a field that is not a plain
+  decimal number: optional sign, digits, optional fraction), ``no_job_id`` (job number -1 or
+  not a whole number), ``no_submit_time`` (submit time -1), ``swf_bad_status`` (status not a
+  whole number from -1 to 5), ``absurd_value`` (a value below 0 other than -1, or above the
+  field's limit in :data:`FIELD_MAX`).
+
+The input is read in chunks of :data:`CHUNK_BYTES` (gzip is decompressed as a stream), so
+memory stays bounded whatever the file size. The lazy frame comes from a Polars IO source.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+from polars.io.plugins import register_io_source
+
+from hpcpolicy.errors import InputFormatError
+from hpcpolicy.ingest.detect import is_gzip
+
+__all__ = ["CHUNK_BYTES", "FIELD_MAX", "FIELD_NAMES", "REASONS", "scan_swf"]
+
+FIELD_NAMES: tuple[str, ...] = tuple(f"f{k}" for k in range(1, 19))
+"""Frame column of each SWF field, numbered as in the SWF definition (``f1`` = job number)."""
+
+REASONS: tuple[str | None, ...] = (
+    None, "non_utf8", "field_count", "bad_number", "no_job_id", "no_submit_time",
+    "swf_bad_status", "absurd_value",
+)
+"""Reject reason by the kernel's code (0 = kept)."""
+
+_SECONDS, _PROCS, _BIG = 1e10, 1e8, 1e12
+FIELD_MAX = np.array([
+    _BIG,      # 1 job number
+    _SECONDS,  # 2 submit time
+    _SECONDS,  # 3 wait time
+    _SECONDS,  # 4 run time
+    _PROCS,    # 5 allocated processors
+    _SECONDS,  # 6 average CPU time used
+    _BIG,      # 7 used memory (KB per processor)
+    _PROCS,    # 8 requested processors
+    _SECONDS,  # 9 requested time
+    _BIG,      # 10 requested memory (KB per processor)
+    5.0,       # 11 status
+    _BIG,      # 12 user id
+    _BIG,      # 13 group id
+    _BIG,      # 14 executable (application) number
+    _BIG,      # 15 queue number
+    _BIG,      # 16 partition number
+    _BIG,      # 17 preceding job number
+    _SECONDS,  # 18 think time from preceding job
+])
+"""Largest plausible value of each field: 10^10 s (317 years) for times, 10^8 processors
+(ten times the largest machine built), 10^12 for ids and memory in KB. Larger is absurd."""
+
+CHUNK_BYTES = 8 << 20
+"""Text handed to the kernel at a time (about 90,000 lines)."""
+MAX_LINE_BYTES = 1 << 20
+"""A line longer than this is not SWF text; reading stops with an error."""
+
+_N_FIELDS = 18
+_REPLACEMENT = np.frombuffer("\ufffd".encode(), dtype=np.uint8)
+_BOM = b"\xef\xbb\xbf"
+
+
+@nb.njit(cache=True, nogil=True)
+def _utf8_len(buf: npt.NDArray[np.uint8], i: int, end: int) -> int:
+    """Length of the valid UTF-8 sequence starting at ``buf[i]`` (a byte >= 0x80), else 0."""
+    c = buf[i]
+    if 0xC2 <= c <= 0xDF:
+        need, lo, hi = 1, 0x80, 0xBF
+    elif c == 0xE0:
+        need, lo, hi = 2, 0xA0, 0xBF
+    elif 0xE1 <= c <= 0xEC or 0xEE <= c <= 0xEF:
+        need, lo, hi = 2, 0x80, 0xBF
+    elif c == 0xED:
+        need, lo, hi = 2, 0x80, 0x9F
+    elif c == 0xF0:
+        need, lo, hi = 3, 0x90, 0xBF
+    elif 0xF1 <= c <= 0xF3:
+        need, lo, hi = 3, 0x80, 0xBF
+    elif c == 0xF4:
+        need, lo, hi = 3, 0x80, 0x8F
+    else:
+        return 0
+    if i + need >= end:
+        return 0
+    if not lo <= buf[i + 1] <= hi:
+        return 0
+    for j in range(i + 2, i + need + 1):
+        if not 0x80 <= buf[j] <= 0xBF:
+            return 0
+    return need + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _is_blank(c: int) -> bool:
+    return c <= 32 and (c == 32 or c == 9 or c == 13 or c == 11 or c == 12)
+
+
+@nb.njit(cache=True, nogil=True)
+def _copy_sanitized(buf: npt.NDArray[np.uint8], s: int, e: int, out: npt.NDArray[np.uint8],
+                    o: int, repl: npt.NDArray[np.uint8]) -> int:
+    """Copy ``buf[s:e]`` to ``out[o:]`` as valid UTF-8 text without control characters (each
+    invalid byte or control character becomes U+FFFD) plus a newline; return the new end."""
+    i = s
+    while i < e:
+        c = buf[i]
+        if c >= 0x80:
+            n = _utf8_len(buf, i, e)
+            if n > 0:
+                out[o:o + n] = buf[i:i + n]
+                o += n
+                i += n
+                continue
+        if c >= 0x80 or (c < 32 and c != 9):
+            out[o:o + 3] = repl
+            o += 3
+        else:
+            out[o] = c
+            o += 1
+        i += 1
+    out[o] = 10
+    return o + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int, vals: npt.NDArray[np.float64],
+                r: int) -> tuple[int, int, bool, bool]:
+    """Parse the fields of the data line starting at ``buf[i]`` into ``vals[:, r]``.
+
+    Returns (index of the line's end: its newline or ``n``, number of fields, all fields
+    numeric, all bytes valid UTF-8).
+    """
+    k = 0
+    numeric = True
+    utf8 = True
+    while i < n:
+        c = buf[i]
+        if c == 10:
+            break
+        if _is_blank(c):
+            i += 1
+            continue
+        neg = c == 45
+        if c == 45 or c == 43:
+            i += 1
+        mant = 0.0
+        digits = 0
+        frac = 0
+        while i < n and 48 <= buf[i] <= 57:
+            mant = mant * 10.0 + (buf[i] - 48)
+            digits += 1
+            i += 1
+        if i < n and buf[i] == 46:
+            i += 1
+            while i < n and 48 <= buf[i] <= 57:
+                mant = mant * 10.0 + (buf[i] - 48)
+                digits += 1
+                frac += 1
+                i += 1
+        if digits == 0 or (i < n and buf[i] != 10 and not _is_blank(buf[i])):
+            numeric = False
+            while i < n and buf[i] != 10 and not _is_blank(buf[i]):
+                step = 1
+                if buf[i] >= 0x80:
+                    step = _utf8_len(buf, i, n)
+                    if step == 0:
+                        utf8 = False
+                        step = 1
+                i += step
+        if k < _N_FIELDS:
+            value = mant / 10.0 ** frac if frac else mant
+            vals[k, r] = -value if neg else value
+        k += 1
+    for j in range(min(k, _N_FIELDS), _N_FIELDS):
+        vals[j, r] = np.nan
+    return i, k, numeric, utf8
+
+
+@nb.njit(cache=True, nogil=True)
+def _judge(vals: npt.NDArray[np.float64], r: int, field_max: npt.NDArray[np.float64]) -> int:
+    """Reject code (index into REASONS) of a line of 18 numbers, 0 to keep it."""
+    job = vals[0, r]
+    if job == -1.0 or job != np.floor(job):
+        return 4
+    if vals[1, r] == -1.0:
+        return 5
+    status = vals[10, r]
+    if status != np.floor(status) or status < -1.0 or status > field_max[10]:
+        return 6
+    for k in range(_N_FIELDS):
+        v = vals[k, r]
+        if (v < 0.0 and v != -1.0) or v > field_max[k]:
+            return 7
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _scan_lines(
+    buf: npt.NDArray[np.uint8],
+    pos: int,
+    n: int,
+    first_line: int,
+    field_max: npt.NDArray[np.float64],
+    repl: npt.NDArray[np.uint8],
+    vals: npt.NDArray[np.float64],
+    line_no: npt.NDArray[np.int64],
+    code: npt.NDArray[np.uint8],
+    raw: npt.NDArray[np.uint8],
+    raw_rows: npt.NDArray[np.int64],
+) -> tuple[int, int, int, int, int]:
+    """Scan the lines of ``buf[pos:n]`` until it ends or ``vals`` holds as many rows as it can.
+
+    Returns (position reached, rows, raw text bytes, rejected rows, lines passed).
+    """
+    cap = vals.shape[1]
+    line = first_line
+    r = 0
+    o = 0
+    nr = 0
+    while pos < n and r < cap:
+        s = pos
+        while s < n and _is_blank(buf[s]):
+            s += 1
+        if s < n and buf[s] != 10 and buf[s] != 59:
+            e, k, numeric, utf8 = _parse_line(buf, s, n, vals, r)
+            if not utf8:
+                c = 1
+            elif k != _N_FIELDS:
+                c = 2
+            elif not numeric:
+                c = 3
+            else:
+                c = _judge(vals, r, field_max)
+            line_no[r] = line
+            code[r] = c
+            if c != 0:
+                end = e - 1 if e > pos and buf[e - 1] == 13 else e
+                o = _copy_sanitized(buf, pos, end, raw, o, repl)
+                raw_rows[nr] = r
+                nr += 1
+            r += 1
+        else:
+            e = s
+            while e < n and buf[e] != 10:
+                e += 1
+        line += 1
+        pos = e + 1
+    return pos, r, o, nr, line - first_line
+
+
+def _gunzip(path: Path) -> Iterator[bytes]:
+    """Decompressed pieces of a gzip file (several members allowed), at most CHUNK_BYTES each.
+
+    Raises:
+        EOFError: the stream ends inside a member (the file is truncated).
+        zlib.error: the compressed data is damaged.
+    """
+    with open(path, "rb") as f:
+        member = zlib.decompressobj(31)
+        fed = False
+        while block := f.read(1 << 20):
+            fed = True
+            while block:
+                piece = member.decompress(block, CHUNK_BYTES)
+                if piece:
+                    yield piece
+                block = member.unconsumed_tail
+                if member.eof:
+                    block = member.unused_data + block
+                    if block and not block.startswith(b"\x1f\x8b"):
+                        if block.strip(b"\x00"):
+                            raise zlib.error("data after the end of the gzip stream")
+                        block = b""
+                    member = zlib.decompressobj(31)
+                    fed = bool(block)
+        if fed and not member.eof:
+            raise EOFError("the gzip stream ends early")
+
+
+def _plain(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        while piece := f.read(CHUNK_BYTES):
+            yield piece
+
+
+class _Lines:
+    """Whole lines of a plain or gzipped file, in pieces, counting the lines handed out."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.done = 0
+        """Lines scanned so far (the scanner adds to it), for error messages."""
+
+    def pieces(self) -> Iterator[tuple[bytes, int]]:
+        """``(data, end)`` pairs: ``data[:end]`` is whole lines (the last maybe unterminated).
+
+        Raises:
+            InputFormatError: a truncated or damaged gzip stream, or a line too long to be SWF.
+        """
+        source = _gunzip(self.path) if is_gzip(self.path) else _plain(self.path)
+        carry = b""
+        first = True
+        try:
+            for piece in source:
+                data = carry + piece if carry else piece
+                if first and data.startswith(_BOM):
+                    data = data[len(_BOM):]
+                first = False
+                end = data.rfind(b"\n") + 1
+                if end == 0 and len(data) > MAX_LINE_BYTES:
+                    raise InputFormatError(
+                        f"{self.path}: line {self.done + 1} runs past {MAX_LINE_BYTES >> 20} "
+                        "MiB without a line break; this is not an SWF text log (binary data?)"
+                    )
+                if end:
+                    yield data, end
+                carry = data[end:]
+        except EOFError:
+            raise InputFormatError(
+                f"{self.path}: the gzip stream is truncated after line {self.done}; copy or "
+                "download the file again"
+            ) from None
+        except zlib.error as exc:
+            raise InputFormatError(
+                f"{self.path}: the gzip data is damaged after line {self.done} ({exc}); copy "
+                "or download the file again"
+            ) from None
+        if carry:
+            yield carry, len(carry)
+
+
+_REASON_NAMES = pl.Series("_reason", REASONS, dtype=pl.String)
+SCAN_SCHEMA = pl.Schema({
+    "_line": pl.Int64, **dict.fromkeys(FIELD_NAMES, pl.Float64), "_reason": pl.String,
+    "_raw": pl.String,
+})
+"""Columns of :func:`scan_swf`: line number, the 18 fields (NaN where a line lacks them),
+reject reason (null = kept), and the line's text for rejected lines (null otherwise)."""
+
+BATCH_ROWS = 1 << 16
+"""Rows per frame the scan hands to Polars."""
+
+
+def _batches(path: Path) -> Iterator[pl.DataFrame]:
+    """Frames of :data:`SCAN_SCHEMA`, at most :data:`BATCH_ROWS` rows each."""
+    lines = _Lines(path)
+    vals = np.empty((len(FIELD_NAMES), BATCH_ROWS), dtype=np.float64)
+    line_no = np.empty(BATCH_ROWS, dtype=np.int64)
+    code = np.empty(BATCH_ROWS, dtype=np.uint8)
+    raw_rows = np.empty(BATCH_ROWS, dtype=np.int64)
+    for data, end in lines.pieces():
+        buf = np.frombuffer(data, dtype=np.uint8)
+        raw = np.empty(3 * end + BATCH_ROWS, dtype=np.uint8)
+        pos = 0
+        while pos < end:
+            pos, rows, raw_len, n_raw, passed = _scan_lines(
+                buf, pos, end, lines.done + 1, FIELD_MAX, _REPLACEMENT, vals, line_no, code,
+                raw, raw_rows)
+            lines.done += passed
+            if rows:
+                yield _frame(rows, vals, line_no, code, raw[:raw_len], raw_rows[:n_raw])
+
+
+def _frame(rows: int, vals: npt.NDArray[np.float64], line_no: npt.NDArray[np.int64],
+           code: npt.NDArray[np.uint8], raw: npt.NDArray[np.uint8],
+           raw_rows: npt.NDArray[np.int64]) -> pl.DataFrame:
+    """The first ``rows`` scanned rows as a frame (copies: the arrays are reused)."""
+    text = pl.Series("_raw", dtype=pl.String).extend_constant(None, rows)
+    if len(raw_rows):
+        rejected = pl.read_csv(raw.tobytes(), has_header=False, separator="\x1f",
+                               quote_char=None, schema={"_raw": pl.String})["_raw"]
+        text = text.scatter(raw_rows, rejected)
+    return pl.DataFrame({
+        "_line": line_no[:rows].copy(),
+        **{name: vals[k, :rows].copy() for k, name in enumerate(FIELD_NAMES)},
+        "_reason": _REASON_NAMES.gather(code[:rows]),
+        "_raw": text,
+    }, schema=SCAN_SCHEMA)
+
+
+def scan_swf(path: Path) -> pl.LazyFrame:
+    """A lazy frame of :data:`SCAN_SCHEMA`, one row per data line of the SWF file ``path``.
+
+    Reading happens when the frame is collected, chunk by chunk; a truncated or damaged gzip
+    stream then raises :class:`InputFormatError`.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.swf"
+        >>> _ = p.write_text("; Version: 2.2\\n1 0 5 60 4 -1 -1 4 100 -1 1 1 1 -1 1 -1 -1 -1\\n")
+        >>> scan_swf(p).select("_line", "f1", "f4", "_reason").collect().row(0)
+        (2, 1.0, 60.0, None)
+    """
+
+    def source(
+        with_columns: list[str] | None,
+        predicate: pl.Expr | None,
+        n_rows: int | None,
+        batch_size: int | None,
+    ) -> Iterator[pl.DataFrame]:
+        left = n_rows
+        for df in _batches(path):
+            if predicate is not None:
+                df = df.filter(predicate)
+            if with_columns is not None:
+                df = df.select(with_columns)
+            if left is not None:
+                df = df.head(left)
+                left -= df.height
+            yield df
+            if left is not None and left <= 0:
+                return
+
+    return register_io_source(source, schema=SCAN_SCHEMA, is_pure=True,
+                              explain_name="swf", explain_detail=str(path))

@@ -1,0 +1,17 @@
+"""Reinforcement learning: networks, PPO, DD-PPO, run directories (needs the ``[rl]`` extra).
+
+Modules:
+
+* :mod:`~hpcpolicy.rl.spaces`: the observation contract (features, K, action mask);
+* :mod:`~hpcpolicy.rl.config`: ``PPOConfig`` / ``DDPPOConfig`` and the ``--algo`` registry;
+* :mod:`~hpcpolicy.rl.networks`: the per-job scorer MLP and the value network;
+* :mod:`~hpcpolicy.rl.ppo`: ``train(cfg, make_env, run_dir)`` and ``compute_gae``;
+* :mod:`~hpcpolicy.rl.ddppo`: DD-PPO workers under torchrun and ``launch`` on one machine;
+* :mod:`~hpcpolicy.rl.vector`, :mod:`~hpcpolicy.rl.runs`, :mod:`~hpcpolicy.rl.seeding`.
+
+Importing this package imports nothing heavy; torch is imported by the modules that need it.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

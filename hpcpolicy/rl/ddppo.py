@@ -1,0 +1,312 @@
+"""DD-PPO: decentralised distributed PPO over torchrun workers, after CleanRL's
+``ppo_atari_multigpu.py`` and Wijmans et al., "DD-PPO" (ICLR 2020).
+
+Every worker is one process started by ``torchrun`` (``torch.distributed.run``). It reads the
+run's ``launch.json``, builds its own environments, collects its own rollouts and runs the PPO
+loop of :mod:`hpcpolicy.rl.ppo`. There is no parameter server:
+
+* all workers seed torch with the run seed, so they build identical initial weights, and rank
+  0's parameters are broadcast once more to be sure;
+* environment seeds and action sampling are derived from ``(seed, rank)``;
+* after each minibatch's backward pass the gradients are flattened into one vector and summed
+  with ``all_reduce`` (gloo on CPU, NCCL on GPU), each worker's share weighted by its number
+  of samples, so every worker applies the same averaged gradient and the parameters stay
+  identical (``sync_check_every`` verifies it bit for bit);
+* the KL early stop uses the workers' mean KL, so all stop at the same epoch;
+* only rank 0 writes files (metrics, checkpoints with every worker's RNG and environment
+  state, the policy); at world size 1 it works, with a warning.
+
+Straggler cut-off (``sync_frac`` < 1, the DD-PPO paper's preemption threshold; 0.6 there):
+workers count finished rollouts in a shared counter of torch.distributed's TCP store (key per
+update). After ``min_rollout_frac`` of its ``num_steps``, a worker checks the counter before
+each step and stops collecting once ``ceil(sync_frac * world_size)`` workers are done. The cut
+rollout is bootstrapped from the value of its last observation like any other, its
+environments simply continue in the next rollout, and its gradient share is weighted by the
+samples it has, so the update is the mean over all samples actually collected. An update
+then holds fewer than ``world_size * num_envs * num_steps`` samples (``global_step`` counts
+the real number; the column ``ddppo/workers_cut`` says how many workers were cut) and, because
+the cut depends on timing, results are no longer bit-reproducible; with ``sync_frac = 1`` (the
+default) they are.
+
+Example:
+    >>> from hpcpolicy.rl.config import DDPPOConfig
+    >>> cfg = DDPPOConfig(total_steps=4096, num_envs=2, num_steps=64)
+    >>> launch(cfg, "rl_toy_env:make_toy_env", "runs/toy", workers=2)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from hpcpolicy.atomic import write_json
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.rl.config import DDPPOConfig, config_from_dict
+from hpcpolicy.rl.ppo import TrainResult, run_training
+from hpcpolicy.rl.runs import RunPaths, check_resume_config, load_checkpoint
+
+__all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "prepare_launch", "worker_main"]
+
+LAUNCH_FILE = "launch.json"
+"""What every worker reads: config, environment factory and its arguments, provenance."""
+
+log = logging.getLogger("hpcpolicy.rl.ddppo")
+
+
+class TorchDistComm:
+    """The :class:`~hpcpolicy.rl.ppo.Comm` of a torchrun worker (env:// rendezvous).
+
+    Reads ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` as set by
+    torchrun, and joins the default process group.
+    """
+
+    def __init__(self, cfg: DDPPOConfig) -> None:
+        import torch.distributed as dist
+
+        self._dist = dist
+        self.cfg = cfg
+        timeout = timedelta(seconds=cfg.timeout_s)
+        store, self.rank, self.world_size = next(dist.rendezvous("env://", timeout=timeout))
+        store.set_timeout(timeout)
+        backend = cfg.backend if cfg.backend != "auto" else (
+            "nccl" if cfg.device == "cuda" else "gloo")
+        if cfg.device == "cuda":
+            local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+            torch.cuda.set_device(local_rank)
+            self.device = torch.device("cuda", local_rank)
+        else:
+            self.device = torch.device("cpu")
+        dist.init_process_group(backend, store=dist.PrefixStore("default_pg", store),
+                                rank=self.rank, world_size=self.world_size, timeout=timeout)
+        self._rollouts = dist.PrefixStore("hpcpolicy_rollouts", store)
+        self._needed = math.ceil(cfg.sync_frac * self.world_size)
+        self._min_steps = max(math.ceil(cfg.min_rollout_frac * cfg.num_steps),
+                              math.ceil(cfg.num_minibatches / cfg.num_envs))
+        if self.world_size == 1:
+            warnings.warn("DD-PPO with a single worker exchanges nothing; it trains like "
+                          "--algo ppo (use --workers 2 or more to spread the work)", stacklevel=2)
+
+    def close(self) -> None:
+        """Leave the process group."""
+        self._dist.destroy_process_group()
+
+    def all_sum(self, values: torch.Tensor) -> torch.Tensor:
+        """Element-wise sum over workers."""
+        out = values.to(self.device)
+        self._dist.all_reduce(out)
+        return out.to(values.device)
+
+    def average_gradients(self, params: list[nn.Parameter], weight: float) -> None:
+        """Sum ``weight * grad`` over workers in one flattened ``all_reduce``."""
+        grads = []
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            grads.append(p.grad)
+        flat = torch.cat([g.reshape(-1) for g in grads]) * weight
+        self._dist.all_reduce(flat)
+        offset = 0
+        for g in grads:
+            g.copy_(flat[offset:offset + g.numel()].view_as(g))
+            offset += g.numel()
+
+    def keep_collecting(self, update: int, step: int) -> bool:
+        """False once enough workers are done and this one has its minimum share of steps."""
+        if self._needed >= self.world_size or step < self._min_steps:
+            return True
+        return int(self._rollouts.add(str(update), 0)) < self._needed
+
+    def rollout_done(self, update: int) -> None:
+        """Count this worker as done for ``update``; rank 0 drops the previous update's key."""
+        if self._needed >= self.world_size:
+            return
+        self._rollouts.add(str(update), 1)
+        if self.rank == 0 and update > 0:
+            # every worker has passed update - 1's collectives, so nobody reads its key again
+            self._rollouts.delete_key(str(update - 1))
+
+    def gather(self, obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """Every worker's ``obj`` on rank 0 (sent as pickles between the run's own processes)."""
+        out: list[Any] | None = [None] * self.world_size if self.rank == 0 else None
+        self._dist.gather_object(obj, out, dst=0)
+        return out
+
+    def sync_parameters(self, module: nn.Module) -> None:
+        """Broadcast rank 0's parameters and buffers."""
+        for tensor in module.state_dict().values():
+            self._dist.broadcast(tensor, src=0)
+
+    def extra_metrics(self, update: int, module: nn.Module) -> dict[str, float]:
+        """``sync/param_max_diff`` every ``sync_check_every`` updates."""
+        every = self.cfg.sync_check_every
+        if not every or update % every:
+            return {}
+        flat = nn.utils.parameters_to_vector(module.parameters()).detach()
+        copies = [torch.empty_like(flat) for _ in range(self.world_size)]
+        self._dist.all_gather(copies, flat)
+        diff = max(float((c - copies[0]).abs().max()) for c in copies)
+        return {"sync/param_max_diff": diff}
+
+
+def _resolve_factory(ref: str) -> Callable[..., Any]:
+    """``module:function`` -> the function.
+
+    Raises:
+        ConfigError: Malformed reference, unknown module or attribute.
+    """
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"environment factory {ref!r}: expected 'module:function'")
+    try:
+        return getattr(importlib.import_module(module_name), attr)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"environment factory {ref!r} cannot be imported ({exc}); the module "
+                          "must be importable by every worker (check PYTHONPATH)") from exc
+
+
+def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
+                   env_kwargs: Mapping[str, Any] | None = None,
+                   provenance: Mapping[str, Any] | None = None) -> Path:
+    """Write ``run_dir/launch.json`` for workers started by any torchrun (one or many nodes).
+
+    Args:
+        cfg: The DD-PPO config.
+        env_factory: ``module:function`` returning one environment, called with
+            ``env_kwargs`` in every worker.
+        run_dir: The run directory (on a file system every node sees).
+        env_kwargs: JSON-ready keyword arguments of the factory.
+        provenance: Recorded in the policy manifest (see :func:`hpcpolicy.rl.ppo.train`).
+
+    Returns:
+        The path of ``launch.json``.
+    """
+    _resolve_factory(env_factory)
+    path = Path(run_dir) / LAUNCH_FILE
+    write_json(path, {"config": cfg.to_dict(), "env_factory": env_factory,
+                      "env_kwargs": dict(env_kwargs or {}), "provenance": dict(provenance or {})})
+    return path
+
+
+def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:
+    """Body of one torchrun worker: read launch.json, join the group, train.
+
+    Raises:
+        ConfigError: launch.json is missing or does not hold a DD-PPO config.
+    """
+    path = Path(run_dir) / LAUNCH_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path} not found; write it with prepare_launch() (or `hpcpolicy "
+                          "train --algo ddppo`) before starting torchrun")
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    cfg = config_from_dict(spec["config"])
+    if not isinstance(cfg, DDPPOConfig):
+        raise ConfigError(f"{path}: config algo is {cfg.algo!r}, DD-PPO workers need 'ddppo'")
+    make_env = functools.partial(_resolve_factory(spec["env_factory"]), **spec["env_kwargs"])
+    comm = TorchDistComm(cfg)
+    progress = None
+    if comm.rank == 0:
+        def progress(row: Mapping[str, float]) -> None:
+            log.info("update %d  steps %d  %.0f steps/s  return %.4g", row["update"],
+                     row["global_step"], row["sps"], row["charts/episodic_return"])
+    try:
+        return run_training(cfg, make_env, run_dir, comm, comm.device, resume=resume,
+                            provenance=spec["provenance"], progress=progress)
+    finally:
+        comm.close()
+
+
+def _precheck(cfg: DDPPOConfig, paths: RunPaths, workers: int, resume: bool) -> None:
+    """Check, before starting workers, what the user can fix (so no worker fails on it)."""
+    if workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    if not resume:
+        paths.check_new()
+        return
+    ckpt = load_checkpoint(paths.checkpoint)
+    check_resume_config(ckpt["config"], cfg)
+    if len(ckpt["workers"]) != workers:
+        raise ConfigError(f"{paths.checkpoint} was written by {len(ckpt['workers'])} worker(s); "
+                          f"resume with --workers {len(ckpt['workers'])}")
+
+
+def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: int,
+           env_kwargs: Mapping[str, Any] | None = None,
+           provenance: Mapping[str, Any] | None = None, resume: bool = False) -> TrainResult:
+    """Run DD-PPO with ``workers`` processes on this machine (``torchrun --standalone``).
+
+    Workers inherit this process's environment; ``OMP_NUM_THREADS`` is set to
+    ``cfg.torch_threads``. Ctrl-C reaches the workers too: they finish the current update,
+    checkpoint and exit, and this function returns with ``interrupted`` set.
+
+    Args:
+        cfg: The DD-PPO config; ``total_steps`` is the budget over all workers.
+        env_factory: ``module:function`` building one environment (see :func:`prepare_launch`).
+        run_dir: The run directory.
+        workers: Number of worker processes.
+        env_kwargs: Keyword arguments of the factory.
+        provenance: Recorded in the policy manifest.
+        resume: Continue from the run's last checkpoint (same number of workers).
+
+    Returns:
+        The :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 recorded.
+
+    Raises:
+        ConfigError: Bad factory, existing run without ``resume``, or a mismatching resume.
+        RuntimeError: A worker failed (its traceback is in the output above).
+    """
+    paths = RunPaths(run_dir)
+    _precheck(cfg, paths, workers, resume)
+    prepare_launch(cfg, env_factory, run_dir, env_kwargs=env_kwargs, provenance=provenance)
+    (paths.root / "result.json").unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc-per-node={workers}", "-m", "hpcpolicy.rl.ddppo", str(paths.root)]
+    if resume:
+        cmd.append("--resume")
+    env = {**os.environ, "OMP_NUM_THREADS": str(cfg.torch_threads)}
+    proc = subprocess.Popen(cmd, env=env)
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        # the terminal sent SIGINT to the workers as well: let them checkpoint and exit
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait()
+            raise
+    result_file = paths.root / "result.json"
+    if code != 0 or not result_file.is_file():
+        raise RuntimeError(f"DD-PPO workers failed (torchrun exit code {code}); see their "
+                           f"output above. The last checkpoint, if any, is {paths.checkpoint}")
+    data = json.loads(result_file.read_text(encoding="utf-8"))
+    return TrainResult(**{**data, "run_dir": Path(data["run_dir"])})
+
+
+def _main(argv: list[str] | None = None) -> None:
+    """``python -m hpcpolicy.rl.ddppo RUN_DIR [--resume]``: one worker, started by torchrun."""
+    parser = argparse.ArgumentParser(prog="python -m hpcpolicy.rl.ddppo",
+                                     description="One DD-PPO worker; start it with torchrun.")
+    parser.add_argument("run_dir", help="run directory holding launch.json")
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    worker_main(args.run_dir, resume=args.resume)
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,156 @@
+"""Policy and value networks over the K-slot observation (see :mod:`hpcpolicy.rl.spaces`).
+
+The policy is a :class:`JobScorer`: one small MLP, shared by all slots, maps ``[job features ‖
+cluster features]`` to one score per slot; a softmax over the valid slots gives the action
+distribution. Invalid slots get the logit :data:`MASKED_LOGIT`, so their probability is exactly
+0 in float32 and they are never sampled, while the entropy stays finite. The value network
+embeds each slot with its own MLP, averages the embeddings of the valid slots, and reads the
+mean together with the cluster features. Both cost O(K), whatever the cluster's size.
+
+:class:`PolicyScorer` is the deployable part (exported to ONNX and TorchScript): the scorer
+alone, with ``-inf`` for invalid slots.
+
+Example:
+    >>> import torch
+    >>> net = ActorCritic(7, 7)
+    >>> jobs, cluster = torch.rand(2, 5, 7), torch.rand(2, 7)
+    >>> mask = torch.tensor([[1, 1, 0, 0, 0], [0, 0, 0, 0, 1]], dtype=torch.bool)
+    >>> action, logprob, entropy, value = net.get_action_and_value(jobs, cluster, mask)
+    >>> bool(mask[torch.arange(2), action].all()), tuple(value.shape)
+    (True, (2,))
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+__all__ = ["MASKED_LOGIT", "ActorCritic", "JobScorer", "PolicyScorer", "ValueNet", "masked_mean"]
+
+MASKED_LOGIT = -1.0e9
+"""Logit of an invalid slot during training: exp underflows to exactly 0 in float32."""
+
+_ACTIVATIONS: dict[str, type[nn.Module]] = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+def _linear(n_in: int, n_out: int, gain: float) -> nn.Linear:
+    """A linear layer with orthogonal weights of the given gain and zero bias (as in CleanRL)."""
+    layer = nn.Linear(n_in, n_out)
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def _mlp(n_in: int, hidden: tuple[int, ...], n_out: int | None, activation: str,
+         out_gain: float = 1.0) -> nn.Sequential:
+    """Linear+activation per hidden width, then an optional linear output layer."""
+    layers: list[nn.Module] = []
+    for width in hidden:
+        layers += [_linear(n_in, width, math.sqrt(2)), _ACTIVATIONS[activation]()]
+        n_in = width
+    if n_out is not None:
+        layers.append(_linear(n_in, n_out, out_gain))
+    return nn.Sequential(*layers)
+
+
+def _with_cluster(jobs: torch.Tensor, cluster: torch.Tensor) -> torch.Tensor:
+    """``[B, K, Fj] ‖ [B, Fc]`` -> ``[B, K, Fj + Fc]`` (cluster features repeated per slot)."""
+    k = jobs.shape[-2]
+    return torch.cat([jobs, cluster.unsqueeze(-2).expand(-1, k, -1)], dim=-1)
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x [B, K, H]`` over the slots where ``mask [B, K]`` is true (0 if none)."""
+    m = mask.unsqueeze(-1).to(x.dtype)
+    return (x * m).sum(dim=-2) / m.sum(dim=-2).clamp(min=1.0)
+
+
+class JobScorer(nn.Module):
+    """The per-slot MLP: ``[job ‖ cluster] -> hidden... -> 1`` raw score per slot."""
+
+    def __init__(self, job_dim: int, cluster_dim: int, hidden: tuple[int, ...] = (32, 16, 8),
+                 activation: str = "tanh") -> None:
+        super().__init__()
+        self.mlp = _mlp(job_dim + cluster_dim, hidden, 1, activation, out_gain=0.01)
+
+    def forward(self, jobs: torch.Tensor, cluster: torch.Tensor) -> torch.Tensor:
+        """Scores ``[B, K]`` for jobs ``[B, K, Fj]`` and cluster ``[B, Fc]``."""
+        return self.mlp(_with_cluster(jobs, cluster)).squeeze(-1)
+
+
+class PolicyScorer(nn.Module):
+    """Deployable scorer: ``(jobs, cluster, mask) -> scores`` with ``-inf`` on invalid slots.
+
+    Higher is better; the chosen slot is the argmax. Inputs: jobs ``float32 [B, K, Fj]``,
+    cluster ``float32 [B, Fc]``, mask ``bool [B, K]``; any B and K.
+    """
+
+    def __init__(self, scorer: JobScorer) -> None:
+        super().__init__()
+        self.scorer = scorer
+
+    def forward(self, jobs: torch.Tensor, cluster: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        """Masked scores ``[B, K]``."""
+        scores = self.scorer(jobs, cluster)
+        return torch.where(mask, scores, torch.full_like(scores, float("-inf")))
+
+
+class ValueNet(nn.Module):
+    """State value: slot embeddings, averaged over valid slots, then a head with the cluster."""
+
+    def __init__(self, job_dim: int, cluster_dim: int, hidden: tuple[int, ...] = (32, 16),
+                 activation: str = "tanh") -> None:
+        super().__init__()
+        self.embed = _mlp(job_dim + cluster_dim, hidden[:1], None, activation)
+        self.head = _mlp(hidden[0] + cluster_dim, hidden[1:], 1, activation)
+
+    def forward(self, jobs: torch.Tensor, cluster: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
+        """Values ``[B]``."""
+        pooled = masked_mean(self.embed(_with_cluster(jobs, cluster)), mask)
+        return self.head(torch.cat([pooled, cluster], dim=-1)).squeeze(-1)
+
+
+class ActorCritic(nn.Module):
+    """Policy (a :class:`JobScorer` with a masked softmax) and value network, trained together."""
+
+    def __init__(self, job_dim: int, cluster_dim: int, hidden: tuple[int, ...] = (32, 16, 8),
+                 value_hidden: tuple[int, ...] = (32, 16), activation: str = "tanh") -> None:
+        super().__init__()
+        self.scorer = JobScorer(job_dim, cluster_dim, hidden, activation)
+        self.critic = ValueNet(job_dim, cluster_dim, value_hidden, activation)
+
+    def masked_logits(self, jobs: torch.Tensor, cluster: torch.Tensor,
+                      mask: torch.Tensor) -> torch.Tensor:
+        """Scores ``[B, K]`` with :data:`MASKED_LOGIT` on invalid slots."""
+        scores = self.scorer(jobs, cluster)
+        return torch.where(mask, scores, torch.full_like(scores, MASKED_LOGIT))
+
+    def get_value(self, jobs: torch.Tensor, cluster: torch.Tensor,
+                  mask: torch.Tensor) -> torch.Tensor:
+        """Values ``[B]``."""
+        return self.critic(jobs, cluster, mask)
+
+    def get_action_and_value(
+        self, jobs: torch.Tensor, cluster: torch.Tensor, mask: torch.Tensor,
+        action: torch.Tensor | None = None, generator: torch.Generator | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample an action (or score the given one): action, log-prob, entropy, value.
+
+        Args:
+            jobs: ``float32 [B, K, Fj]``.
+            cluster: ``float32 [B, Fc]``.
+            mask: ``bool [B, K]``, at least one true per row.
+            action: ``int64 [B]`` to evaluate; None samples one from ``generator``.
+            generator: Source of randomness for sampling.
+        """
+        logp_all = torch.log_softmax(self.masked_logits(jobs, cluster, mask), dim=-1)
+        probs = logp_all.exp()
+        if action is None:
+            action = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+        logprob = logp_all.gather(-1, action.unsqueeze(-1)).squeeze(-1)
+        entropy = -(probs * logp_all).sum(dim=-1)
+        return action, logprob, entropy, self.get_value(jobs, cluster, mask)

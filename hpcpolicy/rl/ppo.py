@@ -1,0 +1,425 @@
+"""Proximal Policy Optimisation, laid out like CleanRL's ``ppo.py``, as a library function.
+
+Per update (CleanRL's order): anneal the learning rate; collect a rollout of ``num_steps``
+steps in each of ``num_envs`` environments; bootstrap and compute GAE (:func:`compute_gae`);
+optimise the clipped surrogate objective, the (clipped) value loss and the entropy bonus over
+``update_epochs`` epochs of ``num_minibatches`` minibatches, stopping early when the approximate
+KL exceeds ``target_kl``; log one row of metrics; checkpoint every ``checkpoint_every`` updates.
+
+The same loop runs DD-PPO (:mod:`hpcpolicy.rl.ddppo`): everything that differs between one
+process and many is behind the small :class:`Comm` interface, which :class:`SingleProcess`
+implements trivially here.
+
+Example:
+    See :func:`train`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from hpcpolicy.atomic import write_json
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.rl.config import PPOConfig
+from hpcpolicy.rl.networks import ActorCritic
+from hpcpolicy.rl.runs import (
+    MetricsLog,
+    RunPaths,
+    StopOnSignal,
+    check_resume_config,
+    load_checkpoint,
+    save_checkpoint,
+)
+from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
+from hpcpolicy.rl.vector import EpisodeStats, Obs, SyncEnvs
+
+__all__ = ["Comm", "SingleProcess", "TrainResult", "compute_gae", "run_training", "train"]
+
+EnvFactory = Callable[[], Any]
+Progress = Callable[[Mapping[str, float]], None]
+
+
+def compute_gae(rewards: torch.Tensor, values: torch.Tensor, dones: torch.Tensor,
+                next_value: torch.Tensor, gamma: float,
+                gae_lambda: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimates and returns (a pure function).
+
+    Args:
+        rewards: ``[T, N]`` reward of step t (a truncated episode's bootstrap already added).
+        values: ``[T, N]`` value of the observation at step t.
+        dones: ``[T, N]`` 1.0 where the episode ended with step t, else 0.0.
+        next_value: ``[N]`` value of the observation after the last step.
+        gamma: Discount factor.
+        gae_lambda: GAE's lambda.
+
+    Returns:
+        ``(advantages, returns)``, both ``[T, N]``, with ``returns = advantages + values``.
+
+    Example:
+        >>> r = torch.tensor([[1.0], [1.0]]); v = torch.zeros(2, 1); d = torch.tensor([[0.], [1.]])
+        >>> adv, ret = compute_gae(r, v, d, torch.tensor([5.0]), 0.5, 1.0)
+        >>> adv[:, 0].tolist()
+        [1.5, 1.0]
+    """
+    advantages = torch.zeros_like(rewards)
+    last = torch.zeros_like(next_value)
+    for t in reversed(range(rewards.shape[0])):
+        following = next_value if t == rewards.shape[0] - 1 else values[t + 1]
+        nonterminal = 1.0 - dones[t]
+        delta = rewards[t] + gamma * following * nonterminal - values[t]
+        last = delta + gamma * gae_lambda * nonterminal * last
+        advantages[t] = last
+    return advantages, advantages + values
+
+
+class Comm(Protocol):
+    """What the training loop needs from its workers' group (one process or many)."""
+
+    rank: int
+    world_size: int
+
+    def all_sum(self, values: torch.Tensor) -> torch.Tensor:
+        """Element-wise sum over workers."""
+
+    def average_gradients(self, params: list[nn.Parameter], weight: float) -> None:
+        """Replace each gradient by the sum over workers of ``weight * gradient``."""
+
+    def keep_collecting(self, update: int, step: int) -> bool:
+        """Whether to take rollout step ``step`` (False once the straggler cut-off fires)."""
+
+    def rollout_done(self, update: int) -> None:
+        """Tell the others this worker finished collecting for ``update``."""
+
+    def gather(self, obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """Every worker's ``obj``, on rank 0 (None elsewhere)."""
+
+    def sync_parameters(self, module: nn.Module) -> None:
+        """Make every worker's parameters equal to rank 0's."""
+
+    def extra_metrics(self, update: int, module: nn.Module) -> dict[str, float]:
+        """Metrics this group adds to the update's row."""
+
+
+class SingleProcess:
+    """The :class:`Comm` of a single process: nothing to exchange."""
+
+    rank, world_size = 0, 1
+
+    def all_sum(self, values: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        return values
+
+    def average_gradients(self, params: list[nn.Parameter], weight: float) -> None:  # noqa: D102
+        return None
+
+    def keep_collecting(self, update: int, step: int) -> bool:  # noqa: D102
+        return True
+
+    def rollout_done(self, update: int) -> None:  # noqa: D102
+        return None
+
+    def gather(self, obj: dict[str, Any]) -> list[dict[str, Any]] | None:  # noqa: D102
+        return [obj]
+
+    def sync_parameters(self, module: nn.Module) -> None:  # noqa: D102
+        return None
+
+    def extra_metrics(self, update: int, module: nn.Module) -> dict[str, float]:  # noqa: D102
+        return {}
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Where a training run ended."""
+
+    run_dir: Path
+    """The run directory."""
+    global_step: int
+    """Environment steps taken, all workers."""
+    updates: int
+    """Updates done."""
+    interrupted: bool
+    """True when stopped by a signal before the budget was spent (resume with --resume)."""
+    wall_time_s: float
+    """Training time over all sessions of the run."""
+    last_metrics: dict[str, float]
+    """The last row of metrics.csv."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {**asdict(self), "run_dir": str(self.run_dir)}
+
+
+class _Rollout:
+    """Storage of one rollout, ``[num_steps, num_envs, ...]`` tensors (CleanRL's buffers)."""
+
+    def __init__(self, cfg: PPOConfig, envs: SyncEnvs, device: torch.device) -> None:
+        t, n = cfg.num_steps, cfg.num_envs
+        self.jobs = torch.zeros((t, n, envs.k, envs.job_dim), device=device)
+        self.cluster = torch.zeros((t, n, envs.cluster_dim), device=device)
+        self.mask = torch.zeros((t, n, envs.k), dtype=torch.bool, device=device)
+        self.actions = torch.zeros((t, n), dtype=torch.long, device=device)
+        self.logprobs, self.rewards, self.dones, self.values = (
+            torch.zeros((t, n), device=device) for _ in range(4))
+
+
+def _tensors(obs: Obs, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Observation arrays as (jobs, cluster, mask) tensors on ``device``."""
+    return tuple(torch.as_tensor(obs[k], device=device)  # type: ignore[return-value]
+                 for k in ("jobs", "cluster", "mask"))
+
+
+def _collect(agent: ActorCritic, envs: SyncEnvs, obs: Obs, buf: _Rollout, cfg: PPOConfig,
+             comm: Comm, update: int, gen: torch.Generator,
+             device: torch.device) -> tuple[int, Obs, list[EpisodeStats]]:
+    """Fill ``buf`` with up to ``num_steps`` steps; (steps taken, next obs, ended episodes)."""
+    episodes: list[EpisodeStats] = []
+    steps = 0
+    while steps < cfg.num_steps and comm.keep_collecting(update, steps):
+        jobs, cluster, mask = _tensors(obs, device)
+        buf.jobs[steps], buf.cluster[steps], buf.mask[steps] = jobs, cluster, mask
+        with torch.no_grad():
+            action, logprob, _, value = agent.get_action_and_value(jobs, cluster, mask,
+                                                                   generator=gen)
+        result = envs.step(action.cpu().numpy())
+        reward = torch.as_tensor(result.rewards, device=device)
+        if result.final_obs:  # truncated episodes: bootstrap from their last observation
+            with torch.no_grad():
+                for i, final in result.final_obs.items():
+                    reward[i] += cfg.gamma * agent.get_value(*_tensors(final, device))[0]
+        buf.actions[steps], buf.logprobs[steps], buf.values[steps] = action, logprob, value
+        buf.rewards[steps] = reward
+        buf.dones[steps] = torch.as_tensor(result.terminated | result.truncated, device=device)
+        episodes += result.episodes
+        obs = result.obs
+        steps += 1
+    comm.rollout_done(update)
+    return steps, obs, episodes
+
+
+def _optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: _Rollout, steps: int,
+              advantages: torch.Tensor, returns: torch.Tensor, cfg: PPOConfig, comm: Comm,
+              weight: float, gen: torch.Generator) -> dict[str, float]:
+    """PPO's epochs of minibatch updates on the first ``steps`` rows of ``buf``."""
+    def flat(x: torch.Tensor) -> torch.Tensor:
+        return x[:steps].reshape(-1, *x.shape[2:])
+
+    b_jobs, b_cluster, b_mask = flat(buf.jobs), flat(buf.cluster), flat(buf.mask)
+    b_actions, b_logprobs, b_values = flat(buf.actions), flat(buf.logprobs), flat(buf.values)
+    b_adv, b_returns = flat(advantages), flat(returns)
+    params = list(agent.parameters())
+    clipfracs: list[float] = []
+    epochs = 0
+    for _ in range(cfg.update_epochs):
+        epochs += 1
+        order = torch.randperm(b_actions.shape[0], generator=gen, device=gen.device)
+        for mb in torch.tensor_split(order, cfg.num_minibatches):
+            _, newlogprob, entropy, newvalue = agent.get_action_and_value(
+                b_jobs[mb], b_cluster[mb], b_mask[mb], b_actions[mb])
+            logratio = newlogprob - b_logprobs[mb]
+            ratio = logratio.exp()
+            with torch.no_grad():
+                old_approx_kl = (-logratio).mean()
+                approx_kl = ((ratio - 1) - logratio).mean()
+                clipfracs.append(((ratio - 1.0).abs() > cfg.clip_coef).float().mean().item())
+            mb_adv = b_adv[mb]
+            if cfg.norm_adv and mb_adv.numel() > 1:
+                mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+            # clipped surrogate objective
+            pg_loss = torch.max(-mb_adv * ratio,
+                                -mb_adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+            # value loss, optionally clipped around the rollout's values
+            v_unclipped = (newvalue - b_returns[mb]) ** 2
+            if cfg.clip_vloss:
+                v_clipped = b_values[mb] + (newvalue - b_values[mb]).clamp(-cfg.clip_coef,
+                                                                            cfg.clip_coef)
+                v_loss = 0.5 * torch.max(v_unclipped, (v_clipped - b_returns[mb]) ** 2).mean()
+            else:
+                v_loss = 0.5 * v_unclipped.mean()
+            entropy_loss = entropy.mean()
+            loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
+
+            optimizer.zero_grad()
+            loss.backward()
+            comm.average_gradients(params, weight)
+            nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            optimizer.step()
+        # KL early stop, decided on the workers' mean so every worker stops at the same epoch
+        mean_kl = comm.all_sum(approx_kl.reshape(1))[0].item() / comm.world_size
+        if cfg.target_kl is not None and mean_kl > cfg.target_kl:
+            break
+
+    y_pred, y_true = b_values.cpu().numpy(), b_returns.cpu().numpy()
+    var_y = float(np.var(y_true))
+    return {
+        "losses/policy_loss": pg_loss.item(), "losses/value_loss": v_loss.item(),
+        "losses/entropy": entropy_loss.item(), "losses/old_approx_kl": old_approx_kl.item(),
+        "losses/approx_kl": mean_kl, "losses/clipfrac": float(np.mean(clipfracs)),
+        "losses/explained_variance":
+            math.nan if var_y == 0 else 1.0 - float(np.var(y_true - y_pred)) / var_y,
+        "train/epochs": float(epochs),
+    }
+
+
+def _episode_stats(episodes: list[EpisodeStats], names: tuple[str, ...]) -> list[float]:
+    """Sums to all-reduce: count, return, length, then (sum, count) per episode metric."""
+    out = [float(len(episodes)), sum(e.reward for e in episodes),
+           float(sum(e.length for e in episodes))]
+    for name in names:
+        present = [e.metrics[name] for e in episodes if name in e.metrics]
+        out += [sum(present), float(len(present))]
+    return out
+
+
+def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm: Comm,
+                 device: torch.device, *, resume: bool = False,
+                 provenance: Mapping[str, Any] | None = None,
+                 progress: Progress | None = None) -> TrainResult:
+    """The training loop shared by PPO and DD-PPO; :func:`train` is the public entry point."""
+    from hpcpolicy.artifact import export_policy
+
+    paths = RunPaths(run_dir)
+    writer = comm.rank == 0
+    torch.set_num_threads(cfg.torch_threads)
+    seed_everything(cfg.seed)
+    envs = SyncEnvs(make_env, cfg.num_envs, derive_seed(cfg.seed, comm.rank, 0))
+    agent = ActorCritic(envs.job_dim, envs.cluster_dim, cfg.hidden, cfg.value_hidden,
+                        cfg.activation).to(device)
+    comm.sync_parameters(agent)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    gen = worker_generator(cfg.seed, comm.rank, device.type)
+    metrics = MetricsLog(paths.metrics)
+    global_step, update, wall_before = 0, 0, 0.0
+
+    if resume:
+        ckpt = load_checkpoint(paths.checkpoint)
+        check_resume_config(ckpt["config"], cfg)
+        if len(ckpt["workers"]) != comm.world_size:
+            raise ConfigError(f"{paths.checkpoint} was written by {len(ckpt['workers'])} "
+                              f"worker(s); resume with the same number (now {comm.world_size})")
+        agent.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        global_step, update = ckpt["counters"]["global_step"], ckpt["counters"]["update"]
+        wall_before = ckpt["counters"]["wall_time_s"]
+        mine = ckpt["workers"][comm.rank]
+        gen.set_state(mine["generator"])
+        obs = envs.load_state_dict(mine["envs"])
+        metrics.load(update)
+    else:
+        if writer:
+            paths.check_new()
+            paths.write_config(cfg)
+        obs = envs.reset()
+
+    session_start = time.perf_counter()
+
+    def checkpoint() -> None:
+        states = comm.gather({"generator": gen.get_state(), "envs": envs.state_dict()})
+        if writer and states is not None:
+            metrics.flush()
+            save_checkpoint(paths.checkpoint, {
+                "config": cfg.to_dict(), "model": agent.state_dict(),
+                "optimizer": optimizer.state_dict(), "workers": states,
+                "counters": {"global_step": global_step, "update": update,
+                             "wall_time_s": wall_before + time.perf_counter() - session_start}})
+
+    buf = _Rollout(cfg, envs, device)
+    names = cfg.episode_metric_names
+    row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
+    stopped = False
+    try:
+        with StopOnSignal() as stop:
+            while global_step < cfg.total_steps and not stopped:
+                t0 = time.perf_counter()
+                lr = cfg.learning_rate * (1.0 - global_step / cfg.total_steps if cfg.anneal_lr
+                                          else 1.0)
+                optimizer.param_groups[0]["lr"] = lr
+
+                steps, obs, episodes = _collect(agent, envs, obs, buf, cfg, comm, update, gen,
+                                                device)
+                sums = comm.all_sum(torch.tensor(
+                    [steps * cfg.num_envs, float(stop.requested), float(steps < cfg.num_steps),
+                     *_episode_stats(episodes, names)], dtype=torch.float64)).tolist()
+                collected, stopped = int(sums[0]), sums[1] > 0
+                with torch.no_grad():
+                    next_value = agent.get_value(*_tensors(obs, device))
+                advantages, returns = compute_gae(buf.rewards[:steps], buf.values[:steps],
+                                                  buf.dones[:steps], next_value, cfg.gamma,
+                                                  cfg.gae_lambda)
+                losses = _optimise(agent, optimizer, buf, steps, advantages, returns, cfg, comm,
+                                   steps * cfg.num_envs / collected, gen)
+                global_step += collected
+                update += 1
+
+                n_ep = sums[3]
+                row = {"update": float(update), "global_step": float(global_step),
+                       "wall_time_s": wall_before + time.perf_counter() - session_start,
+                       "sps": collected / (time.perf_counter() - t0),
+                       "charts/episodic_return": sums[4] / n_ep if n_ep else math.nan,
+                       "charts/episodic_length": sums[5] / n_ep if n_ep else math.nan,
+                       "charts/episodes": n_ep, "charts/learning_rate": lr, **losses}
+                if comm.world_size > 1:
+                    row["ddppo/workers_cut"] = sums[2]
+                for j, name in enumerate(names):
+                    total, count = sums[6 + 2 * j], sums[7 + 2 * j]
+                    row[f"env/{name}"] = total / count if count else math.nan
+                row.update(comm.extra_metrics(update, agent))
+                if writer:
+                    metrics.append(row)
+                    if progress is not None:
+                        progress(row)
+                if update % cfg.checkpoint_every == 0 or stopped \
+                        or global_step >= cfg.total_steps:
+                    checkpoint()
+    finally:
+        envs.close()
+
+    wall = wall_before + time.perf_counter() - session_start
+    result = TrainResult(paths.root, global_step, update, stopped and global_step < cfg.total_steps,
+                         wall, row)
+    if writer:
+        export_policy(agent, paths.policy, config=cfg.to_dict(), metrics=row,
+                      provenance=provenance, k=envs.k)
+        write_json(paths.root / "result.json", result.to_dict())
+    return result
+
+
+def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: bool = False,
+          provenance: Mapping[str, Any] | None = None,
+          progress: Progress | None = None) -> TrainResult:
+    """Train a scheduling policy with PPO in this process.
+
+    Args:
+        cfg: Hyperparameters and budget (``total_steps`` environment steps).
+        make_env: Builds one environment that follows :mod:`hpcpolicy.rl.spaces`.
+        run_dir: ``runs/<name>``; gets config.json, metrics.csv, checkpoints/, policy/.
+        resume: Continue from ``run_dir``'s last checkpoint (to identical results).
+        provenance: Recorded in the policy manifest: ``reward`` (name or weights) and
+            ``training_data`` (``{"path", "sha256"}``), and any other JSON-ready keys.
+        progress: Called with each update's metrics row.
+
+    Returns:
+        Where training ended. Ctrl-C (SIGINT) or SIGTERM stops it after the current update,
+        with a checkpoint and the policy written; a second Ctrl-C aborts at once.
+
+    Raises:
+        ConfigError: Fresh run into a directory that holds one, or a resume that does not match.
+
+    Example:
+        >>> import sys, tempfile; sys.path.insert(0, "tests")
+        >>> from rl_toy_env import make_toy_env
+        >>> r = train(PPOConfig(total_steps=128, num_envs=2, num_steps=64), make_toy_env,
+        ...           tempfile.mkdtemp())
+        >>> (r.global_step, r.updates)
+        (128, 1)
+    """
+    return run_training(cfg, make_env, run_dir, SingleProcess(), torch.device(cfg.device),
+                        resume=resume, provenance=provenance, progress=progress)

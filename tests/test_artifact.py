@@ -1,0 +1,239 @@
+"""Policy artifact: torch = TorchScript = onnxruntime, manifest checks, loading without training code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+jsonschema = pytest.importorskip("jsonschema")
+
+from hpcpolicy import __version__  # noqa: E402
+from hpcpolicy.artifact import export_policy, load_policy  # noqa: E402
+from hpcpolicy.errors import ArtifactError  # noqa: E402
+from hpcpolicy.rl.networks import ActorCritic, PolicyScorer  # noqa: E402
+from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES  # noqa: E402
+from hpcpolicy.schemas import load as load_schema  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FJ, FC = len(JOB_FEATURES), len(CLUSTER_FEATURES)
+CONFIG = {"algo": "ppo", "seed": 5, "hidden": [32, 16, 8], "activation": "tanh"}
+
+
+def _agent(seed: int = 0) -> ActorCritic:
+    torch.manual_seed(seed)
+    agent = ActorCritic(FJ, FC)
+    torch.nn.init.normal_(agent.scorer.mlp[-1].weight, std=1.0)  # spread the scores out
+    return agent
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    agent = _agent()
+    out = export_policy(agent, tmp_path_factory.mktemp("run") / "policy", config=CONFIG, k=16,
+                        metrics={"charts/episodic_return": 1.5, "losses/explained_variance":
+                                 float("nan")},
+                        provenance={"reward": "bsld", "training_data": {"path": "jobs.parquet",
+                                    "sha256": "ab" * 32}, "env": {"window": 1024}})
+    return agent, out
+
+
+def _inputs(b: int, k: int, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    jobs = rng.random((b, k, FJ), dtype=np.float32)
+    cluster = rng.random((b, FC), dtype=np.float32)
+    mask = rng.random((b, k)) < 0.5
+    mask[:, 0] = True
+    return jobs, cluster, mask
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torchscript"])
+@pytest.mark.parametrize(("b", "k"), [(1, 16), (5, 128), (3, 2)])
+def test_backends_agree_with_torch(exported, backend, b, k):
+    agent, out = exported
+    jobs, cluster, mask = _inputs(b, k)
+    with torch.no_grad():
+        expected = PolicyScorer(agent.scorer)(torch.from_numpy(jobs), torch.from_numpy(cluster),
+                                              torch.from_numpy(mask)).numpy()
+    policy = load_policy(out, backend=backend)
+    got = policy.scores(jobs, cluster, mask)
+    assert policy.backend == backend and got.dtype == np.float32 and got.shape == (b, k)
+    np.testing.assert_array_equal(np.isneginf(got), ~mask)
+    np.testing.assert_allclose(got[mask], expected[mask], rtol=1e-5, atol=1e-6)
+    assert np.ptp(got[0][mask[0]]) > 0 or mask[0].sum() == 1
+    single = policy.scores(jobs[0], cluster[0], mask[0].astype(np.int8))
+    np.testing.assert_allclose(single, got[0], rtol=1e-6)
+    assert mask[0, policy.choose(jobs[0], cluster[0], mask[0])]
+
+
+def test_manifest_contents(exported):
+    _, out = exported
+    manifest = json.loads((out / "manifest.json").read_text())
+    jsonschema.validate(manifest, load_schema("policy_manifest"))
+    assert manifest["observation"]["k"] == 16
+    assert [f["name"] for f in manifest["observation"]["job_features"]] == \
+        [f.name for f in JOB_FEATURES]
+    assert manifest["package"]["version"] == __version__
+    assert manifest["reward"] == "bsld" and manifest["training_data"]["path"] == "jobs.parquet"
+    assert manifest["provenance"] == {"env": {"window": 1024}}
+    assert manifest["metrics"] == {"charts/episodic_return": 1.5,
+                                   "losses/explained_variance": None}
+    assert manifest["config"] == CONFIG
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "policy.onnx",
+                                                     "policy.torchscript.pt"]
+
+
+def test_every_path_form_loads(exported):
+    _, out = exported
+    assert load_policy(out / "manifest.json").path == out
+    assert load_policy(out / "policy.onnx").backend == "onnx"
+    assert load_policy(out / "policy.torchscript.pt").backend == "torchscript"
+    with pytest.raises(ArtifactError, match="is a onnx file but backend='torchscript'"):
+        load_policy(out / "policy.onnx", backend="torchscript")
+
+
+def test_unsupported_files_are_refused(tmp_path):
+    (tmp_path / "policy.pkl").write_bytes(b"\x80\x04")
+    with pytest.raises(ArtifactError, match=r"unsupported policy file; supported: a policy "
+                                            r"directory with manifest.json; manifest.json; \*.onnx"):
+        load_policy(tmp_path / "policy.pkl")
+    (tmp_path / "last.pt").write_bytes(b"x")
+    with pytest.raises(ArtifactError, match="is a training checkpoint"):
+        load_policy(tmp_path / "last.pt")
+    with pytest.raises(ArtifactError, match="no such policy file"):
+        load_policy(tmp_path / "absent")
+    with pytest.raises(ArtifactError, match="no manifest.json"):
+        load_policy(tmp_path)
+    with pytest.raises(ArtifactError, match="unknown backend 'tf'"):
+        load_policy(tmp_path, backend="tf")
+
+
+def _copy(out: Path, dest: Path) -> Path:
+    import shutil
+    shutil.copytree(out, dest)
+    return dest
+
+
+def _edit_manifest(directory: Path, change) -> None:
+    path = directory / "manifest.json"
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest))
+
+
+def test_changed_model_file_is_detected(exported, tmp_path):
+    copy = _copy(exported[1], tmp_path / "p")
+    data = bytearray((copy / "policy.onnx").read_bytes())
+    data[-1] ^= 1
+    (copy / "policy.onnx").write_bytes(bytes(data))
+    with pytest.raises(ArtifactError, match="SHA-256 differs from manifest.json"):
+        load_policy(copy, backend="onnx")
+    load_policy(copy, backend="torchscript")  # the other file is intact
+
+
+def test_versions(exported, tmp_path):
+    major = _copy(exported[1], tmp_path / "major")
+    _edit_manifest(major, lambda m: m.update(manifest_version="2.0"))
+    with pytest.raises(ArtifactError, match=r"manifest version '2.0' cannot be read .* \(reads 1.x\)"):
+        load_policy(major)
+
+    minor = _copy(exported[1], tmp_path / "minor")
+    _edit_manifest(minor, lambda m: m.update(manifest_version="1.9", future_field=1))
+    with pytest.warns(UserWarning, match="manifest version 1.9 is newer than 1.0"):
+        assert load_policy(minor).k == 16
+
+    other = _copy(exported[1], tmp_path / "other")
+    _edit_manifest(other, lambda m: m["package"].update(version="9.9.9"))
+    with pytest.warns(UserWarning, match=f"written by hpcpolicy 9.9.9, loaded by {__version__}"):
+        load_policy(other)
+
+
+def test_schema_violation_names_the_place(exported, tmp_path):
+    bad = _copy(exported[1], tmp_path / "bad")
+    _edit_manifest(bad, lambda m: m["observation"].update(k=0))
+    with pytest.raises(ArtifactError, match="schema.json at observation/k"):
+        load_policy(bad)
+
+
+def test_feature_and_shape_checks(exported):
+    policy = load_policy(exported[1])
+    policy.check_features(tuple(f.name for f in JOB_FEATURES),
+                          tuple(f.name for f in CLUSTER_FEATURES))
+    with pytest.raises(ArtifactError, match="trained on job features"):
+        policy.check_features(("wait_s",), tuple(f.name for f in CLUSTER_FEATURES))
+    with pytest.raises(ValueError, match=r"expected jobs \[B, K, 7\]"):
+        policy.scores(np.zeros((4, 3)), np.zeros(FC), np.ones(4))
+
+
+def test_export_replaces_an_older_artifact(tmp_path):
+    out = tmp_path / "policy"
+    export_policy(_agent(0), out, config=CONFIG, k=4, metrics={})
+    export_policy(_agent(1), out, config=CONFIG, k=4, metrics={})
+    jobs, cluster, mask = _inputs(1, 4)
+    with torch.no_grad():
+        expected = PolicyScorer(_agent(1).scorer)(*map(torch.from_numpy, (jobs, cluster, mask)))
+    np.testing.assert_allclose(load_policy(out).scores(jobs, cluster, mask), expected.numpy(),
+                               rtol=1e-5)
+    assert [p.name for p in tmp_path.iterdir()] == ["policy"]  # no temporary folders left
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, check=False)
+
+
+def test_loading_needs_neither_torch_nor_training_code(exported):
+    code = f"""
+import sys, numpy as np
+from hpcpolicy.artifact import load_policy
+p = load_policy({str(exported[1])!r})
+s = p.scores(np.zeros((16, 7)), np.zeros(7), np.arange(16) < 2)
+assert p.backend == "onnx" and np.isneginf(s[2:]).all()
+print(sorted(m for m in sys.modules if m == "torch" or m.startswith("hpcpolicy.rl")))
+"""
+    result = _python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_light_imports_do_not_import_torch():
+    result = _python("import sys, hpcpolicy, hpcpolicy.artifact, hpcpolicy.rl, "
+                     "hpcpolicy.rl.spaces, hpcpolicy.rl.config, hpcpolicy.rl.runs; "
+                     "print('torch' in sys.modules, 'gymnasium' in sys.modules)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
+
+
+def test_example_scores_a_queue_with_onnxruntime_alone(exported, tmp_path):
+    queue = {"cluster": {"free_cores_frac": 0.5},
+             "jobs": [{"id": "a", "req_walltime_s": 60}, {"id": "b", "req_walltime_s": 6000},
+                      {"id": "c", "wait_s": 100}]}
+    (tmp_path / "queue.json").write_text(json.dumps(queue))
+    script = ROOT / "examples" / "score_queue_onnx.py"
+    code = f"""
+import runpy, sys
+sys.argv = ["score_queue_onnx.py", {str(exported[1])!r}, {str(tmp_path / 'queue.json')!r}]
+try:
+    runpy.run_path({str(script)!r}, run_name="__main__")
+except SystemExit as e:
+    assert e.code == 0, e.code
+assert "hpcpolicy" not in sys.modules and "torch" not in sys.modules
+"""
+    result = _python(code)
+    assert result.returncode == 0, result.stderr
+    # the example's choice is the policy's choice on the same (normalised) inputs
+    from hpcpolicy.rl.spaces import normalise
+    policy = load_policy(exported[1])
+    jobs = np.zeros((16, FJ), np.float32)
+    for i, job in enumerate(queue["jobs"]):
+        jobs[i] = normalise([[job.get(f.name, 0) for f in JOB_FEATURES]], JOB_FEATURES)
+    cluster = normalise([[queue["cluster"].get(f.name, 0) for f in CLUSTER_FEATURES]],
+                        CLUSTER_FEATURES)[0]
+    best = policy.choose(jobs, cluster, np.arange(16) < 3)
+    assert result.stdout.strip().splitlines()[-1] == f"next job: {queue['jobs'][best]['id']}"

@@ -1,0 +1,108 @@
+"""DD-PPO through torchrun on this machine: identical parameters, world size 1, cut-off, resume.
+
+Each test starts real worker processes (``torchrun --standalone``) on the toy environment with
+budgets of a few hundred steps.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import fields, replace
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hpcpolicy.errors import ConfigError  # noqa: E402
+from hpcpolicy.rl.config import DDPPOConfig, PPOConfig  # noqa: E402
+from hpcpolicy.rl.ddppo import launch  # noqa: E402
+from hpcpolicy.rl.ppo import train  # noqa: E402
+from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
+
+TESTS = Path(__file__).resolve().parent
+FACTORY = "rl_toy_env:make_rank_toy_env"
+CFG = DDPPOConfig(total_steps=1024, num_envs=4, num_steps=32, update_epochs=2,
+                  checkpoint_every=2, sync_check_every=1, seed=7)
+
+
+@pytest.fixture(autouse=True)
+def _toy_env_importable(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+
+
+def _rows(run: Path) -> list[dict[str, float]]:
+    with open(run / "metrics.csv", newline="") as f:
+        return [{k: float(v) if v else float("nan") for k, v in r.items()}
+                for r in csv.DictReader(f)]
+
+
+def _model(run: Path):
+    return load_checkpoint(run / "checkpoints" / "last.pt")["model"]
+
+
+def _same(a, b) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    run = tmp_path_factory.mktemp("dd") / "run"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", str(TESTS))
+        result = launch(CFG, FACTORY, run, workers=2)
+    return run, result
+
+
+def test_two_workers_keep_identical_parameters(two_workers):
+    run, result = two_workers
+    rows = _rows(run)
+    assert result.global_step == 1024 and result.updates == 4  # 2 workers x 4 envs x 32 steps
+    assert [r["global_step"] for r in rows] == [256, 512, 768, 1024]
+    assert [r["sync/param_max_diff"] for r in rows] == [0.0] * 4
+    assert [r["ddppo/workers_cut"] for r in rows] == [0.0] * 4
+    ckpt = load_checkpoint(run / "checkpoints" / "last.pt")
+    seeds = [w["envs"]["seeds"] for w in ckpt["workers"]]
+    assert len(seeds) == 2 and seeds[0] != seeds[1]  # each rank runs its own episodes
+    assert (run / "policy" / "manifest.json").is_file()
+
+
+def test_resume_after_a_worker_crash_is_identical(two_workers, tmp_path):
+    straight, _ = two_workers
+    run = tmp_path / "run"
+    # rank 1's first env crashes in update 3 (each env takes 32 steps per update)
+    with pytest.raises(RuntimeError, match="DD-PPO workers failed"):
+        launch(CFG, FACTORY, run, workers=2, env_kwargs={"crash_rank": 1, "crash_at": 70})
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["counters"]["update"] == 2
+    with pytest.raises(ConfigError, match="resume with --workers 2"):
+        launch(CFG, FACTORY, run, workers=1, resume=True)
+    launch(CFG, FACTORY, run, workers=2, resume=True)
+    assert _same(_model(straight), _model(run))
+    drop = {"wall_time_s", "sps"}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in _rows(straight)] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in _rows(run)]
+
+
+def test_one_worker_warns_and_matches_ppo(tmp_path, capfd):
+    cfg = replace(CFG, total_steps=256, sync_check_every=0)
+    launch(cfg, FACTORY, tmp_path / "dd", workers=1)
+    assert "DD-PPO with a single worker" in capfd.readouterr().err
+    from rl_toy_env import make_rank_toy_env
+    ppo_cfg = PPOConfig(**{f.name: getattr(cfg, f.name) for f in fields(PPOConfig)})
+    train(ppo_cfg, make_rank_toy_env, tmp_path / "ppo")
+    assert _same(_model(tmp_path / "dd"), _model(tmp_path / "ppo"))
+
+
+def test_straggler_cut_off(tmp_path):
+    cfg = replace(CFG, total_steps=768, sync_frac=0.5, min_rollout_frac=0.25)
+    launch(cfg, FACTORY, tmp_path / "run", workers=2,
+           env_kwargs={"slow_rank": 1, "delay_s": 0.01})
+    rows = _rows(tmp_path / "run")
+    steps = [b["global_step"] - a["global_step"]
+             for a, b in zip([{"global_step": 0.0}, *rows], rows, strict=False)]
+    cut = [r["ddppo/workers_cut"] for r in rows]
+    assert any(c >= 1 for c in cut), cut
+    full, least = 2 * 4 * 32, 4 * 32 + 4 * 8  # rank 1 keeps at least 25 % of its 32 steps
+    for n, c in zip(steps, cut, strict=True):
+        assert (n < full) == (c >= 1) and n >= least
+    assert all(r["sync/param_max_diff"] == 0.0 for r in rows)

@@ -1,0 +1,93 @@
+"""Networks: shapes, masking (an invalid slot is never chosen), slot-wise scoring, pooling."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hpcpolicy.rl.networks import ActorCritic, PolicyScorer, masked_mean  # noqa: E402
+from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES  # noqa: E402
+
+FJ, FC = len(JOB_FEATURES), len(CLUSTER_FEATURES)
+
+
+def _batch(b: int, k: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    jobs = torch.rand(b, k, FJ, generator=g)
+    cluster = torch.rand(b, FC, generator=g)
+    mask = torch.rand(b, k, generator=g) < 0.3
+    mask[torch.arange(b), torch.randint(0, k, (b,), generator=g)] = True  # >= 1 valid per row
+    return jobs, cluster, mask
+
+
+def test_shapes_for_any_k():
+    net = ActorCritic(FJ, FC)
+    for k in (1, 8, 128):
+        jobs, cluster, mask = _batch(3, k)
+        action, logprob, entropy, value = net.get_action_and_value(jobs, cluster, mask)
+        assert action.shape == logprob.shape == entropy.shape == value.shape == (3,)
+        assert net.masked_logits(jobs, cluster, mask).shape == (3, k)
+
+
+def test_invalid_slot_is_never_sampled():
+    torch.manual_seed(0)
+    net = ActorCritic(FJ, FC)
+    # make invalid slots look attractive: large scores everywhere a job would be invalid
+    jobs, cluster, mask = _batch(512, 16, seed=1)
+    jobs[~mask] = 50.0
+    g = torch.Generator().manual_seed(3)
+    for _ in range(20):
+        action, logprob, entropy, _ = net.get_action_and_value(jobs, cluster, mask, generator=g)
+        assert mask[torch.arange(512), action].all()
+        assert torch.isfinite(logprob).all() and torch.isfinite(entropy).all()
+
+
+def test_invalid_slots_have_zero_probability_and_single_valid_slot_is_certain():
+    net = ActorCritic(FJ, FC)
+    jobs, cluster, _ = _batch(4, 6)
+    mask = torch.zeros(4, 6, dtype=torch.bool)
+    mask[:, 2] = True
+    probs = torch.softmax(net.masked_logits(jobs, cluster, mask), dim=-1)
+    assert torch.equal(probs[:, 2], torch.ones(4))
+    assert torch.equal(probs[~mask], torch.zeros(int((~mask).sum())))
+    _, logprob, entropy, _ = net.get_action_and_value(jobs, cluster, mask,
+                                                      torch.full((4,), 2))
+    assert torch.equal(logprob, torch.zeros(4)) and torch.equal(entropy, torch.zeros(4))
+
+
+def test_each_slot_is_scored_alone():
+    """Score of a slot depends on its job and the cluster only: permuting slots permutes it."""
+    net = ActorCritic(FJ, FC)
+    jobs, cluster, mask = _batch(2, 10)
+    perm = torch.randperm(10, generator=torch.Generator().manual_seed(5))
+    scores = net.scorer(jobs, cluster)
+    torch.testing.assert_close(net.scorer(jobs[:, perm], cluster), scores[:, perm])
+    # the deployable scorer agrees with the training logits on valid slots, -inf elsewhere
+    deploy = PolicyScorer(net.scorer)(jobs, cluster, mask)
+    assert torch.equal(deploy[mask], scores[mask])
+    assert torch.isneginf(deploy[~mask]).all()
+
+
+def test_value_ignores_slot_order_and_invalid_slots():
+    net = ActorCritic(FJ, FC)
+    jobs, cluster, mask = _batch(2, 10)
+    perm = torch.randperm(10, generator=torch.Generator().manual_seed(6))
+    value = net.get_value(jobs, cluster, mask)
+    torch.testing.assert_close(net.get_value(jobs[:, perm], cluster, mask[:, perm]), value)
+    garbage = jobs.clone()
+    garbage[~mask] = 123.0
+    torch.testing.assert_close(net.get_value(garbage, cluster, mask), value)
+
+
+def test_masked_mean_of_empty_mask_is_zero():
+    x = torch.ones(2, 3, 4)
+    mask = torch.tensor([[True, False, False], [False, False, False]])
+    out = masked_mean(x, mask)
+    assert torch.equal(out, torch.tensor([[1.0] * 4, [0.0] * 4]))
+
+
+def test_parameter_count_does_not_depend_on_k_or_cluster():
+    net = ActorCritic(FJ, FC, hidden=(32, 16, 8))
+    n_scorer = sum(p.numel() for p in net.scorer.parameters())
+    assert n_scorer == (FJ + FC) * 32 + 32 + 32 * 16 + 16 + 16 * 8 + 8 + 8 + 1
