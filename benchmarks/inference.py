@@ -9,7 +9,8 @@ Measures, one observation per call, after a warm-up:
 * ``torch_eager``: the training-side ``PolicyScorer`` module, for reference.
 
 Target: median <= 0.1 ms for the onnx and torchscript ``scores`` calls (the seed paper reports
-about 1 ms per decision). Writes JSON (``--json``) and prints one line.
+about 1 ms per decision). Writes JSON (``--out``, default ``benchmarks/results/
+inference.json``) and prints one line.
 
 Usage::
 
@@ -20,7 +21,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 0.1
 
 
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=5000, help="timed calls per variant")
     parser.add_argument("--warmup", type=int, default=500, help="untimed calls first")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs and weights")
-    parser.add_argument("--json", type=Path, default=Path("benchmarks/results/inference.json"),
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/inference.json",
                         help="where to write the JSON result")
     args = parser.parse_args(argv)
 
@@ -146,14 +147,14 @@ def main(argv: list[str] | None = None) -> int:
             "numpy": np.__version__,
         },
     }
-    write_json(args.json, out)
+    write_json(args.out, out)
     r = results
     print(f"inference K={args.k}: onnx scores {r['onnx_scores']['median_ms'] * 1000:.1f} us "
           f"(run {r['onnx_session_run']['median_ms'] * 1000:.1f}), torchscript scores "
           f"{r['torchscript_scores']['median_ms'] * 1000:.1f} us (module "
           f"{r['torchscript_module']['median_ms'] * 1000:.1f}) median; target "
           f"{TARGET_MS * 1000:.0f} us: {'met' if out['meets_target'] else 'MISSED'} "
-          f"[load {out['conditions']['loadavg_1m']:.2f}] -> {args.json}")
+          f"[load {out['conditions']['loadavg_1m']:.2f}] -> {args.out}")
     return 0
 
 

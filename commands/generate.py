@@ -59,5 +59,5 @@ def main(
         f"{days:.1f} days of arrivals on {cfg.procs:,} processors, mean size "
         f"{result.mean_size:.1f}, mean runtime {result.mean_run_s / 3600:.2f} h, offered "
         f"load {result.offered_load:.2f}",
-        markup=False, highlight=False,
+        markup=False, highlight=False, soft_wrap=True,
     )

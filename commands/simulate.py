@@ -161,31 +161,30 @@ def main(
             _describe(table, workload, machine)
         runs = _with_progress(lambda step: replay(workload, machine, configs, wcfg,
                                                   utilization_end=util_end, on_step=step))
-        doc = to_document(runs, source=str(table), workload=workload, cluster=machine,
-                          windows=wcfg)
         if json_out is not None:
-            write_json(json_out, doc)
+            write_json(json_out, to_document(runs, source=str(table), workload=workload,
+                                             cluster=machine, windows=wcfg))
         if out is not None:
             write_outcomes(pl.concat([r.outcomes() for r in runs]), out, {
                 "hpcpolicy.origin": str(workload.origin), "hpcpolicy.input": str(table),
-                "hpcpolicy.workload_options": json.dumps(doc["workload"]["options"])})
+                "hpcpolicy.workload_options": json.dumps(options.to_dict())})
     if is_quiet():
         for path in (p for p in (json_out, out) if p is not None):
             console.print(str(path))
         return
     _print(runs, wcfg is not None)
-    _report(doc, wcfg, check)
+    _report(runs, wcfg, check)
 
 
-def _report(doc: dict[str, Any], wcfg: Any, check: bool) -> None:
-    never = doc["runs"][0]["never_fits"]
-    if never["jobs"]:
-        _note(f"{never['jobs']:,} jobs need more than the machine has and never started "
-              f"(e.g. {', '.join(never['job_ids'][:5])})")
+def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
+    never = runs[0].never_fits()
+    if never:
+        _note(f"{len(never):,} jobs need more than the machine has and never started "
+              f"(e.g. {', '.join(never[:5])})")
     if wcfg is not None:
         kind = "warm (pre-loaded)" if wcfg.warm else "cold (empty machine)"
         console.print(f"windows of {wcfg.size} jobs, {kind}, starting at job "
-                      f"{','.join(str(s) for s in doc['windows']['starts'])}")
+                      f"{','.join(str(w.start) for w in runs[0].windows)}")
     if check:
         console.print("invariants checked: no violation")
 

@@ -176,7 +176,8 @@ def main(
     ] = None,
     tz: Annotated[
         str | None, typer.Option("--tz", help="Time zone for arrivals by hour and weekday; "
-                                 "default: the log's own (SWF TimeZoneString), else UTC.")
+                                 "default: the log's own (SWF TimeZoneString, or the --tz it "
+                                 "was ingested with), else UTC.")
     ] = None,
     top: Annotated[int, typer.Option("--top", help="How many users to list.")] = 10,
 ) -> None:

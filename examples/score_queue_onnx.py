@@ -22,11 +22,12 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
 
-DEMO_QUEUE = {
+DEMO_QUEUE: dict[str, Any] = {
     "cluster": {"free_cores_frac": 0.25, "queue_length": 4, "run_remaining_mean_s": 5400,
                 "run_remaining_max_s": 20000, "cores_released_1h_frac": 0.3},
     "jobs": [
@@ -40,8 +41,8 @@ DEMO_QUEUE = {
 }
 
 
-def normalise(raw: dict[str, float], features: list[dict]) -> np.ndarray:
-    """Raw values -> [0, 1] per the manifest: linear (x / scale) or log1p (log1p x / log1p scale)."""
+def normalise(raw: dict[str, Any], features: list[dict[str, Any]]) -> np.ndarray:
+    """Raw values -> [0, 1] as the manifest says: x / scale, or log1p(x) / log1p(scale)."""
     out = []
     for f in features:
         x = max(float(raw.get(f["name"], 0.0)), 0.0)
@@ -60,7 +61,8 @@ def main(argv: list[str]) -> int:
     if hashlib.sha256(onnx_file.read_bytes()).hexdigest() != manifest["files"]["onnx"]["sha256"]:
         print(f"{onnx_file}: SHA-256 differs from manifest.json; copy the policy again")
         return 1
-    queue = json.loads(Path(argv[1]).read_text(encoding="utf-8")) if len(argv) == 2 else DEMO_QUEUE
+    queue: dict[str, Any] = (json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+                             if len(argv) == 2 else DEMO_QUEUE)
 
     obs = manifest["observation"]
     k = obs["k"]

@@ -43,7 +43,7 @@ from hpcpolicy.atomic import file_sha256, write_json
 from hpcpolicy.errors import ArtifactError
 
 if TYPE_CHECKING:
-    from torch import nn
+    from hpcpolicy.rl.networks import ActorCritic, JobScorer
 
 __all__ = [
     "MANIFEST_VERSION",
@@ -82,8 +82,8 @@ def _finite(metrics: Mapping[str, float]) -> dict[str, float | None]:
     return {k: (float(v) if math.isfinite(v) else None) for k, v in metrics.items()}
 
 
-def export_policy(agent: nn.Module, out_dir: str | os.PathLike[str], *, config: Mapping[str, Any],
-                  metrics: Mapping[str, float], k: int,
+def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str], *,
+                  config: Mapping[str, Any], metrics: Mapping[str, float], k: int,
                   provenance: Mapping[str, Any] | None = None) -> Path:
     """Write ``policy.onnx``, ``policy.torchscript.pt`` and ``manifest.json`` to ``out_dir``.
 
@@ -120,7 +120,8 @@ def export_policy(agent: nn.Module, out_dir: str | os.PathLike[str], *, config: 
     scorer = PolicyScorer(copy.deepcopy(scorer_net).cpu()).eval()
     spec = feature_spec(k)
     n_job, n_cluster = len(spec["job_features"]), len(spec["cluster_features"])
-    example = (torch.zeros(1, k, n_job), torch.zeros(1, n_cluster), torch.ones(1, k, dtype=torch.bool))
+    example = (torch.zeros(1, k, n_job), torch.zeros(1, n_cluster),
+               torch.ones(1, k, dtype=torch.bool))
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
@@ -136,7 +137,8 @@ def export_policy(agent: nn.Module, out_dir: str | os.PathLike[str], *, config: 
                 input_names=list(_INPUTS), output_names=["scores"],
                 dynamic_axes={"jobs": {0: "batch", 1: "k"}, "cluster": {0: "batch"},
                               "mask": {0: "batch", 1: "k"}, "scores": {0: "batch", 1: "k"}})
-            torch.jit.script(scorer).save(str(build / TORCHSCRIPT_FILE))
+            torch.jit.script(scorer).save(  # type: ignore[no-untyped-call]
+                str(build / TORCHSCRIPT_FILE))
         manifest = {
             "manifest_version": MANIFEST_VERSION,
             "format": "hpcpolicy.policy",
@@ -349,10 +351,12 @@ def _open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tupl
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            return backend, torch.jit.load(str(file), map_location="cpu").eval()
+            module = torch.jit.load(str(file), map_location="cpu")  # type: ignore[no-untyped-call]
+            return backend, module.eval()
     except ImportError as exc:
-        raise ArtifactError(f"loading {file} needs {'onnxruntime' if backend == 'onnx' else 'torch'}"
-                            "; install it with `pip install 'hpcpolicy[rl]'`") from exc
+        runtime = "onnxruntime" if backend == "onnx" else "torch"
+        raise ArtifactError(f"loading {file} needs {runtime}; install it with "
+                            "`pip install 'hpcpolicy[rl]'`") from exc
 
 
 def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPolicy:

@@ -40,13 +40,11 @@ class DemoConfig:
     """Workload model of the generator."""
 
     def __post_init__(self) -> None:
+        from hpcpolicy.generate import GenerateConfig
+
         object.__setattr__(self, "out_dir", Path(self.out_dir))
-        if self.jobs < 1:
-            raise ConfigError(f"jobs must be at least 1, not {self.jobs}")
-        if self.procs < 1:
-            raise ConfigError(f"procs must be a positive number of processors, not {self.procs}")
-        if self.seed < 0:
-            raise ConfigError(f"seed must be >= 0, not {self.seed}")
+        # model, jobs, procs and seed mean what they mean to the generator: checked there.
+        GenerateConfig(model=self.model, jobs=self.jobs, procs=self.procs, seed=self.seed)
         if self.out_dir.exists() and not self.out_dir.is_dir():
             raise ConfigError(f"out_dir {self.out_dir} is a file; give a folder for the demo")
 
@@ -105,7 +103,7 @@ def _ingest(ctx: DemoContext) -> Any:
 def _stats(ctx: DemoContext) -> dict[str, Any]:
     from hpcpolicy.stats import profile, save_profile
 
-    result = profile(ctx.files["jobs"], procs=ctx.cfg.procs)
+    result = profile(ctx.files["jobs"])  # the machine size comes from the log's header
     ctx.files["stats"] = save_profile(result, ctx.cfg.out_dir / "stats.json")
     return result
 

@@ -16,8 +16,9 @@ by core-hours and the GPU share. Conventions, stated once here and in the README
   ``hpcpolicy simulate`` would replay on (:func:`hpcpolicy.cluster_io.resolve_cluster`):
   ``--cluster FILE``, else ``--procs N``, else the log header (SWF ``MaxProcs``; ``MaxNodes``
   alone means one processor per node); otherwise it is reported as unknown.
-* Arrivals by hour and weekday use the log's own time zone (SWF ``TimeZoneString``) unless
-  another is given, else UTC.
+* Arrivals by hour and weekday are counted in the log's local time: ``--tz`` if given, else
+  the log header's ``TimeZoneString`` (SWF), else the ``--tz`` the log was ingested with
+  (sacct prints local time), else UTC.
 
 Each distribution is computed in its own lazy query over the few columns it needs, so memory
 stays bounded by a couple of columns even for tables of tens of millions of jobs.
@@ -158,10 +159,11 @@ def _machine(path: Path, procs: int | None, cluster: str | Path | None) -> _Mach
 
 
 def _time_zone(table: JobTable, tz: str | None) -> str:
-    """The zone for arrival-by-hour figures: ``tz``, else the log's own if valid, else UTC."""
+    """The zone for arrival-by-hour figures (see the module docstring); invalid ones skipped."""
     if tz is not None:
         return check_time_zone(tz)
-    for name in _header_value(table.headers, _TZ_KEYS):
+    ingest_tz = [table.metadata["tz"]] if "tz" in table.metadata else []
+    for name in [*_header_value(table.headers, _TZ_KEYS), *ingest_tz]:
         with contextlib.suppress(ConfigError):
             return check_time_zone(str(name).strip())
     return "UTC"

@@ -375,8 +375,12 @@ def _walltime(kept: pl.DataFrame, label: str, opts: WorkloadOptions) -> tuple[pl
 
 
 def _codes(values: pl.Series) -> tuple[I32, tuple[str, ...]]:
-    names, codes = np.unique(values.to_numpy().astype(str), return_inverse=True)
-    return codes.astype(np.int32), tuple(str(v) for v in names)
+    """Integer codes into the sorted distinct values (a polars Enum: fast on millions)."""
+    import polars as pl
+
+    names = values.unique().sort().to_list()
+    codes = values.cast(pl.Enum(names)).to_physical().to_numpy()
+    return codes.astype(np.int32), tuple(names)
 
 
 def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
@@ -416,7 +420,7 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
     notes += [f"dropped {len(ids)} jobs: {DROP_REASONS[r]}" for r, ids in dropped.items()]
 
     def i64(name: str) -> I64:
-        return kept[name].to_numpy().astype(np.int64)
+        return np.asarray(kept[name].to_numpy(), dtype=np.int64)
 
     return cls(
         job_id=kept["job_id"].to_numpy().astype(object),

@@ -10,6 +10,7 @@ environment ends when a window is fully scheduled. All randomness comes from ``n
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,12 +35,12 @@ class ToyQueueEnv(gym.Env[dict[str, np.ndarray], int]):
             tests use it to interrupt or crash a training run at a chosen point.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (Gymnasium's convention)
 
     def __init__(self, k: int = 8, episode_len: int = 16,
                  on_step: Callable[[int], None] | None = None) -> None:
         self.observation_space = observation_space(k)
-        self.action_space = action_space(k)
+        self.action_space = action_space(k)  # type: ignore[assignment]
         self.k, self.episode_len, self.on_step = k, episode_len, on_step
         self.steps_taken = 0
         self._t = 0
@@ -98,12 +99,14 @@ def make_toy_env(k: int = 8, episode_len: int = 16,
 
 
 def make_rank_toy_env(k: int = 8, episode_len: int = 16, slow_rank: int | None = None,
-                      delay_s: float = 0.0, crash_rank: int | None = None,
-                      crash_at: int = 0) -> gym.Env[Any, Any]:
+                      delay_s: float = 0.0, crash_rank: int | None = None, crash_at: int = 0,
+                      interrupt_rank: int | None = None,
+                      interrupt_at: int = 0) -> gym.Env[Any, Any]:
     """A toy env for DD-PPO tests that behaves by the torchrun ``RANK`` it runs in.
 
     On ``slow_rank`` every step sleeps ``delay_s`` (a straggler); on ``crash_rank`` the
-    ``crash_at``-th step of this environment raises (a worker failure).
+    ``crash_at``-th step of this environment raises (a worker failure); on ``interrupt_rank``
+    the ``interrupt_at``-th step sends SIGINT to its own process (Ctrl-C reaching one worker).
     """
     rank = int(os.environ.get("RANK", "0"))
 
@@ -112,5 +115,7 @@ def make_rank_toy_env(k: int = 8, episode_len: int = 16, slow_rank: int | None =
             time.sleep(delay_s)
         if rank == crash_rank and n == crash_at:
             raise RuntimeError(f"simulated crash of rank {rank}")
+        if rank == interrupt_rank and n == interrupt_at:
+            os.kill(os.getpid(), signal.SIGINT)
 
     return ToyQueueEnv(k=k, episode_len=episode_len, on_step=on_step)

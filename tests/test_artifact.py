@@ -1,40 +1,50 @@
-"""Policy artifact: torch = TorchScript = onnxruntime, manifest checks, loading without training code."""
+"""Policy artifact: torch, TorchScript and onnxruntime agree; manifest checks; light loading."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
-jsonschema = pytest.importorskip("jsonschema")
+pytest.importorskip("jsonschema")
 
-from hpcpolicy import __version__  # noqa: E402
-from hpcpolicy.artifact import export_policy, load_policy  # noqa: E402
-from hpcpolicy.errors import ArtifactError  # noqa: E402
-from hpcpolicy.rl.networks import ActorCritic, PolicyScorer  # noqa: E402
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES  # noqa: E402
-from hpcpolicy.schemas import load as load_schema  # noqa: E402
+import jsonschema
+import torch
+
+from hpcpolicy import __version__
+from hpcpolicy.artifact import export_policy, load_policy
+from hpcpolicy.errors import ArtifactError
+from hpcpolicy.rl.networks import ActorCritic, PolicyScorer
+from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
+from hpcpolicy.schemas import load as load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 FJ, FC = len(JOB_FEATURES), len(CLUSTER_FEATURES)
 CONFIG = {"algo": "ppo", "seed": 5, "hidden": [32, 16, 8], "activation": "tanh"}
+Exported = tuple[ActorCritic, Path]
+Inputs = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _agent(seed: int = 0) -> ActorCritic:
     torch.manual_seed(seed)
     agent = ActorCritic(FJ, FC)
-    torch.nn.init.normal_(agent.scorer.mlp[-1].weight, std=1.0)  # spread the scores out
+    last = agent.scorer.mlp[-1]
+    assert isinstance(last, torch.nn.Linear)
+    torch.nn.init.normal_(last.weight, std=1.0)  # spread the scores out
     return agent
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory):
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Exported:
     agent = _agent()
     out = export_policy(agent, tmp_path_factory.mktemp("run") / "policy", config=CONFIG, k=16,
                         metrics={"charts/episodic_return": 1.5, "losses/explained_variance":
@@ -44,7 +54,7 @@ def exported(tmp_path_factory):
     return agent, out
 
 
-def _inputs(b: int, k: int, seed: int = 1):
+def _inputs(b: int, k: int, seed: int = 1) -> Inputs:
     rng = np.random.default_rng(seed)
     jobs = rng.random((b, k, FJ), dtype=np.float32)
     cluster = rng.random((b, FC), dtype=np.float32)
@@ -55,7 +65,7 @@ def _inputs(b: int, k: int, seed: int = 1):
 
 @pytest.mark.parametrize("backend", ["onnx", "torchscript"])
 @pytest.mark.parametrize(("b", "k"), [(1, 16), (5, 128), (3, 2)])
-def test_backends_agree_with_torch(exported, backend, b, k):
+def test_backends_agree_with_torch(exported: Exported, backend: str, b: int, k: int) -> None:
     agent, out = exported
     jobs, cluster, mask = _inputs(b, k)
     with torch.no_grad():
@@ -72,10 +82,12 @@ def test_backends_agree_with_torch(exported, backend, b, k):
     assert mask[0, policy.choose(jobs[0], cluster[0], mask[0])]
 
 
-def test_manifest_contents(exported):
+def test_manifest_contents(exported: Exported) -> None:
     _, out = exported
     manifest = json.loads((out / "manifest.json").read_text())
-    jsonschema.validate(manifest, load_schema("policy_manifest"))
+    schema = load_schema("policy_manifest")
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(manifest, schema)
     assert manifest["observation"]["k"] == 16
     assert [f["name"] for f in manifest["observation"]["job_features"]] == \
         [f.name for f in JOB_FEATURES]
@@ -89,7 +101,7 @@ def test_manifest_contents(exported):
                                                      "policy.torchscript.pt"]
 
 
-def test_every_path_form_loads(exported):
+def test_every_path_form_loads(exported: Exported) -> None:
     _, out = exported
     assert load_policy(out / "manifest.json").path == out
     assert load_policy(out / "policy.onnx").backend == "onnx"
@@ -98,49 +110,50 @@ def test_every_path_form_loads(exported):
         load_policy(out / "policy.onnx", backend="torchscript")
 
 
-def test_unsupported_files_are_refused(tmp_path):
+def test_unsupported_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "policy.pkl").write_bytes(b"\x80\x04")
     with pytest.raises(ArtifactError, match=r"unsupported policy file; supported: a policy "
-                                            r"directory with manifest.json; manifest.json; \*.onnx"):
+                                            r"directory with manifest\.json; manifest\.json; "
+                                            r"\*\.onnx"):
         load_policy(tmp_path / "policy.pkl")
     (tmp_path / "last.pt").write_bytes(b"x")
     with pytest.raises(ArtifactError, match="is a training checkpoint"):
         load_policy(tmp_path / "last.pt")
     with pytest.raises(ArtifactError, match="no such policy file"):
         load_policy(tmp_path / "absent")
-    with pytest.raises(ArtifactError, match="no manifest.json"):
+    with pytest.raises(ArtifactError, match=r"no manifest\.json"):
         load_policy(tmp_path)
     with pytest.raises(ArtifactError, match="unknown backend 'tf'"):
         load_policy(tmp_path, backend="tf")
 
 
 def _copy(out: Path, dest: Path) -> Path:
-    import shutil
     shutil.copytree(out, dest)
     return dest
 
 
-def _edit_manifest(directory: Path, change) -> None:
+def _edit_manifest(directory: Path, change: Callable[[dict[str, Any]], Any]) -> None:
     path = directory / "manifest.json"
     manifest = json.loads(path.read_text())
     change(manifest)
     path.write_text(json.dumps(manifest))
 
 
-def test_changed_model_file_is_detected(exported, tmp_path):
+def test_changed_model_file_is_detected(exported: Exported, tmp_path: Path) -> None:
     copy = _copy(exported[1], tmp_path / "p")
     data = bytearray((copy / "policy.onnx").read_bytes())
     data[-1] ^= 1
     (copy / "policy.onnx").write_bytes(bytes(data))
-    with pytest.raises(ArtifactError, match="SHA-256 differs from manifest.json"):
+    with pytest.raises(ArtifactError, match=r"SHA-256 differs from manifest\.json"):
         load_policy(copy, backend="onnx")
     load_policy(copy, backend="torchscript")  # the other file is intact
 
 
-def test_versions(exported, tmp_path):
+def test_versions(exported: Exported, tmp_path: Path) -> None:
     major = _copy(exported[1], tmp_path / "major")
     _edit_manifest(major, lambda m: m.update(manifest_version="2.0"))
-    with pytest.raises(ArtifactError, match=r"manifest version '2.0' cannot be read .* \(reads 1.x\)"):
+    with pytest.raises(ArtifactError,
+                       match=r"manifest version '2\.0' cannot be read .* \(reads 1\.x\)"):
         load_policy(major)
 
     minor = _copy(exported[1], tmp_path / "minor")
@@ -154,14 +167,14 @@ def test_versions(exported, tmp_path):
         load_policy(other)
 
 
-def test_schema_violation_names_the_place(exported, tmp_path):
+def test_schema_violation_names_the_place(exported: Exported, tmp_path: Path) -> None:
     bad = _copy(exported[1], tmp_path / "bad")
     _edit_manifest(bad, lambda m: m["observation"].update(k=0))
-    with pytest.raises(ArtifactError, match="schema.json at observation/k"):
+    with pytest.raises(ArtifactError, match=r"schema\.json at observation/k"):
         load_policy(bad)
 
 
-def test_feature_and_shape_checks(exported):
+def test_feature_and_shape_checks(exported: Exported) -> None:
     policy = load_policy(exported[1])
     policy.check_features(tuple(f.name for f in JOB_FEATURES),
                           tuple(f.name for f in CLUSTER_FEATURES))
@@ -171,7 +184,7 @@ def test_feature_and_shape_checks(exported):
         policy.scores(np.zeros((4, 3)), np.zeros(FC), np.ones(4))
 
 
-def test_export_replaces_an_older_artifact(tmp_path):
+def test_export_replaces_an_older_artifact(tmp_path: Path) -> None:
     out = tmp_path / "policy"
     export_policy(_agent(0), out, config=CONFIG, k=4, metrics={})
     export_policy(_agent(1), out, config=CONFIG, k=4, metrics={})
@@ -188,7 +201,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT, check=False)
 
 
-def test_loading_needs_neither_torch_nor_training_code(exported):
+def test_loading_needs_neither_torch_nor_training_code(exported: Exported) -> None:
     code = f"""
 import sys, numpy as np
 from hpcpolicy.artifact import load_policy
@@ -202,7 +215,7 @@ print(sorted(m for m in sys.modules if m == "torch" or m.startswith("hpcpolicy.r
     assert result.stdout.strip() == "[]"
 
 
-def test_light_imports_do_not_import_torch():
+def test_light_imports_do_not_import_torch() -> None:
     result = _python("import sys, hpcpolicy, hpcpolicy.artifact, hpcpolicy.rl, "
                      "hpcpolicy.rl.spaces, hpcpolicy.rl.config, hpcpolicy.rl.runs; "
                      "print('torch' in sys.modules, 'gymnasium' in sys.modules)")
@@ -210,8 +223,8 @@ def test_light_imports_do_not_import_torch():
     assert result.stdout.split() == ["False", "False"]
 
 
-def test_example_scores_a_queue_with_onnxruntime_alone(exported, tmp_path):
-    queue = {"cluster": {"free_cores_frac": 0.5},
+def test_example_scores_a_queue_with_onnxruntime_alone(exported: Exported, tmp_path: Path) -> None:
+    queue: dict[str, Any] = {"cluster": {"free_cores_frac": 0.5},
              "jobs": [{"id": "a", "req_walltime_s": 60}, {"id": "b", "req_walltime_s": 6000},
                       {"id": "c", "wait_s": 100}]}
     (tmp_path / "queue.json").write_text(json.dumps(queue))

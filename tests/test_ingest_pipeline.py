@@ -94,6 +94,7 @@ def test_metadata_names_schema_format_hash_and_header(tmp_path: Path) -> None:
     meta = pl.read_parquet_metadata(tmp_path / "jobs.parquet")
     assert meta["hpcpolicy.schema_version"] == SCHEMA_VERSION
     assert meta["hpcpolicy.source_format"] == "swf"
+    assert meta["hpcpolicy.tz"] == "UTC"
     assert json.loads(meta["hpcpolicy.header"]) == [FAKE_HEADER]
     (source,) = json.loads(meta["hpcpolicy.sources"])
     assert source["sha256"] == hashlib.sha256(log.read_bytes()).hexdigest()

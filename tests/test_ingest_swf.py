@@ -154,7 +154,7 @@ REJECT_LINES = {
     4: None, 5: "field_count", 6: "field_count", 7: "field_count", 8: "bad_number",
     9: "bad_number", 10: "no_job_id", 11: "no_job_id", 12: "no_submit_time",
     13: "swf_bad_status", 14: "swf_bad_status", 15: "absurd_value", 16: "absurd_value",
-    17: "absurd_value", 18: "bad_number",
+    17: "absurd_value", 18: "bad_number", 19: "swf_fractional_id",
 }
 
 
@@ -291,7 +291,7 @@ def test_absurd_and_malformed_rows_are_rejected_not_fatal(tmp_path: Path) -> Non
     result = _cli(str(REJECTS), "-o", str(out), "--max-reject-fraction", "1")
     assert result.exit_code == 0, result.output
     assert "absurd_value" in result.stdout and "swf_bad_status" in result.stdout
-    assert pl.read_parquet(output_paths(out)["rejects"]).height == 14
+    assert pl.read_parquet(output_paths(out)["rejects"]).height == 15
 
 
 # --- the real logs in ../shared/data --------------------------------------------------------

@@ -171,3 +171,10 @@ def test_write_outcomes_round_trip(tmp_path: Path) -> None:
     write_outcomes(out, path, {"hpcpolicy.origin": "0"})
     assert pl.read_parquet(path).equals(out)
     assert pl.read_parquet_metadata(path)["hpcpolicy.origin"] == "0"
+
+
+def test_numeric_table_gives_the_same_summary() -> None:
+    lean = outcome_table(workload(), result(), identity=False)
+    assert {"job_id", "user", "partition"}.isdisjoint(lean.columns)
+    full = outcome_table(workload(), result())
+    assert summarize(lean, CLUSTER) == summarize(full, CLUSTER)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ torch = pytest.importorskip("torch")
 from hpcpolicy.errors import ConfigError  # noqa: E402
 from hpcpolicy.rl.config import DDPPOConfig, PPOConfig  # noqa: E402
 from hpcpolicy.rl.ddppo import launch  # noqa: E402
-from hpcpolicy.rl.ppo import train  # noqa: E402
+from hpcpolicy.rl.ppo import TrainResult, train  # noqa: E402
 from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
@@ -27,7 +28,7 @@ CFG = DDPPOConfig(total_steps=1024, num_envs=4, num_steps=32, update_epochs=2,
 
 
 @pytest.fixture(autouse=True)
-def _toy_env_importable(monkeypatch):
+def _toy_env_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(TESTS))
 
 
@@ -37,16 +38,17 @@ def _rows(run: Path) -> list[dict[str, float]]:
                 for r in csv.DictReader(f)]
 
 
-def _model(run: Path):
-    return load_checkpoint(run / "checkpoints" / "last.pt")["model"]
+def _model(run: Path) -> dict[str, Any]:
+    model: dict[str, Any] = load_checkpoint(run / "checkpoints" / "last.pt")["model"]
+    return model
 
 
-def _same(a, b) -> bool:
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 @pytest.fixture(scope="module")
-def two_workers(tmp_path_factory):
+def two_workers(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TrainResult]:
     run = tmp_path_factory.mktemp("dd") / "run"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PYTHONPATH", str(TESTS))
@@ -54,7 +56,7 @@ def two_workers(tmp_path_factory):
     return run, result
 
 
-def test_two_workers_keep_identical_parameters(two_workers):
+def test_two_workers_keep_identical_parameters(two_workers: tuple[Path, TrainResult]) -> None:
     run, result = two_workers
     rows = _rows(run)
     assert result.global_step == 1024 and result.updates == 4  # 2 workers x 4 envs x 32 steps
@@ -67,7 +69,8 @@ def test_two_workers_keep_identical_parameters(two_workers):
     assert (run / "policy" / "manifest.json").is_file()
 
 
-def test_resume_after_a_worker_crash_is_identical(two_workers, tmp_path):
+def test_resume_after_a_worker_crash_is_identical(two_workers: tuple[Path, TrainResult],
+                                                  tmp_path: Path) -> None:
     straight, _ = two_workers
     run = tmp_path / "run"
     # rank 1's first env crashes in update 3 (each env takes 32 steps per update)
@@ -83,7 +86,18 @@ def test_resume_after_a_worker_crash_is_identical(two_workers, tmp_path):
         [{k: v for k, v in r.items() if k not in drop} for r in _rows(run)]
 
 
-def test_one_worker_warns_and_matches_ppo(tmp_path, capfd):
+def test_ctrl_c_on_one_worker_stops_all_after_the_update(tmp_path: Path) -> None:
+    # each env takes 32 steps per update: step 40 of rank 1's envs falls in update 2
+    result = launch(CFG, FACTORY, tmp_path / "run", workers=2,
+                    env_kwargs={"interrupt_rank": 1, "interrupt_at": 40})
+    assert result.interrupted and result.updates == 2 and result.global_step == 512
+    ckpt = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
+    assert ckpt["counters"]["update"] == 2 and len(ckpt["workers"]) == 2
+    assert (tmp_path / "run" / "policy" / "manifest.json").is_file()
+
+
+def test_one_worker_warns_and_matches_ppo(tmp_path: Path,
+                                          capfd: pytest.CaptureFixture[str]) -> None:
     cfg = replace(CFG, total_steps=256, sync_check_every=0)
     launch(cfg, FACTORY, tmp_path / "dd", workers=1)
     assert "DD-PPO with a single worker" in capfd.readouterr().err
@@ -93,7 +107,7 @@ def test_one_worker_warns_and_matches_ppo(tmp_path, capfd):
     assert _same(_model(tmp_path / "dd"), _model(tmp_path / "ppo"))
 
 
-def test_straggler_cut_off(tmp_path):
+def test_straggler_cut_off(tmp_path: Path) -> None:
     cfg = replace(CFG, total_steps=768, sync_frac=0.5, min_rollout_frac=0.25)
     launch(cfg, FACTORY, tmp_path / "run", workers=2,
            env_kwargs={"slow_rank": 1, "delay_s": 0.01})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -12,8 +13,11 @@ from hypothesis import strategies as st  # noqa: E402
 
 from hpcpolicy.rl.ppo import compute_gae  # noqa: E402
 
+Arr = npt.NDArray[np.float64]
 
-def reference_gae(rewards, values, dones, next_value, gamma, lam):
+
+def reference_gae(rewards: Arr, values: Arr, dones: Arr, next_value: Arr, gamma: float,
+                  lam: float) -> tuple[Arr, Arr]:
     """A_t = sum_l (gamma*lam)^l delta_{t+l}, summed until the episode ends (per environment)."""
     t_max, n = rewards.shape
     adv = np.zeros((t_max, n))
@@ -32,13 +36,14 @@ def reference_gae(rewards, values, dones, next_value, gamma, lam):
     return adv, adv + values
 
 
-def _run(rewards, values, dones, next_value, gamma, lam):
+def _run(rewards: Arr, values: Arr, dones: Arr, next_value: Arr, gamma: float,
+         lam: float) -> tuple[Arr, Arr]:
     adv, ret = compute_gae(torch.tensor(rewards), torch.tensor(values), torch.tensor(dones),
                            torch.tensor(next_value), gamma, lam)
     return adv.numpy(), ret.numpy()
 
 
-def test_hand_computed_example():
+def test_hand_computed_example() -> None:
     # one env, episode ends at t=1, a new one starts at t=2 and runs past the rollout
     rewards = np.array([[1.0], [2.0], [3.0]])
     values = np.array([[0.5], [1.0], [2.0]])
@@ -54,7 +59,8 @@ def test_hand_computed_example():
 @settings(max_examples=60, deadline=None)
 @given(t_max=st.integers(1, 12), n=st.integers(1, 4), seed=st.integers(0, 2**32 - 1),
        gamma=st.floats(0.0, 1.0), lam=st.floats(0.0, 1.0), done_p=st.floats(0.0, 0.6))
-def test_matches_reference(t_max, n, seed, gamma, lam, done_p):
+def test_matches_reference(t_max: int, n: int, seed: int, gamma: float, lam: float,
+                           done_p: float) -> None:
     rng = np.random.default_rng(seed)
     rewards = rng.normal(size=(t_max, n))
     values = rng.normal(size=(t_max, n))
@@ -66,7 +72,7 @@ def test_matches_reference(t_max, n, seed, gamma, lam, done_p):
     np.testing.assert_allclose(ret, ref_ret, rtol=1e-9, atol=1e-9)
 
 
-def test_inputs_are_not_modified():
+def test_inputs_are_not_modified() -> None:
     rewards, values = torch.ones(3, 2), torch.zeros(3, 2)
     dones, nv = torch.zeros(3, 2), torch.ones(2)
     before = [x.clone() for x in (rewards, values, dones, nv)]

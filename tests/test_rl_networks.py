@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 
-from hpcpolicy.rl.networks import ActorCritic, PolicyScorer, masked_mean  # noqa: E402
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES  # noqa: E402
+import torch
+
+from hpcpolicy.rl.networks import ActorCritic, PolicyScorer, masked_mean
+from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
 FJ, FC = len(JOB_FEATURES), len(CLUSTER_FEATURES)
 
 
-def _batch(b: int, k: int, seed: int = 0):
+def _batch(b: int, k: int,
+           seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     jobs = torch.rand(b, k, FJ, generator=g)
     cluster = torch.rand(b, FC, generator=g)
@@ -21,7 +24,7 @@ def _batch(b: int, k: int, seed: int = 0):
     return jobs, cluster, mask
 
 
-def test_shapes_for_any_k():
+def test_shapes_for_any_k() -> None:
     net = ActorCritic(FJ, FC)
     for k in (1, 8, 128):
         jobs, cluster, mask = _batch(3, k)
@@ -30,7 +33,7 @@ def test_shapes_for_any_k():
         assert net.masked_logits(jobs, cluster, mask).shape == (3, k)
 
 
-def test_invalid_slot_is_never_sampled():
+def test_invalid_slot_is_never_sampled() -> None:
     torch.manual_seed(0)
     net = ActorCritic(FJ, FC)
     # make invalid slots look attractive: large scores everywhere a job would be invalid
@@ -43,7 +46,7 @@ def test_invalid_slot_is_never_sampled():
         assert torch.isfinite(logprob).all() and torch.isfinite(entropy).all()
 
 
-def test_invalid_slots_have_zero_probability_and_single_valid_slot_is_certain():
+def test_invalid_slots_have_zero_probability_and_single_valid_slot_is_certain() -> None:
     net = ActorCritic(FJ, FC)
     jobs, cluster, _ = _batch(4, 6)
     mask = torch.zeros(4, 6, dtype=torch.bool)
@@ -56,7 +59,7 @@ def test_invalid_slots_have_zero_probability_and_single_valid_slot_is_certain():
     assert torch.equal(logprob, torch.zeros(4)) and torch.equal(entropy, torch.zeros(4))
 
 
-def test_each_slot_is_scored_alone():
+def test_each_slot_is_scored_alone() -> None:
     """Score of a slot depends on its job and the cluster only: permuting slots permutes it."""
     net = ActorCritic(FJ, FC)
     jobs, cluster, mask = _batch(2, 10)
@@ -69,7 +72,7 @@ def test_each_slot_is_scored_alone():
     assert torch.isneginf(deploy[~mask]).all()
 
 
-def test_value_ignores_slot_order_and_invalid_slots():
+def test_value_ignores_slot_order_and_invalid_slots() -> None:
     net = ActorCritic(FJ, FC)
     jobs, cluster, mask = _batch(2, 10)
     perm = torch.randperm(10, generator=torch.Generator().manual_seed(6))
@@ -80,14 +83,14 @@ def test_value_ignores_slot_order_and_invalid_slots():
     torch.testing.assert_close(net.get_value(garbage, cluster, mask), value)
 
 
-def test_masked_mean_of_empty_mask_is_zero():
+def test_masked_mean_of_empty_mask_is_zero() -> None:
     x = torch.ones(2, 3, 4)
     mask = torch.tensor([[True, False, False], [False, False, False]])
     out = masked_mean(x, mask)
     assert torch.equal(out, torch.tensor([[1.0] * 4, [0.0] * 4]))
 
 
-def test_parameter_count_does_not_depend_on_k_or_cluster():
+def test_parameter_count_does_not_depend_on_k_or_cluster() -> None:
     net = ActorCritic(FJ, FC, hidden=(32, 16, 8))
     n_scorer = sum(p.numel() for p in net.scorer.parameters())
     assert n_scorer == (FJ + FC) * 32 + 32 + 32 * 16 + 16 + 16 * 8 + 8 + 8 + 1

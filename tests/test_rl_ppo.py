@@ -6,7 +6,10 @@ import csv
 import json
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,24 +29,25 @@ SMALL = PPOConfig(total_steps=1024, num_envs=4, num_steps=32, num_minibatches=4,
 TIMING = {"wall_time_s", "sps"}
 
 
-def _metrics(run_dir):
+def _metrics(run_dir: Path) -> list[dict[str, str]]:
     with open(run_dir / "metrics.csv", newline="") as f:
         return [{k: v for k, v in row.items() if k not in TIMING} for row in csv.DictReader(f)]
 
 
-def _model(run_dir):
-    return load_checkpoint(run_dir / "checkpoints" / "last.pt")["model"]
+def _model(run_dir: Path) -> dict[str, Any]:
+    model: dict[str, Any] = load_checkpoint(run_dir / "checkpoints" / "last.pt")["model"]
+    return model
 
 
-def _same_model(a, b):
+def _same_model(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def _toy():
+def _toy() -> ToyQueueEnv:
     return ToyQueueEnv(k=8, episode_len=16)
 
 
-def test_run_directory_layout(tmp_path):
+def test_run_directory_layout(tmp_path: Path) -> None:
     result = train(SMALL, _toy, tmp_path / "run")
     run = tmp_path / "run"
     assert result.global_step == 1024 and result.updates == 8 and not result.interrupted
@@ -57,7 +61,7 @@ def test_run_directory_layout(tmp_path):
     assert json.loads((run / "result.json").read_text())["updates"] == 8
 
 
-def test_learns_to_pick_the_shortest_job(tmp_path):
+def test_learns_to_pick_the_shortest_job(tmp_path: Path) -> None:
     cfg = PPOConfig(total_steps=8192, num_envs=4, num_steps=128, learning_rate=3e-3, seed=1,
                     checkpoint_every=100, episode_metric_names=("optimal_frac",))
     train(cfg, _toy, tmp_path / "run")
@@ -67,7 +71,7 @@ def test_learns_to_pick_the_shortest_job(tmp_path):
     assert final > random_policy + 0.15, (final, random_policy)
 
 
-def test_same_seed_same_results_other_seed_other_results(tmp_path):
+def test_same_seed_same_results_other_seed_other_results(tmp_path: Path) -> None:
     a = train(SMALL, _toy, tmp_path / "a")
     b = train(SMALL, _toy, tmp_path / "b")
     assert _same_model(_model(tmp_path / "a"), _model(tmp_path / "b"))
@@ -77,7 +81,7 @@ def test_same_seed_same_results_other_seed_other_results(tmp_path):
     assert not _same_model(_model(tmp_path / "a"), _model(tmp_path / "c"))
 
 
-def _counting_env(trigger_at: int, action):
+def _counting_env(trigger_at: int, action: Callable[[], None]) -> Callable[[], ToyQueueEnv]:
     """Environments sharing one step counter; ``action()`` runs when it reaches trigger_at."""
     count = {"n": 0}
 
@@ -89,7 +93,7 @@ def _counting_env(trigger_at: int, action):
     return lambda: ToyQueueEnv(k=8, episode_len=16, on_step=hook)
 
 
-def test_ctrl_c_checkpoints_and_resume_is_identical(tmp_path):
+def test_ctrl_c_checkpoints_and_resume_is_identical(tmp_path: Path) -> None:
     train(SMALL, _toy, tmp_path / "straight")
     # SIGINT in the middle of update 3's rollout (steps 257..384 of 4 envs x 32 steps)
     make = _counting_env(300, lambda: os.kill(os.getpid(), signal.SIGINT))
@@ -105,7 +109,7 @@ def test_ctrl_c_checkpoints_and_resume_is_identical(tmp_path):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_crash_leaves_last_checkpoint_and_resume_is_identical(tmp_path):
+def test_crash_leaves_last_checkpoint_and_resume_is_identical(tmp_path: Path) -> None:
     cfg = replace(SMALL, gamma=0.9)  # episodes truncated after 5 steps: bootstrapped
     train(cfg, lambda: make_toy_env(k=8, episode_len=16, max_episode_steps=5),
           tmp_path / "straight")
@@ -115,7 +119,7 @@ def test_crash_leaves_last_checkpoint_and_resume_is_identical(tmp_path):
 
     hook_env = _counting_env(5 * 128 + 7, crash)  # during update 6; last checkpoint: update 4
 
-    def make():
+    def make() -> Any:
         import gymnasium as gym
         return gym.wrappers.TimeLimit(hook_env(), max_episode_steps=5)
 
@@ -128,7 +132,7 @@ def test_crash_leaves_last_checkpoint_and_resume_is_identical(tmp_path):
     assert _metrics(tmp_path / "straight") == _metrics(tmp_path / "resumed")
 
 
-def test_resume_checks(tmp_path):
+def test_resume_checks(tmp_path: Path) -> None:
     train(SMALL, _toy, tmp_path / "run")
     with pytest.raises(ConfigError, match="already holds a run"):
         train(SMALL, _toy, tmp_path / "run")

@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 pytest.importorskip("gymnasium")
 
-from rl_toy_env import ToyQueueEnv, make_toy_env  # noqa: E402
+from rl_toy_env import ToyQueueEnv, make_toy_env
 
-from hpcpolicy.errors import SimulationError  # noqa: E402
-from hpcpolicy.rl.vector import SyncEnvs  # noqa: E402
+from hpcpolicy.errors import SimulationError
+from hpcpolicy.rl.vector import Obs, SyncEnvs
 
 
-def _valid_actions(obs, rng):
+def _valid_actions(obs: Obs, rng: np.random.Generator) -> npt.NDArray[np.int64]:
     return np.array([rng.choice(np.flatnonzero(m)) for m in obs["mask"]])
 
 
-def _equal_obs(a, b):
+def _equal_obs(a: Obs, b: Obs) -> bool:
     return all(np.array_equal(a[k], b[k]) for k in ("jobs", "cluster", "mask"))
 
 
-def test_stacked_shapes_and_autoreset():
+def test_stacked_shapes_and_autoreset() -> None:
     envs = SyncEnvs(lambda: ToyQueueEnv(k=5, episode_len=3), num_envs=3, seed=1)
     obs = envs.reset()
     assert obs["jobs"].shape == (3, 5, 7) and obs["cluster"].shape == (3, 7)
@@ -37,7 +40,7 @@ def test_stacked_shapes_and_autoreset():
     assert all("optimal_frac" in e.metrics for e in result.episodes)
 
 
-def test_truncation_keeps_the_final_observation():
+def test_truncation_keeps_the_final_observation() -> None:
     envs = SyncEnvs(lambda: make_toy_env(k=4, episode_len=10, max_episode_steps=2), 2, seed=2)
     obs = envs.reset()
     rng = np.random.default_rng(1)
@@ -49,7 +52,7 @@ def test_truncation_keeps_the_final_observation():
     assert second.final_obs[0]["jobs"].shape == (1, 4, 7)
 
 
-def test_restore_continues_identically():
+def test_restore_continues_identically() -> None:
     make = lambda: ToyQueueEnv(k=6, episode_len=7)  # noqa: E731
     envs = SyncEnvs(make, num_envs=3, seed=11)
     obs = envs.reset()
@@ -76,7 +79,7 @@ def test_restore_continues_identically():
         obs = result.obs
 
 
-def test_restore_refuses_inconsistent_state():
+def test_restore_refuses_inconsistent_state() -> None:
     make = lambda: ToyQueueEnv(k=4, episode_len=5)  # noqa: E731
     envs = SyncEnvs(make, num_envs=2, seed=0)
     envs.reset()
@@ -90,19 +93,20 @@ def test_restore_refuses_inconsistent_state():
 
 
 class _NoChoiceEnv(ToyQueueEnv):
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[Obs, dict[str, Any]]:
         obs, info = super().reset(seed=seed)
         obs["mask"][:] = 0
         return obs, info
 
 
-def test_decision_without_valid_slot_is_an_error():
+def test_decision_without_valid_slot_is_an_error() -> None:
     with pytest.raises(SimulationError, match=r"environment\(s\) \[0, 1\] asked for a decision "
                                               "with no valid slot"):
         SyncEnvs(lambda: _NoChoiceEnv(k=3), num_envs=2, seed=0).reset()
 
 
-def test_environment_without_the_contract_is_refused():
+def test_environment_without_the_contract_is_refused() -> None:
     import gymnasium as gym
 
     with pytest.raises(ValueError, match=r"lacks \['jobs', 'cluster', 'mask'\]"):

@@ -170,6 +170,17 @@ def test_arrivals_in_the_logs_zone_or_the_given_one(table: Path) -> None:
         profile(table, tz="Mars/Olympus")
 
 
+def test_arrivals_fall_back_to_the_ingest_time_zone(tmp_path: Path) -> None:
+    sacct_like = tmp_path / "sacct.parquet"
+    job_table(JOBS).write_parquet(sacct_like, metadata={
+        "hpcpolicy.schema_version": SCHEMA_VERSION, "hpcpolicy.tz": "America/Costa_Rica"})
+    arrivals = profile(sacct_like)["arrivals"]
+    assert arrivals["time_zone"] == "America/Costa_Rica"  # UTC-6, no daylight saving
+    assert arrivals["by_hour"][18] == 1 and arrivals["by_weekday"]["Sun"] == 1  # A: Mon 00:00Z
+    unstated = make_table(tmp_path / "plain.parquet", JOBS)
+    assert profile(unstated)["arrivals"]["time_zone"] == "UTC"
+
+
 def test_top_users_by_core_hours(table: Path) -> None:
     top = profile(table)["top_users"]
     assert [(u["user"], u["jobs"]) for u in top] == [
@@ -274,7 +285,6 @@ def test_profile_of_a_real_log_agrees_with_a_plain_python_reading(
     import gzip
     from zoneinfo import ZoneInfo
 
-    pytest.importorskip("hpcpolicy.ingest.swf", reason="the SWF reader is not written yet")
     from hpcpolicy.ingest import ingest
 
     log = shared("KTH-SP2-1996-2.1-cln.swf.gz")

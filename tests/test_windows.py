@@ -87,7 +87,7 @@ def test_every_configuration_sees_the_same_cold_windows() -> None:
     first = runs[0]
     assert [r.start for r in first.windows] == [1, 4]
     # window @1: job1 [10,25) 4 procs; job2 waits to 25 -> 5; job3 starts 30 -> 0
-    assert first.windows[0].outcomes["wait"].to_list() == [0, 5, 0]
+    assert first.windows[0].outcomes()["wait"].to_list() == [0, 5, 0]
     # the run's summary is the mean over windows, jobs the total
     per = [r.summary for r in first.windows]
     assert first.summary["jobs"] == 6
@@ -124,8 +124,8 @@ def test_warm_start_preloads_what_the_reference_schedule_runs() -> None:
     win = runs[0].windows[0]
     assert (win.preloaded, win.backlog) == (1, 1)
     # the window's jobs wait for the pre-loaded job to end at 100
-    assert win.outcomes["start"].to_list() == [100, 100]
-    assert runs[1].windows[0].outcomes["start"].to_list() == [100, 100]
+    assert win.outcomes()["start"].to_list() == [100, 100]
+    assert runs[1].windows[0].outcomes()["start"].to_list() == [100, 100]
 
 
 def test_warm_window_at_the_first_job_starts_empty() -> None:

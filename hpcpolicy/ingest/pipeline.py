@@ -94,10 +94,12 @@ def _conform(plan: ReaderPlan) -> pl.LazyFrame:
     )
 
 
-def _metadata(plans: Sequence[ReaderPlan], inputs: list[dict[str, Any]]) -> dict[str, str]:
+def _metadata(plans: Sequence[ReaderPlan], inputs: list[dict[str, Any]],
+              cfg: IngestConfig) -> dict[str, str]:
     p = METADATA_PREFIX
     return {
         f"{p}schema_version": SCHEMA_VERSION,
+        f"{p}tz": cfg.tz,  # the zone the log's zone-less times were read in (its local time)
         f"{p}version": __version__,
         f"{p}source_format": ",".join(sorted({pl_.source_format for pl_ in plans})),
         f"{p}sources": json.dumps(inputs, sort_keys=True, default=str),
@@ -199,7 +201,7 @@ def ingest(
     stage("reading, cleaning and writing (one streaming pass)")
     with _staged(paths) as tmp:
         jobs_sink = kept.select([c.name for c in JOB_COLUMNS]).sink_parquet(
-            tmp["jobs"], metadata=_metadata(plans, sources), lazy=True
+            tmp["jobs"], metadata=_metadata(plans, sources, cfg), lazy=True
         )
         rejects_sink = rejected.select(
             pl.col("_file").alias("source_file"),

@@ -26,7 +26,15 @@ import polars as pl
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.sacct_layout import SacctLayout
 
-__all__ = ["Fields", "SacctRecords", "id_text", "line_source", "scan_records", "split_fields"]
+__all__ = [
+    "Fields",
+    "SacctRecords",
+    "id_text",
+    "line_source",
+    "scan_records",
+    "split_fields",
+    "step_flag",
+]
 
 _CSV_FIELD = r',(?:"(?:[^"]|"")*"|[^,"]*)'
 """One CSV field with its leading comma (the line is read with a comma put in front)."""
@@ -70,6 +78,14 @@ def id_text(raw: pl.Expr, layout: SacctLayout, index: int) -> pl.Expr:
     if index == 0:
         return raw.str.head(raw.str.find(sep, literal=True).fill_null(raw.str.len_chars()))
     return raw.str.extract(rf"^(?:[^|]*\|){{{index}}}([^|]*)", 1)
+
+
+def step_flag(raw: pl.Expr, layout: SacctLayout, index: int) -> pl.Expr:
+    """True for step rows (``123.batch``): the id field (column ``index``) holds a ``.``."""
+    if layout.style != "csv" and index == 0:  # the usual layout: two byte searches per line
+        dot, bar = raw.str.find(".", literal=True), raw.str.find("|", literal=True)
+        return (dot < bar).fill_null(False)
+    return id_text(raw, layout, index).str.contains(".", literal=True).fill_null(False)
 
 
 def _csv_field(matches: pl.Expr, index: int) -> pl.Expr:
@@ -158,10 +174,12 @@ def _collect(path: Path, query: pl.LazyFrame) -> pl.DataFrame:
 def scan_records(path: Path, layout: SacctLayout) -> SacctRecords:
     """Read the job-id column once and find superseded and orphan records.
 
-    Several records of one job id (``sacct --duplicates``, or exactly repeated rows) keep
-    the last one in file order. A step (``123.batch``) whose job ``123`` has no row is an
-    orphan. Records are matched on ``JobID`` (else ``JobIDRaw``), exactly for duplicates
-    and by a 64-bit hash for orphans.
+    Several records of one job id (``sacct --duplicates``, or exactly repeated rows) keep the
+    last one in file order. A step (``123.batch``) whose job ``123`` has no row is an orphan.
+    Records are matched on ``JobID`` (else ``JobIDRaw``) through a 64-bit hash; the few rows
+    whose hashes repeat are compared exactly in a second, filtered read. Steps are checked
+    against the job row before them first and against all job rows only when that differs,
+    so the whole pass keeps 14 bytes per row.
 
     Raises:
         InputFormatError: the file cannot be read to its end (truncated gzip, I/O error).
@@ -177,30 +195,47 @@ def scan_records(path: Path, layout: SacctLayout) -> SacctRecords:
         frame = _collect(path, _key_query(path, layout, index, lossy=True))
     empty = pl.Series("_line", [], dtype=pl.Int64)
     if index is None:
-        copies = frame.height - frame["_hash"].n_unique()
-        return SacctRecords(lossy, empty, empty, copies)
-    jobs = frame.filter(pl.col("_key").is_not_null())
-    candidates = jobs.filter(pl.col("_hash").is_duplicated())
-    superseded = candidates.filter(~pl.col("_key").is_last_distinct())["_line"]
-    steps = frame.filter(pl.col("_step"))
-    orphans = steps.filter(~pl.col("_hash").is_in(jobs["_hash"].implode()))["_line"]
-    return SacctRecords(lossy, superseded, orphans, None)
+        return SacctRecords(lossy, empty, empty, frame.height - frame["_hash"].n_unique())
+    jobs = frame.filter(~pl.col("_step") & ~pl.col("_empty"))
+    candidates = jobs.filter(pl.col("_hash").is_duplicated())["_line"]
+    superseded = empty
+    if candidates.len():
+        keys = _collect(path, line_source(path, layout, lossy).filter(
+            pl.col("_line").is_in(candidates.cast(pl.Int64).implode())
+        ).select("_line", id_text(pl.col("_raw"), layout, index).alias("_key")))
+        superseded = keys.filter(~pl.col("_key").is_last_distinct())["_line"]
+    after_job = frame.with_columns(
+        pl.when(~pl.col("_step")).then(pl.col("_hash")).forward_fill().alias("_job")
+    ).filter(pl.col("_step") & (pl.col("_hash") != pl.col("_job")).fill_null(True))
+    orphans = after_job.filter(~pl.col("_hash").is_in(jobs["_hash"].implode()))["_line"]
+    return SacctRecords(lossy, superseded.cast(pl.Int64), orphans.cast(pl.Int64), None)
 
 
 def _key_query(path: Path, layout: SacctLayout, index: int | None, lossy: bool) -> pl.LazyFrame:
-    """``_line``, ``_hash`` (of the job part of the id), ``_step`` and ``_key`` (the id of
-    job rows; null for steps and empty ids) of every data row; without an id column, the
-    line number and the hash of the line."""
+    """``_line``, ``_hash`` (of the job part of the id: ``123`` for ``123.batch``), ``_step``
+    and ``_empty`` (no id) of every data row; without an id column, the line's hash."""
     rows = line_source(path, layout, lossy)
+    line = pl.col("_line").cast(pl.UInt32)
     raw = pl.col("_raw")
     if index is None:
-        return rows.select("_line", raw.hash(seed=0).alias("_hash"))
-    text = id_text(raw, layout, index)
-    dot = text.str.find(".", literal=True)
-    job = pl.when(dot.is_null()).then(text).otherwise(text.str.head(dot))
+        return rows.select(line, raw.hash(seed=0).alias("_hash"))
+    if layout.style != "csv" and index == 0:  # the usual layout: byte searches, no copies
+        rows = rows.select("_line", "_raw", raw.str.find(".", literal=True).alias("_dot"),
+                           raw.str.find("|", literal=True).alias("_bar"))
+        end = pl.min_horizontal("_dot", "_bar").fill_null(raw.str.len_chars())
+        return rows.select(
+            line,
+            raw.str.head(end).hash(seed=0).alias("_hash"),
+            (pl.col("_dot") < pl.col("_bar")).fill_null(False).alias("_step"),
+            (end == 0).alias("_empty"),
+        )
+    rows = rows.select("_line", id_text(raw, layout, index).alias("_id"))
+    rows = rows.with_columns(pl.col("_id").str.find(".", literal=True).alias("_dot"))
+    job = pl.when(pl.col("_dot").is_null()).then(pl.col("_id")).otherwise(
+        pl.col("_id").str.head(pl.col("_dot")))
     return rows.select(
-        "_line",
+        line,
         job.hash(seed=0).alias("_hash"),
-        dot.is_not_null().alias("_step"),
-        pl.when(dot.is_null() & (text != "")).then(text).alias("_key"),
+        pl.col("_dot").is_not_null().alias("_step"),
+        (pl.col("_id").fill_null("") == "").alias("_empty"),
     )

@@ -31,8 +31,11 @@ __all__ = [
     "duration_s",
     "exit_status",
     "is_ambiguous_local",
+    "has_text",
     "is_present",
+    "is_unset_duration",
     "job_id_parts",
+    "lookup",
     "size_mib",
     "size_parts",
     "state_of",
@@ -40,6 +43,7 @@ __all__ = [
     "to_int",
     "to_timestamp",
     "tres_entry",
+    "tres_mem_parts",
     "tres_gpu_first",
 ]
 
@@ -86,14 +90,37 @@ time limit. Other words are not in the table (``state_of`` gives null)."""
 _UNIT_MIB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
 
+def lookup(t: pl.Expr, mapping: dict[str, object]) -> pl.Expr:
+    """``mapping[t]``, null for keys not in it, as a ``when`` chain over the distinct values.
+
+    Polars' ``replace_strict`` would leave the streaming engine (it is not evaluated row by
+    row), so small fixed tables are mapped this way instead.
+    """
+    by_value: dict[object, list[str]] = {}
+    for key, value in mapping.items():
+        by_value.setdefault(value, []).append(key)
+    values = iter(by_value.items())
+    value, keys = next(values)
+    chain = pl.when(t.is_in(keys)).then(pl.lit(value))
+    for value, keys in values:
+        chain = chain.when(t.is_in(keys)).then(pl.lit(value))
+    return chain.otherwise(None)
+
+
 def is_present(t: pl.Expr) -> pl.Expr:
     """True where the text holds a value (not null, empty or a "not known" word)."""
     return t.is_not_null() & ~t.is_in(MISSING)
 
 
-def text(t: pl.Expr) -> pl.Expr:
-    """A free-text field with "not known" words (and empty text) as null."""
-    return pl.when(is_present(t)).then(t)
+def has_text(t: pl.Expr) -> pl.Expr:
+    """True where the field is not empty (numeric fields have no "not known" words)."""
+    return t.str.len_bytes() > 0
+
+
+def text(t: pl.Expr, missing: tuple[str, ...] = ("",)) -> pl.Expr:
+    """A free-text field, null where it is one of ``missing`` (by default only empty)."""
+    empty = t.str.len_bytes() == 0
+    return pl.when(~(empty | t.is_in(missing)) if missing != ("",) else ~empty).then(t)
 
 
 def to_int(t: pl.Expr) -> pl.Expr:
@@ -155,13 +182,18 @@ def is_unset_duration(t: pl.Expr) -> pl.Expr:
     return t.is_in(UNSET_DURATIONS).fill_null(False)
 
 
-_SIZE = r"^([0-9]+(?:\.[0-9]+)?)([KMGTP]?)([cn]?)$"
+_SIZE = r"([0-9]+(?:\.[0-9]+)?)([KMGTP]?)([cn]?)"
 
 
 def size_parts(t: pl.Expr) -> pl.Expr:
     """Leaf: a memory size (``4000``, ``4000Mc``, ``64Gn``, ``1.50T``) as a struct of its
-    number, unit and per-CPU (``c``) / per-node (``n``) suffix."""
-    return t.str.extract_groups(_SIZE)
+    number (field ``1``), unit (``2``) and per-CPU ``c`` / per-node ``n`` suffix (``3``)."""
+    return t.str.extract_groups(f"^{_SIZE}$")
+
+
+def tres_mem_parts(t: pl.Expr) -> pl.Expr:
+    """Leaf: the ``mem=`` entry of a TRES list as :func:`size_parts` gives it."""
+    return t.str.extract_groups(f"(?:^|,)mem={_SIZE}(?:,|$)")
 
 
 def size_mib(parts: pl.Expr, cpus: pl.Expr, nodes: pl.Expr) -> pl.Expr:
@@ -169,8 +201,7 @@ def size_mib(parts: pl.Expr, cpus: pl.Expr, nodes: pl.Expr) -> pl.Expr:
     for ``n`` (Slurm before 21.08 printed ``ReqMem`` per CPU or per node); a bare number is
     MiB. Null where the text did not parse."""
     number = parts.struct.field("1").cast(pl.Float64)
-    factor = parts.struct.field("2").replace_strict(_UNIT_MIB, default=None,
-                                                     return_dtype=pl.Float64)
+    factor = lookup(parts.struct.field("2"), _UNIT_MIB)  # type: ignore[arg-type]
     per = parts.struct.field("3")
     size = number * factor
     return pl.when(per == "c").then(size * cpus).when(per == "n").then(size * nodes).otherwise(size)
@@ -187,10 +218,26 @@ def tres_gpu_first(t: pl.Expr) -> pl.Expr:
     return t.str.extract_groups(r"(?:^|,)gres/gpu(?::([^=,]+))?=([^,]*)")
 
 
+_STATE_KEYS = sorted(STATES, key=lambda word: (list(STATES.values()).index(STATES[word]), word))
+_STATE_ENUM = pl.Enum(_STATE_KEYS)
+
+
 def state_of(t: pl.Expr) -> pl.Expr:
-    """Leaf: the job-table state of a ``State`` text; null for words not in :data:`STATES`."""
-    word = t.str.splitn(" ", 2).struct.field("field_0")
-    return word.replace_strict(STATES, default=None, return_dtype=pl.String)
+    """Leaf: the job-table state of a ``State`` text; null for words not in :data:`STATES`.
+
+    The first word is cast to an enum whose codes are grouped by target state, so the
+    mapping is a few integer comparisons per row.
+    """
+    code = t.str.splitn(" ", 2).struct.field("field_0").cast(_STATE_ENUM, strict=False)
+    code = code.to_physical()
+    chain = None
+    end = 0
+    for target in dict.fromkeys(STATES.values()):
+        end += sum(1 for v in STATES.values() if v == target)
+        chain = (pl.when(code < end) if chain is None else chain.when(code < end)).then(
+            pl.lit(target))
+    assert chain is not None
+    return chain.otherwise(None)
 
 
 def exit_status(t: pl.Expr) -> pl.Expr:

@@ -52,8 +52,8 @@ or was given (a lower bound on the machine, found by one extra pass over the fil
 Cleaning rules (each counted under its code; see :mod:`hpcpolicy.ingest.reasons`):
 
 * rejected lines, first rule that applies: ``non_utf8``, ``field_count``, ``bad_number``,
-  ``no_job_id``, ``no_submit_time``, ``swf_bad_status``, ``absurd_value`` (details and limits
-  in :mod:`hpcpolicy.ingest.swf_scan`);
+  ``no_job_id``, ``no_submit_time``, ``swf_bad_status``, ``swf_fractional_id``,
+  ``absurd_value`` (details and limits in :mod:`hpcpolicy.ingest.swf_scan`);
 * repairs of kept jobs: ``swf_fraction_rounded`` (a fractional time or processor count is
   rounded to the nearest whole number, ties to even), ``swf_zero_request`` (0 requested
   processors or 0 requested time is read as unknown), ``swf_mem_by_alloc`` (memory per
@@ -99,10 +99,8 @@ def _request(field: str) -> pl.Expr:
 
 
 def _label(field: str) -> pl.Expr:
-    """An id field as text (``"12"``), null where unknown."""
-    value = _known(field)
-    return (pl.when(value == value.floor()).then(value.cast(pl.Int64, strict=False).cast(pl.String))
-            .otherwise(value.cast(pl.String)))
+    """An id field (a whole number: the scan rejects others) as text, null where unknown."""
+    return _known(field).cast(pl.Int64, strict=False).cast(pl.String)
 
 
 def _utc_ms(seconds: pl.Expr) -> pl.Expr:

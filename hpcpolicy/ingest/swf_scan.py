@@ -14,8 +14,9 @@ The scan also judges each line, so that the text of rejected lines is the only t
   UTF-8), ``field_count`` (not 18 fields), ``bad_number`` (a field that is not a plain
   decimal number: optional sign, digits, optional fraction), ``no_job_id`` (job number -1 or
   not a whole number), ``no_submit_time`` (submit time -1), ``swf_bad_status`` (status not a
-  whole number from -1 to 5), ``absurd_value`` (a value below 0 other than -1, or above the
-  field's limit in :data:`FIELD_MAX`).
+  whole number from -1 to 5), ``swf_fractional_id`` (user, group, executable, queue,
+  partition or preceding job number not a whole number), ``absurd_value`` (a value below 0
+  other than -1, or above the field's limit in :data:`FIELD_MAX`).
 
 The input is read in chunks of :data:`CHUNK_BYTES` (gzip is decompressed as a stream), so
 memory stays bounded whatever the file size. The lazy frame comes from a Polars IO source.
@@ -36,16 +37,23 @@ from polars.io.plugins import register_io_source
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.detect import is_gzip
 
-__all__ = ["CHUNK_BYTES", "FIELD_MAX", "FIELD_NAMES", "REASONS", "scan_swf"]
+__all__ = ["CHUNK_BYTES", "FIELD_MAX", "FIELD_NAMES", "KEPT_FIELDS", "REASONS", "SCAN_SCHEMA",
+           "scan_swf"]
 
 FIELD_NAMES: tuple[str, ...] = tuple(f"f{k}" for k in range(1, 19))
 """Frame column of each SWF field, numbered as in the SWF definition (``f1`` = job number)."""
 
 REASONS: tuple[str | None, ...] = (
     None, "non_utf8", "field_count", "bad_number", "no_job_id", "no_submit_time",
-    "swf_bad_status", "absurd_value",
+    "swf_bad_status", "swf_fractional_id", "absurd_value",
 )
 """Reject reason by the kernel's code (0 = kept)."""
+
+KEPT_FIELDS: tuple[str, ...] = ("f1", "f2", "f3", "f4", "f5", "f8", "f9", "f10", "f11", "f12",
+                                "f13", "f15", "f16")
+"""Fields the job table uses; the others (6, 7, 14, 17, 18) are only checked."""
+_KEPT_FIELDS = tuple(FIELD_NAMES.index(f) for f in KEPT_FIELDS)
+_ID_FIELDS = (11, 12, 13, 14, 15, 16)  # user, group, executable, queue, partition, preceding
 
 _SECONDS, _PROCS, _BIG = 1e10, 1e8, 1e12
 FIELD_MAX = np.array([
@@ -77,6 +85,7 @@ MAX_LINE_BYTES = 1 << 20
 """A line longer than this is not SWF text; reading stops with an error."""
 
 _N_FIELDS = 18
+_MAX_DIGITS = 18  # significant digits an int64 holds; further fraction digits are dropped
 _REPLACEMENT = np.frombuffer("\ufffd".encode(), dtype=np.uint8)
 _BOM = b"\xef\xbb\xbf"
 
@@ -143,9 +152,9 @@ def _copy_sanitized(buf: npt.NDArray[np.uint8], s: int, e: int, out: npt.NDArray
 
 
 @nb.njit(cache=True, nogil=True)
-def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int, vals: npt.NDArray[np.float64],
-                r: int) -> tuple[int, int, bool, bool]:
-    """Parse the fields of the data line starting at ``buf[i]`` into ``vals[:, r]``.
+def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int,
+                row: npt.NDArray[np.float64]) -> tuple[int, int, bool, bool]:
+    """Parse the fields of the data line starting at ``buf[i]`` into ``row``.
 
     Returns (index of the line's end: its newline or ``n``, number of fields, all fields
     numeric, all bytes valid UTF-8).
@@ -163,19 +172,27 @@ def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int, vals: npt.NDArray[np
         neg = c == 45
         if c == 45 or c == 43:
             i += 1
-        mant = 0.0
-        digits = 0
-        frac = 0
+        mant = 0  # an integer: a chain of integer multiply-adds is faster than of floats
+        digits = 0  # digits seen
+        sig = 0  # significant digits in mant (leading zeros are not)
+        frac = 0  # fraction digits in mant
+        huge = False
         while i < n and 48 <= buf[i] <= 57:
-            mant = mant * 10.0 + (buf[i] - 48)
+            if sig < _MAX_DIGITS:
+                mant = mant * 10 + (buf[i] - 48)
+                sig += mant > 0
+            else:
+                huge = True
             digits += 1
             i += 1
         if i < n and buf[i] == 46:
             i += 1
             while i < n and 48 <= buf[i] <= 57:
-                mant = mant * 10.0 + (buf[i] - 48)
+                if sig < _MAX_DIGITS:
+                    mant = mant * 10 + (buf[i] - 48)
+                    sig += mant > 0
+                    frac += 1
                 digits += 1
-                frac += 1
                 i += 1
         if digits == 0 or (i < n and buf[i] != 10 and not _is_blank(buf[i])):
             numeric = False
@@ -188,29 +205,32 @@ def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int, vals: npt.NDArray[np
                         step = 1
                 i += step
         if k < _N_FIELDS:
-            value = mant / 10.0 ** frac if frac else mant
-            vals[k, r] = -value if neg else value
+            value = float(mant) / 10.0 ** frac if frac else float(mant)
+            if huge:  # a whole part of more than 18 digits: absurd in any field
+                value = np.inf
+            row[k] = -value if neg else value
         k += 1
-    for j in range(min(k, _N_FIELDS), _N_FIELDS):
-        vals[j, r] = np.nan
     return i, k, numeric, utf8
 
 
 @nb.njit(cache=True, nogil=True)
-def _judge(vals: npt.NDArray[np.float64], r: int, field_max: npt.NDArray[np.float64]) -> int:
+def _judge(row: npt.NDArray[np.float64], field_max: npt.NDArray[np.float64]) -> int:
     """Reject code (index into REASONS) of a line of 18 numbers, 0 to keep it."""
-    job = vals[0, r]
+    job = row[0]
     if job == -1.0 or job != np.floor(job):
         return 4
-    if vals[1, r] == -1.0:
+    if row[1] == -1.0:
         return 5
-    status = vals[10, r]
+    status = row[10]
     if status != np.floor(status) or status < -1.0 or status > field_max[10]:
         return 6
-    for k in range(_N_FIELDS):
-        v = vals[k, r]
-        if (v < 0.0 and v != -1.0) or v > field_max[k]:
+    for k in _ID_FIELDS:
+        if row[k] != np.floor(row[k]):
             return 7
+    for k in range(_N_FIELDS):
+        v = row[k]
+        if (v < 0.0 and v != -1.0) or v > field_max[k]:
+            return 8
     return 0
 
 
@@ -222,17 +242,19 @@ def _scan_lines(
     first_line: int,
     field_max: npt.NDArray[np.float64],
     repl: npt.NDArray[np.uint8],
-    vals: npt.NDArray[np.float64],
+    out: npt.NDArray[np.float64],
     line_no: npt.NDArray[np.int64],
     code: npt.NDArray[np.uint8],
     raw: npt.NDArray[np.uint8],
     raw_rows: npt.NDArray[np.int64],
 ) -> tuple[int, int, int, int, int]:
-    """Scan the lines of ``buf[pos:n]`` until it ends or ``vals`` holds as many rows as it can.
+    """Scan the lines of ``buf[pos:n]`` until it ends or ``out`` holds as many rows as it can.
 
-    Returns (position reached, rows, raw text bytes, rejected rows, lines passed).
+    ``out[j]`` receives field ``_KEPT_FIELDS[j]`` of each data line (NaN where a line is too
+    short). Returns (position reached, rows, raw text bytes, rejected rows, lines passed).
     """
-    cap = vals.shape[1]
+    cap = out.shape[1]
+    row = np.empty(_N_FIELDS, dtype=np.float64)
     line = first_line
     r = 0
     o = 0
@@ -242,7 +264,8 @@ def _scan_lines(
         while s < n and _is_blank(buf[s]):
             s += 1
         if s < n and buf[s] != 10 and buf[s] != 59:
-            e, k, numeric, utf8 = _parse_line(buf, s, n, vals, r)
+            row[:] = np.nan
+            e, k, numeric, utf8 = _parse_line(buf, s, n, row)
             if not utf8:
                 c = 1
             elif k != _N_FIELDS:
@@ -250,7 +273,9 @@ def _scan_lines(
             elif not numeric:
                 c = 3
             else:
-                c = _judge(vals, r, field_max)
+                c = _judge(row, field_max)
+            for j in range(len(_KEPT_FIELDS)):
+                out[j, r] = row[_KEPT_FIELDS[j]]
             line_no[r] = line
             code[r] = c
             if c != 0:
@@ -351,11 +376,11 @@ class _Lines:
 
 _REASON_NAMES = pl.Series("_reason", REASONS, dtype=pl.String)
 SCAN_SCHEMA = pl.Schema({
-    "_line": pl.Int64, **dict.fromkeys(FIELD_NAMES, pl.Float64), "_reason": pl.String,
+    "_line": pl.Int64, **dict.fromkeys(KEPT_FIELDS, pl.Float64), "_reason": pl.String,
     "_raw": pl.String,
 })
-"""Columns of :func:`scan_swf`: line number, the 18 fields (NaN where a line lacks them),
-reject reason (null = kept), and the line's text for rejected lines (null otherwise)."""
+"""Columns of :func:`scan_swf`: line number, the fields the job table uses (NaN where a line
+lacks them), reject reason (null = kept), and the text of rejected lines (null otherwise)."""
 
 BATCH_ROWS = 1 << 16
 """Rows per frame the scan hands to Polars."""
@@ -364,35 +389,36 @@ BATCH_ROWS = 1 << 16
 def _batches(path: Path) -> Iterator[pl.DataFrame]:
     """Frames of :data:`SCAN_SCHEMA`, at most :data:`BATCH_ROWS` rows each."""
     lines = _Lines(path)
-    vals = np.empty((len(FIELD_NAMES), BATCH_ROWS), dtype=np.float64)
-    line_no = np.empty(BATCH_ROWS, dtype=np.int64)
-    code = np.empty(BATCH_ROWS, dtype=np.uint8)
     raw_rows = np.empty(BATCH_ROWS, dtype=np.int64)
     for data, end in lines.pieces():
         buf = np.frombuffer(data, dtype=np.uint8)
         raw = np.empty(3 * end + BATCH_ROWS, dtype=np.uint8)
         pos = 0
         while pos < end:
+            # fresh arrays for each frame: Polars takes them over without copying
+            out = np.empty((len(KEPT_FIELDS), BATCH_ROWS), dtype=np.float64)
+            line_no = np.empty(BATCH_ROWS, dtype=np.int64)
+            code = np.empty(BATCH_ROWS, dtype=np.uint8)
             pos, rows, raw_len, n_raw, passed = _scan_lines(
-                buf, pos, end, lines.done + 1, FIELD_MAX, _REPLACEMENT, vals, line_no, code,
+                buf, pos, end, lines.done + 1, FIELD_MAX, _REPLACEMENT, out, line_no, code,
                 raw, raw_rows)
             lines.done += passed
             if rows:
-                yield _frame(rows, vals, line_no, code, raw[:raw_len], raw_rows[:n_raw])
+                yield _frame(rows, out, line_no, code, raw[:raw_len], raw_rows[:n_raw])
 
 
-def _frame(rows: int, vals: npt.NDArray[np.float64], line_no: npt.NDArray[np.int64],
+def _frame(rows: int, out: npt.NDArray[np.float64], line_no: npt.NDArray[np.int64],
            code: npt.NDArray[np.uint8], raw: npt.NDArray[np.uint8],
            raw_rows: npt.NDArray[np.int64]) -> pl.DataFrame:
-    """The first ``rows`` scanned rows as a frame (copies: the arrays are reused)."""
+    """The first ``rows`` scanned rows as a frame."""
     text = pl.Series("_raw", dtype=pl.String).extend_constant(None, rows)
     if len(raw_rows):
         rejected = pl.read_csv(raw.tobytes(), has_header=False, separator="\x1f",
                                quote_char=None, schema={"_raw": pl.String})["_raw"]
         text = text.scatter(raw_rows, rejected)
     return pl.DataFrame({
-        "_line": line_no[:rows].copy(),
-        **{name: vals[k, :rows].copy() for k, name in enumerate(FIELD_NAMES)},
+        "_line": line_no[:rows],
+        **{name: out[k, :rows] for k, name in enumerate(KEPT_FIELDS)},
         "_reason": _REASON_NAMES.gather(code[:rows]),
         "_raw": text,
     }, schema=SCAN_SCHEMA)

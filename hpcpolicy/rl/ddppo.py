@@ -81,7 +81,9 @@ class TorchDistComm:
         self._dist = dist
         self.cfg = cfg
         timeout = timedelta(seconds=cfg.timeout_s)
-        store, self.rank, self.world_size = next(dist.rendezvous("env://", timeout=timeout))
+        store, rank, world_size = next(
+            dist.rendezvous("env://", timeout=timeout))  # type: ignore[attr-defined]
+        self.rank, self.world_size = int(rank), int(world_size)
         store.set_timeout(timeout)
         backend = cfg.backend if cfg.backend != "auto" else (
             "nccl" if cfg.device == "cuda" else "gloo")
@@ -91,9 +93,10 @@ class TorchDistComm:
             self.device = torch.device("cuda", local_rank)
         else:
             self.device = torch.device("cpu")
-        dist.init_process_group(backend, store=dist.PrefixStore("default_pg", store),
+        prefix_store = dist.PrefixStore  # type: ignore[attr-defined]
+        dist.init_process_group(backend, store=prefix_store("default_pg", store),
                                 rank=self.rank, world_size=self.world_size, timeout=timeout)
-        self._rollouts = dist.PrefixStore("hpcpolicy_rollouts", store)
+        self._rollouts = prefix_store("hpcpolicy_rollouts", store)
         self._needed = math.ceil(cfg.sync_frac * self.world_size)
         self._min_steps = max(math.ceil(cfg.min_rollout_frac * cfg.num_steps),
                               math.ceil(cfg.num_minibatches / cfg.num_envs))
@@ -101,8 +104,15 @@ class TorchDistComm:
             warnings.warn("DD-PPO with a single worker exchanges nothing; it trains like "
                           "--algo ppo (use --workers 2 or more to spread the work)", stacklevel=2)
 
-    def close(self) -> None:
-        """Leave the process group."""
+    def close(self, finished: bool) -> None:
+        """Leave the process group; after a normal end, all workers leave together.
+
+        Waiting at a barrier first (rank 0 is still exporting the policy when the others are
+        done) avoids gloo tearing down a connection its peer still holds, which can abort the
+        process at exit.
+        """
+        if finished:
+            self._dist.barrier()
         self._dist.destroy_process_group()
 
     def all_sum(self, values: torch.Tensor) -> torch.Tensor:
@@ -129,7 +139,8 @@ class TorchDistComm:
         """False once enough workers are done and this one has its minimum share of steps."""
         if self._needed >= self.world_size or step < self._min_steps:
             return True
-        return int(self._rollouts.add(str(update), 0)) < self._needed
+        done: int = self._rollouts.add(str(update), 0)
+        return done < self._needed
 
     def rollout_done(self, update: int) -> None:
         """Count this worker as done for ``update``; rank 0 drops the previous update's key."""
@@ -223,11 +234,14 @@ def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:
         def progress(row: Mapping[str, float]) -> None:
             log.info("update %d  steps %d  %.0f steps/s  return %.4g", row["update"],
                      row["global_step"], row["sps"], row["charts/episodic_return"])
+    finished = False
     try:
-        return run_training(cfg, make_env, run_dir, comm, comm.device, resume=resume,
-                            provenance=spec["provenance"], progress=progress)
+        result = run_training(cfg, make_env, run_dir, comm, comm.device, resume=resume,
+                              provenance=spec["provenance"], progress=progress)
+        finished = True
+        return result
     finally:
-        comm.close()
+        comm.close(finished)
 
 
 def _precheck(cfg: DDPPOConfig, paths: RunPaths, workers: int, resume: bool) -> None:

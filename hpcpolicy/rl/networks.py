@@ -77,7 +77,8 @@ class JobScorer(nn.Module):
 
     def forward(self, jobs: torch.Tensor, cluster: torch.Tensor) -> torch.Tensor:
         """Scores ``[B, K]`` for jobs ``[B, K, Fj]`` and cluster ``[B, Fc]``."""
-        return self.mlp(_with_cluster(jobs, cluster)).squeeze(-1)
+        scores: torch.Tensor = self.mlp(_with_cluster(jobs, cluster)).squeeze(-1)
+        return scores
 
 
 class PolicyScorer(nn.Module):
@@ -111,7 +112,8 @@ class ValueNet(nn.Module):
                 mask: torch.Tensor) -> torch.Tensor:
         """Values ``[B]``."""
         pooled = masked_mean(self.embed(_with_cluster(jobs, cluster)), mask)
-        return self.head(torch.cat([pooled, cluster], dim=-1)).squeeze(-1)
+        value: torch.Tensor = self.head(torch.cat([pooled, cluster], dim=-1)).squeeze(-1)
+        return value
 
 
 class ActorCritic(nn.Module):
@@ -132,7 +134,8 @@ class ActorCritic(nn.Module):
     def get_value(self, jobs: torch.Tensor, cluster: torch.Tensor,
                   mask: torch.Tensor) -> torch.Tensor:
         """Values ``[B]``."""
-        return self.critic(jobs, cluster, mask)
+        value: torch.Tensor = self.critic(jobs, cluster, mask)
+        return value
 
     def get_action_and_value(
         self, jobs: torch.Tensor, cluster: torch.Tensor, mask: torch.Tensor,

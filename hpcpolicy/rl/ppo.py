@@ -114,25 +114,25 @@ class SingleProcess:
 
     rank, world_size = 0, 1
 
-    def all_sum(self, values: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def all_sum(self, values: torch.Tensor) -> torch.Tensor:
         return values
 
-    def average_gradients(self, params: list[nn.Parameter], weight: float) -> None:  # noqa: D102
+    def average_gradients(self, params: list[nn.Parameter], weight: float) -> None:
         return None
 
-    def keep_collecting(self, update: int, step: int) -> bool:  # noqa: D102
+    def keep_collecting(self, update: int, step: int) -> bool:
         return True
 
-    def rollout_done(self, update: int) -> None:  # noqa: D102
+    def rollout_done(self, update: int) -> None:
         return None
 
-    def gather(self, obj: dict[str, Any]) -> list[dict[str, Any]] | None:  # noqa: D102
+    def gather(self, obj: dict[str, Any]) -> list[dict[str, Any]] | None:
         return [obj]
 
-    def sync_parameters(self, module: nn.Module) -> None:  # noqa: D102
+    def sync_parameters(self, module: nn.Module) -> None:
         return None
 
-    def extra_metrics(self, update: int, module: nn.Module) -> dict[str, float]:  # noqa: D102
+    def extra_metrics(self, update: int, module: nn.Module) -> dict[str, float]:
         return {}
 
 
@@ -248,7 +248,7 @@ def _optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: _Rollou
             loss = pg_loss - cfg.ent_coef * entropy_loss + cfg.vf_coef * v_loss
 
             optimizer.zero_grad()
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             comm.average_gradients(params, weight)
             nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             optimizer.step()

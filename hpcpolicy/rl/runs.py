@@ -73,7 +73,8 @@ METRICS: dict[str, str] = {
 }
 """Documented metric columns; ``env/<name>`` columns follow for each episode metric."""
 
-RESUMABLE_CHANGES = ("total_steps", "checkpoint_every", "torch_threads")
+RESUMABLE_CHANGES = ("total_steps", "checkpoint_every", "torch_threads", "sync_check_every",
+                     "timeout_s")
 """Config fields that may differ between a run and its resumption."""
 
 

@@ -22,9 +22,11 @@ What the environment must guarantee:
 * ``reset(seed=s)`` followed by the same actions gives the same observations and rewards: the
   trainer restores environments after a resume by replaying their actions.
 
-Every feature is declared once below, with its unit and normalisation. The environment
-normalises raw values with :func:`normalise`; the policy manifest records :func:`feature_spec`,
-so a scheduler outside hpcpolicy can build the same inputs from raw values.
+Every feature is declared once below, with its unit and normalisation. The environment (and
+the adapter that runs a learned policy inside the simulator) build observations with
+:func:`encode_observation` from raw values keyed by feature name, so both produce the same
+columns in the same order; the policy manifest records :func:`feature_spec`, so a scheduler
+outside hpcpolicy can build the same inputs from raw values.
 
 Example:
     >>> import numpy as np
@@ -36,6 +38,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -52,6 +55,7 @@ __all__ = [
     "OBS_KEYS",
     "Feature",
     "action_space",
+    "encode_observation",
     "feature_spec",
     "normalise",
     "observation_space",
@@ -145,6 +149,42 @@ def normalise(raw: npt.ArrayLike, features: tuple[Feature, ...]) -> npt.NDArray[
         out[..., i] = np.log1p(col) / math.log1p(f.scale) if f.transform == "log1p" \
             else col / f.scale
     return np.clip(out, 0.0, 1.0).astype(np.float32)
+
+
+def encode_observation(jobs: Mapping[str, npt.ArrayLike], cluster: Mapping[str, float],
+                       k: int = DEFAULT_K) -> dict[str, npt.NDArray[Any]]:
+    """Build one observation from raw values keyed by feature name.
+
+    Args:
+        jobs: For each name in :data:`JOB_FEATURES`, the raw values of the waiting jobs to
+            show, in slot order (the first ``k`` are shown).
+        cluster: For each name in :data:`CLUSTER_FEATURES`, its raw value.
+        k: Number of slots.
+
+    Returns:
+        ``{"jobs": float32 [k, Fj], "cluster": float32 [Fc], "mask": int8 [k]}``.
+
+    Raises:
+        KeyError: A feature is missing; the message lists the expected names.
+
+    Example:
+        >>> raw = {f.name: [0.0, 60.0] for f in JOB_FEATURES}
+        >>> obs = encode_observation(raw, {f.name: 0.0 for f in CLUSTER_FEATURES}, k=4)
+        >>> obs["mask"].tolist(), obs["jobs"].shape
+        ([1, 1, 0, 0], (4, 7))
+    """
+    for given, features in ((jobs, JOB_FEATURES), (cluster, CLUSTER_FEATURES)):
+        missing = [f.name for f in features if f.name not in given]
+        if missing:
+            raise KeyError(f"missing feature(s) {missing}; expected {[f.name for f in features]}")
+    columns = np.stack([np.asarray(jobs[f.name], np.float64)[:k] for f in JOB_FEATURES], axis=-1)
+    n = columns.shape[0]
+    out_jobs = np.zeros((k, len(JOB_FEATURES)), np.float32)
+    out_jobs[:n] = normalise(columns, JOB_FEATURES)
+    mask = np.zeros(k, np.int8)
+    mask[:n] = 1
+    out_cluster = normalise([cluster[f.name] for f in CLUSTER_FEATURES], CLUSTER_FEATURES)
+    return {"jobs": out_jobs, "cluster": out_cluster, "mask": mask}
 
 
 def observation_space(k: int = DEFAULT_K) -> gym.spaces.Dict:

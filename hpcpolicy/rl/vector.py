@@ -87,13 +87,13 @@ class SyncEnvs:
         self._seeds = [0] * num_envs
         self._actions: list[list[int]] = [[] for _ in range(num_envs)]
         self._returns = [0.0] * num_envs
-        space = self.envs[0].observation_space
-        missing = [key for key in OBS_KEYS if key not in getattr(space, "spaces", {})]
+        spaces = getattr(self.envs[0].observation_space, "spaces", {})
+        missing = [key for key in OBS_KEYS if key not in spaces]
         if missing:
             raise ValueError(f"environment observation space lacks {missing}; see "
                              "hpcpolicy.rl.spaces for the contract")
-        self.k, self.job_dim = space["jobs"].shape
-        self.cluster_dim = space["cluster"].shape[0]
+        self.k, self.job_dim = spaces["jobs"].shape
+        self.cluster_dim = spaces["cluster"].shape[0]
 
     @property
     def num_envs(self) -> int:
@@ -167,7 +167,7 @@ class SyncEnvs:
     def close(self) -> None:
         """Close every environment."""
         for env in self.envs:
-            env.close()
+            env.close()  # type: ignore[no-untyped-call]
 
     def _reset_one(self, i: int) -> Obs:
         """Reset environment ``i`` with the next seed from the vector's generator."""

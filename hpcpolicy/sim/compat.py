@@ -18,9 +18,10 @@ this module reproduces its rules, described here in our own words:
   requested end when a reservation is computed; ties therefore follow that list's order,
   which decides the order of equal-time finishes.
 
-There is one implementation, compiled; the ``reference`` engine runs the same functions
-uncompiled. Its correctness is the reproduction of RLScheduler's published figures
-(tests/test_reproduce_rlscheduler.py).
+There is one implementation, compiled (``SimConfig.engine`` does not apply). Its correctness
+is the reproduction of RLScheduler's published figures (tests/test_reproduce_rlscheduler.py).
+Planning uses max(requested walltime, 1 s), as everywhere in hpcpolicy; RLScheduler plans
+with the request itself, which differs only for jobs requesting 0 s.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from hpcpolicy.sim.fast import (
     _fairshare_add,
     _pick,
     _score,
+    _unpack,
 )
 
 __all__ = ["decide", "next_decision", "run_to_end"]
@@ -231,8 +233,9 @@ def _choose(ji, a, ip, fp, sc, queue, scores, fs):
 @njit(cache=True)
 def run_to_end(J, S):
     """Run a built-in policy with RLScheduler's semantics to the end."""
-    ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    BJ, BS = _unpack(J, S)
+    ji, need, a, minc, ip, fp = BJ
+    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     run = plan[1]
     while _fill(ji, need, ip, sc, js, run, queue, free, fs):
         sc[PASSES] += 1
@@ -244,8 +247,9 @@ def run_to_end(J, S):
 @njit(cache=True)
 def next_decision(J, S):
     """Number of waiting jobs to score for the next head choice; 0 at the end."""
-    ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    BJ, BS = _unpack(J, S)
+    ji, need, a, minc, ip, fp = BJ
+    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     if not _fill(ji, need, ip, sc, js, plan[1], queue, free, fs):
         return 0
     sc[PASSES] += 1
@@ -255,8 +259,9 @@ def next_decision(J, S):
 @njit(cache=True)
 def decide(J, S):
     """Make the best of ``S.scores[:q]`` the head and run until it has started."""
-    ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    BJ, BS = _unpack(J, S)
+    ji, need, a, minc, ip, fp = BJ
+    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     sc[DECISIONS] += 1
     head = _choose(ji, a, ip, fp, sc, queue, scores, fs)
     _run_head(ji, need, ip, sc, js, plan[1], queue, free, tmp, fs, head)

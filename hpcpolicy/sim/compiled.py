@@ -96,12 +96,10 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
 
 def _functions(cfg: SimConfig) -> tuple[Callable[..., Any], Callable[..., Any],
                                         Callable[..., Any]]:
+    """(run_to_end, next_decision, decide) of the engine ``cfg`` selects. The RLScheduler
+    engine has one implementation (compiled), used whatever ``cfg.engine`` says."""
     mod: Any = compat if cfg.compat == "rlscheduler" else fast
-    fns = (mod.run_to_end, mod.next_decision, mod.decide)
-    if cfg.engine == "reference" and cfg.compat == "rlscheduler":
-        # The compatibility engine has one implementation; "reference" runs it uncompiled.
-        return tuple(f.py_func for f in fns)  # type: ignore[return-value]
-    return fns
+    return mod.run_to_end, mod.next_decision, mod.decide
 
 
 def raw_outcome(prep: Prepared, state: Any) -> dict[str, Any]:

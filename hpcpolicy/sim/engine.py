@@ -81,13 +81,13 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
         name = "reference"
     elif isinstance(scorer, ScoreKernel):
         outcome = run_compiled(prep, cfg, scorer)
-        name = cfg.engine
+        name = "rlscheduler" if cfg.compat == "rlscheduler" else cfg.engine
     else:
         stepper = Stepper(workload, cluster, cfg, running=running)
         while (view := stepper.next_decision()) is not None:
             stepper.decide(scorer.scores(view))
         outcome = stepper.outcome()
-        name = f"{cfg.engine}-stepped"
+        name = "rlscheduler-stepped" if cfg.compat == "rlscheduler" else "fast-stepped"
     outcome["stats"]["wall_s"] = time.perf_counter() - tic
     result = assemble(prep, workload, outcome, name)
     if cfg.check:

@@ -29,7 +29,9 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 __all__ = ["Jobs", "State", "decide", "next_decision", "run_to_end"]
 
@@ -69,6 +71,40 @@ State = namedtuple("State", ["sc", "js", "heap", "plan", "queue", "order", "scor
 rows; queue, order (n,); scores (n,); free (G, 4); tmp (G + 1, 4), the last row holding
 EASY's extra resources; prof_t (P,), prof_f (P, G, 4) the conservative profile; smin
 (n + 1, G); fs (users + 1,) decayed usage per user, then the total."""
+
+
+# ---------------------------------------------------------------- borrowed arrays
+@intrinsic
+def _borrow(typingctx, arr):
+    """The same array without its reference-count handle (meminfo = NULL).
+
+    numba increments and decrements an array's reference count (an atomic operation) each
+    time a function receives or passes it; in the event loop that cost more than the
+    scheduling. A borrowed view skips it. Only the entry points borrow, for the duration of
+    one call, while the caller's namedtuples keep the arrays alive; nothing borrowed escapes.
+    """
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        src = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(sig.return_type)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides,
+                       itemsize=src.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return arr(arr), codegen
+
+
+@njit(cache=True)
+def _unpack(J, S):
+    """Borrowed views of every array of a run."""
+    ji, need, a, minc, ip, fp = J
+    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    return ((_borrow(ji), _borrow(need), _borrow(a), _borrow(minc), _borrow(ip), _borrow(fp)),
+            (_borrow(sc), _borrow(js), _borrow(heap), _borrow(plan), _borrow(queue),
+             _borrow(order), _borrow(scores), _borrow(free), _borrow(tmp), _borrow(prof_t),
+             _borrow(prof_f), _borrow(smin), _borrow(fs)))
 
 
 # ---------------------------------------------------------------- resources and groups
@@ -248,7 +284,8 @@ def _start(ji, need, ip, sc, js, heap, plan, free, j, g, backfilled):
     for r in range(4):
         free[g, r] -= need[j, g, r]
     sc[HLEN] = _heap_push(heap, sc[HLEN], js[FIN, j], j)
-    sc[PLEN] = _plan_insert(plan, sc[PLEN], js[PEND, j], j)
+    if ip[IP_BACKFILL] != NONE:
+        sc[PLEN] = _plan_insert(plan, sc[PLEN], js[PEND, j], j)
     sc[STARTED] += 1
     if backfilled:
         js[BF, j] = 1
@@ -278,7 +315,8 @@ def _advance(ji, need, ip, sc, js, heap, plan, queue, free, fs):
         g = js[GRP, j]
         for r in range(4):
             free[g, r] += need[j, g, r]
-        sc[PLEN] = _plan_remove(plan, sc[PLEN], js[PEND, j], j)
+        if ip[IP_BACKFILL] != NONE:
+            sc[PLEN] = _plan_remove(plan, sc[PLEN], js[PEND, j], j)
         if js[FIN, j] > js[PEND, j]:
             sc[OVERRUNS] += 1
         if j < n:
@@ -516,8 +554,9 @@ def _backfill(ji, need, minc, ip, sc, js, heap, plan, free, tmp, prof_t, prof_f,
 @njit(cache=True)
 def run_to_end(J, S):
     """Run a built-in policy until every job has started and ended."""
-    ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    BJ, BS = _unpack(J, S)
+    ji, need, a, minc, ip, fp = BJ
+    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     static = ip[IP_KIND] == STATIC
     while _advance(ji, need, ip, sc, js, heap, plan, queue, free, fs):
         sc[PASSES] += 1
@@ -553,8 +592,9 @@ def next_decision(J, S):
     Returns the number of waiting jobs to score (their indices are
     ``S.queue[S.sc[QH]:S.sc[QT]]``, in submit order), or 0 when the run is over.
     """
-    ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    BJ, BS = _unpack(J, S)
+    ji, need, a, minc, ip, fp = BJ
+    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     while True:
         q = sc[QT] - sc[QH]
         if sc[PHASE] == IN_PASS and q > 0:
@@ -569,8 +609,9 @@ def next_decision(J, S):
 def decide(J, S):
     """Apply the scores in ``S.scores[:q]``: start the best job if it fits (and stay in the
     pass for the next decision), else backfill around it and wait for the next event."""
-    ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    BJ, BS = _unpack(J, S)
+    ji, need, a, minc, ip, fp = BJ
+    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     q = sc[QT] - sc[QH]
     view = _sorted_by_scores(sc, queue, order, scores, q)
     sc[DECISIONS] += 1

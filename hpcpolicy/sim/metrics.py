@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from hpcpolicy.errors import ConfigError
 
@@ -92,8 +93,12 @@ OUTCOME_COLUMNS = (
 """Columns of the outcome table, in order."""
 
 
-def outcome_table(workload: Workload, result: SimResult) -> pl.DataFrame:
+def outcome_table(workload: Workload, result: SimResult, *,
+                  identity: bool = True) -> pl.DataFrame:
     """One row per job of ``workload``: what the replay did to it (see the module docstring).
+
+    With ``identity=False`` the text columns (``job_id``, ``user``, ``partition``) are left
+    out: enough for :func:`summarize`, and several times cheaper on large workloads.
 
     Example:
         >>> import numpy as np
@@ -121,7 +126,6 @@ def outcome_table(workload: Workload, result: SimResult) -> pl.DataFrame:
     start = pl.Series("start", result.start, dtype=pl.Int64)
     end = pl.Series("end", result.end, dtype=pl.Int64)
     frame = pl.DataFrame({
-        "job_id": pl.Series(workload.job_id.astype(str), dtype=pl.String),
         "submit": pl.Series(workload.submit, dtype=pl.Int64),
         "start": start,
         "end": end,
@@ -145,10 +149,6 @@ def outcome_table(workload: Workload, result: SimResult) -> pl.DataFrame:
         pl.Series("alloc_cores", np.where(started, cores, 0), dtype=pl.Int64),
         pl.Series("alloc_gpus", np.where(started, gpus, 0), dtype=pl.Int64),
         pl.Series("req_walltime", workload.req_walltime, dtype=pl.Int64),
-        pl.Series("user", np.asarray(workload.users, dtype=object)[workload.user]
-                  if workload.users else workload.user.astype(str), dtype=pl.String),
-        pl.Series("partition", np.asarray(workload.partitions, dtype=object)[workload.partition]
-                  if workload.partitions else workload.partition.astype(str), dtype=pl.String),
         pl.Series("logged_start", workload.logged_start, dtype=pl.Int64),
         pl.Series("never_fits", result.never_fits, dtype=pl.Boolean),
         pl.Series("killed", result.killed, dtype=pl.Boolean),
@@ -158,7 +158,24 @@ def outcome_table(workload: Workload, result: SimResult) -> pl.DataFrame:
         pl.col("bsld").cast(pl.Float64),
         pl.col("slowdown").cast(pl.Float64),
     )
-    return frame.select(OUTCOME_COLUMNS)
+    if not identity:
+        return frame.select(c for c in OUTCOME_COLUMNS if c not in _IDENTITY)
+    return frame.with_columns(
+        pl.Series("job_id", workload.job_id, dtype=pl.String),
+        _names("user", workload.users, workload.user),
+        _names("partition", workload.partitions, workload.partition),
+    ).select(OUTCOME_COLUMNS)
+
+
+_IDENTITY = ("job_id", "user", "partition")
+
+
+def _names(name: str, names: tuple[str, ...], codes: npt.NDArray[np.int32]) -> pl.Series:
+    """Codes as their names (the codes themselves, as text, when no names are given)."""
+    import polars as pl
+
+    values = np.asarray(names, dtype=object)[codes] if names else codes.astype(str)
+    return pl.Series(name, values, dtype=pl.String)
 
 
 def _stat(value: Any) -> float | None:

@@ -167,18 +167,22 @@ class WindowRun:
 
     start: int | None
     """Index of the window's first job; None for the whole workload."""
-    outcomes: pl.DataFrame
-    """Outcome table of the window's jobs (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
+    jobs: Workload
+    """The window's jobs."""
+    result: SimResult
+    """What the engine did with them (``result.stats``: its counters)."""
     summary: dict[str, Any]
     """Summary of the window (:func:`hpcpolicy.sim.metrics.summarize`)."""
     preloaded: int
     """Jobs running on the machine at the window's first submit (warm starts)."""
     backlog: int
     """Warm-up jobs still waiting at the window's first submit, left out."""
-    stats: dict[str, Any]
-    """The engine's counters for this run."""
     wall_s: float
     """Wall-clock seconds the engine took (for progress output only; never in results)."""
+
+    def outcomes(self) -> pl.DataFrame:
+        """The window's outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
+        return metrics.outcome_table(self.jobs, self.result)
 
 
 @dataclass
@@ -190,13 +194,20 @@ class Replay:
     summary: dict[str, Any]
     """The whole workload's summary, or the mean over windows."""
 
+    def never_fits(self) -> list[str]:
+        """Ids of the jobs that need more than the machine has (never started), each once."""
+        ids: dict[str, None] = {}
+        for w in self.windows:
+            ids.update(dict.fromkeys(str(i) for i in w.jobs.job_id[w.result.never_fits]))
+        return list(ids)
+
     def outcomes(self) -> pl.DataFrame:
         """All windows' outcome tables, with ``policy``, ``backfill`` and ``window`` first
         (``window``: index of the window's first job; null for the whole workload)."""
         import polars as pl
 
         return pl.concat([
-            w.outcomes.select(
+            w.outcomes().select(
                 pl.lit(self.config.policy).alias("policy"),
                 pl.lit(self.config.backfill).alias("backfill"),
                 pl.lit(w.start, dtype=pl.Int64).alias("window"),
@@ -272,14 +283,14 @@ def replay(
             t0 = time.perf_counter()
             res = simulate(jobs, cluster, cfg, running=running)
             wall = time.perf_counter() - t0
-            table = metrics.outcome_table(jobs, res)
+            table = metrics.outcome_table(jobs, res, identity=False)
             runs.append(WindowRun(
                 start=start,
-                outcomes=table,
+                jobs=jobs,
+                result=res,
                 summary=metrics.summarize(table, cluster, utilization_end=utilization_end),
                 preloaded=0 if running is None else len(running),
                 backlog=backlog,
-                stats=dict(res.stats),
                 wall_s=wall,
             ))
         summary = runs[0].summary if windows is None else metrics.aggregate(
@@ -312,14 +323,14 @@ def to_document(
     from hpcpolicy import __version__
 
     def run_doc(run: Replay) -> dict[str, Any]:
-        table = pl.concat([w.outcomes for w in run.windows])
-        never = table.filter(pl.col("never_fits"))["job_id"].unique(maintain_order=True)
+        table = pl.concat([w.outcomes() for w in run.windows])
+        never = run.never_fits()
         return {
             "policy": run.config.policy,
             "backfill": run.config.backfill,
             "config": run.config.to_dict(),
             "summary": run.summary,
-            "never_fits": {"jobs": never.len(), "job_ids": never.head(max_ids).to_list()},
+            "never_fits": {"jobs": len(never), "job_ids": never[:max_ids]},
             "killed": int(table["killed"].sum()),
             "by_partition": _breakdown_rows(table, "partition"),
             "by_user": _breakdown_rows(table, "user"),
