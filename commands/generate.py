@@ -1,4 +1,4 @@
-"""``hpcpolicy generate``: a synthetic workload (Lublin–Feitelson model) as an SWF log."""
+"""``hpcpolicy generate``: a synthetic workload (Lublin-Feitelson model) as an SWF log."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def main(
 ) -> None:
     """Write a synthetic workload drawn from a published model, as an SWF log.
 
-    The Lublin–Feitelson (2003) model of rigid jobs: job sizes (serial share, powers of
+    The Lublin-Feitelson (2003) model of rigid jobs: job sizes (serial share, powers of
     two), runtimes that grow with size, and arrivals that follow the working day. The same
     options and seed give a byte-identical file; read it with [bold]hpcpolicy ingest[/].
 

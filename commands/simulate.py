@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
 from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
 from hpcpolicy.commands._options import JsonOutOpt, OverwriteOpt, SeedOpt
 

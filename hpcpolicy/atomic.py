@@ -38,10 +38,19 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        if tmp.exists():  # mkstemp makes 0600 files; give outputs the usual umask mode
+            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_text(target: str | os.PathLike[str], text: str) -> None:

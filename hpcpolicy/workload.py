@@ -245,7 +245,7 @@ class Workload:
         """
         opts = options or WorkloadOptions()
         frame, label = _scan(source)
-        table = _resolve(frame, label, opts).collect()
+        table = _resolve(frame, opts).collect()
         if table.height == 0:
             raise InputFormatError(f"{label}: the job table is empty; there is nothing to replay")
         return _assemble(cls, table, label, opts)
@@ -309,7 +309,7 @@ def _pick(requested: str, allocated: str, mode: str) -> pl.Expr:
     return pl.max_horizontal(req, alloc)
 
 
-def _resolve(frame: pl.LazyFrame, label: str, opts: WorkloadOptions) -> pl.LazyFrame:
+def _resolve(frame: pl.LazyFrame, opts: WorkloadOptions) -> pl.LazyFrame:
     """Per job: the resolved columns, a drop reason (null = kept), in the table's order."""
     import polars as pl
 

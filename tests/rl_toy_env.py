@@ -2,7 +2,9 @@
 
 Each step shows a fresh random queue of 1..K valid jobs; the reward is 1 when the policy picks
 the job with the shortest requested walltime (the one SJF would pick) and 0 otherwise, so a
-random policy scores about the mean of 1/n and a learned one approaches 1. Episodes end
+random policy scores about the mean of 1/n and a learned one approaches 1. An empty slot is
+accepted (Gymnasium envs take any action of their space), rewarded -1 and counted in the
+episode metric ``invalid_actions``. Episodes end
 (``terminated``) after ``episode_len`` decisions with an empty final queue, as the real
 environment ends when a window is fully scheduled. All randomness comes from ``np_random``.
 """
@@ -23,6 +25,7 @@ from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES, action_space, ob
 __all__ = ["ToyQueueEnv", "make_rank_toy_env", "make_toy_env"]
 
 WALLTIME = [f.name for f in JOB_FEATURES].index("req_walltime_s")
+_interrupted: list[int] = []
 
 
 class ToyQueueEnv(gym.Env[dict[str, np.ndarray], int]):
@@ -45,6 +48,7 @@ class ToyQueueEnv(gym.Env[dict[str, np.ndarray], int]):
         self.steps_taken = 0
         self._t = 0
         self._optimal = 0
+        self._invalid = 0
         self._obs: dict[str, np.ndarray] = {}
 
     def _new_queue(self) -> dict[str, np.ndarray]:
@@ -65,25 +69,28 @@ class ToyQueueEnv(gym.Env[dict[str, np.ndarray], int]):
               options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray],
                                                               dict[str, Any]]:
         super().reset(seed=seed)
-        self._t, self._optimal = 0, 0
+        self._t, self._optimal, self._invalid = 0, 0, 0
         self._obs = self._new_queue()
         return self._obs, {"action_mask": self._obs["mask"].copy()}
 
     def step(self, action: int) -> tuple[dict[str, np.ndarray], float, bool, bool,
                                          dict[str, Any]]:
         mask = self._obs["mask"].astype(bool)
-        if not mask[action]:
-            raise ValueError(f"action {action} picks an empty slot")
-        walltimes = np.where(mask, self._obs["jobs"][:, WALLTIME], np.inf)
-        reward = float(walltimes[action] == walltimes.min())
-        self._optimal += int(reward)
+        if mask[action]:
+            walltimes = np.where(mask, self._obs["jobs"][:, WALLTIME], np.inf)
+            reward = float(walltimes[action] == walltimes.min())
+            self._optimal += int(reward)
+        else:  # an empty slot: a wasted decision (the trainer must never send one)
+            reward = -1.0
+            self._invalid += 1
         self._t += 1
         self.steps_taken += 1
         terminated = self._t >= self.episode_len
         self._obs = self._empty_queue() if terminated else self._new_queue()
         info: dict[str, Any] = {"action_mask": self._obs["mask"].copy()}
         if terminated:
-            info["episode_metrics"] = {"optimal_frac": self._optimal / self._t}
+            info["episode_metrics"] = {"optimal_frac": self._optimal / self._t,
+                                       "invalid_actions": float(self._invalid)}
         if self.on_step is not None:
             self.on_step(self.steps_taken)
         return self._obs, reward, terminated, False, info
@@ -115,7 +122,8 @@ def make_rank_toy_env(k: int = 8, episode_len: int = 16, slow_rank: int | None =
             time.sleep(delay_s)
         if rank == crash_rank and n == crash_at:
             raise RuntimeError(f"simulated crash of rank {rank}")
-        if rank == interrupt_rank and n == interrupt_at:
+        if rank == interrupt_rank and n == interrupt_at and not _interrupted:
+            _interrupted.append(n)  # once per process, as one Ctrl-C, not once per env
             os.kill(os.getpid(), signal.SIGINT)
 
     return ToyQueueEnv(k=k, episode_len=episode_len, on_step=on_step)

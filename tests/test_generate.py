@@ -1,4 +1,4 @@
-"""The Lublin–Feitelson generator: determinism, the model's distributions, the SWF it writes.
+"""The Lublin-Feitelson generator: determinism, the model's distributions, the SWF it writes.
 
 Expected figures are computed here from the model's description (numeric integration of the
 stated distributions, Simpson's rule) or taken from the authors' own output
@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from conftest import shared_file
 from numpy.random import PCG64, Generator
 from typer.testing import CliRunner
 
-from conftest import shared_file
 from hpcpolicy.commands import app
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.generate import GenerateConfig, generate, generate_swf

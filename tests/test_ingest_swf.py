@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from conftest import DATA, shared_file
 from typer.testing import CliRunner
 
 from hpcpolicy.commands import app
@@ -21,7 +22,6 @@ from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest import IngestConfig, ingest, output_paths
 from hpcpolicy.ingest.swf import plan_swf
 from hpcpolicy.ingest.swf_header import read_header
-from conftest import DATA, shared_file
 
 QUIRKS = DATA / "swf_quirks.swf"
 REJECTS = DATA / "swf_rejects.swf"
@@ -64,7 +64,7 @@ def test_header_keys_with_trailing_text_continuations_and_repeats() -> None:
 
 def test_a_numeric_key_that_is_not_a_number_is_kept_as_text(tmp_path: Path) -> None:
     path = tmp_path / "h.swf"
-    path.write_text("; MaxProcs: many\n; MaxJobs: 12.0\n1 0 0 1 1 -1 -1 1 1 -1 1 1 1 -1 1 1 -1 -1\n")
+    path.write_text("; MaxProcs: many\n; MaxJobs: 12.0\n" + GOOD.format(n=1, p=1))
     facts, notes = read_header(path)
     assert facts["MaxProcs"] == "many" and facts["MaxJobs"] == 12
     assert notes == ["header MaxProcs 'many' is not a number; kept as text"]
@@ -209,19 +209,23 @@ def _log(tmp: Path, header: str, sizes: list[int]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("header", "procs", "value", "how"), [
-    ("", None, 48, "largest processor count"),
-    ("", 64, 64, "given with --procs"),
-    ("; MaxNodes: 256\n", None, 256, "header MaxNodes"),
-    ("; MaxProcs: 100\n", 128, 128, "given with --procs"),
+@pytest.mark.parametrize(("header", "procs", "value", "how", "note"), [
+    ("", None, 48, "largest processor count", "inferred as 48 processors"),
+    ("", 64, 64, "given with --procs", None),
+    ("; MaxNodes: 256\n", None, 256, "header MaxNodes", "256 processors taken from MaxNodes"),
+    ("; MaxProcs: 100\n", 128, 128, "given with --procs", "--procs 128 overrides"),
 ])
 def test_machine_size_when_the_header_lacks_maxprocs(
-    tmp_path: Path, header: str, procs: int | None, value: int, how: str
+    tmp_path: Path, header: str, procs: int | None, value: int, how: str, note: str | None
 ) -> None:
     plan = plan_swf(_log(tmp_path, header, [4, 48, 16]), IngestConfig(procs=procs))
     assert plan.inferred["MaxProcs"]["value"] == value
     assert how in plan.inferred["MaxProcs"]["how"]
-    assert plan.notes, "a machine size that is not the header's MaxProcs is noted"
+    sized = [n for n in plan.notes if "UnixStartTime" not in n]
+    if note is None:
+        assert sized == []
+    else:
+        assert len(sized) == 1 and note in sized[0], sized
 
 
 def test_header_maxprocs_needs_no_inference(tmp_path: Path) -> None:

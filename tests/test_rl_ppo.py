@@ -25,7 +25,7 @@ from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
 
 SMALL = PPOConfig(total_steps=1024, num_envs=4, num_steps=32, num_minibatches=4,
                   update_epochs=2, checkpoint_every=2, seed=3,
-                  episode_metric_names=("optimal_frac",))
+                  episode_metric_names=("optimal_frac", "invalid_actions"))
 TIMING = {"wall_time_s", "sps"}
 
 
@@ -55,6 +55,7 @@ def test_run_directory_layout(tmp_path: Path) -> None:
     rows = _metrics(run)
     assert [int(r["update"]) for r in rows] == list(range(1, 9))
     assert {"losses/approx_kl", "charts/episodic_return", "env/optimal_frac"} <= set(rows[0])
+    assert {float(r["env/invalid_actions"]) for r in rows} == {0.0}  # masked slots never sent
     ckpt = load_checkpoint(run / "checkpoints" / "last.pt")  # weights_only=True inside
     assert ckpt["counters"]["global_step"] == 1024 and len(ckpt["workers"]) == 1
     assert (run / "policy" / "manifest.json").is_file()

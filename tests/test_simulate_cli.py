@@ -9,11 +9,11 @@ from typing import Any
 import jsonschema
 import polars as pl
 import pytest
-from hpcpolicy.commands import app
 from job_tables import job_table, write_job_table
 from typer.testing import CliRunner, Result
 
 from hpcpolicy import schemas
+from hpcpolicy.commands import app
 from hpcpolicy.sim.metrics import SUMMARY_KEYS
 
 # Eight jobs on a 4-processor machine (header MaxProcs 4). By hand, FCFS without backfilling:

@@ -2,7 +2,7 @@
 
 Models (``--model``):
 
-* ``lublin``: the Lublin–Feitelson (2003) rigid-job model with its whole-sample parameters,
+* ``lublin``: the Lublin-Feitelson (2003) rigid-job model with its whole-sample parameters,
   all jobs of one type (as the archive's ``lublin_256.swf``);
 * ``lublin-split``: the same model with its separate batch and interactive parameters, two
   arrival streams merged (SWF queue 1 = batch, 0 = interactive).

@@ -1,4 +1,4 @@
-"""The Lublin–Feitelson workload model of rigid parallel jobs (sizes, runtimes, arrivals).
+"""The Lublin-Feitelson workload model of rigid parallel jobs (sizes, runtimes, arrivals).
 
 U. Lublin and D. G. Feitelson, "The workload on parallel supercomputers: modeling the
 characteristics of rigid jobs", J. Parallel & Distributed Computing 63(11), pp. 1105-1122,
@@ -209,9 +209,10 @@ def _gamma_mass(a: float, b: float, lo: F64, hi: F64) -> F64:
 
 def day_weights(p: LublinParams) -> F64:
     """Arrival weight of each half-hour bucket of the day (0 = 00:00-00:30), mean 1."""
-    i = (np.arange(BUCKETS) + 1 - _CYCLE_START) % BUCKETS + _CYCLE_START
+    i = ((np.arange(BUCKETS) + 1 - _CYCLE_START) % BUCKETS + _CYCLE_START).astype(np.float64)
     w = _gamma_mass(p.anum, p.bnum, i - 0.5, i + 0.5)
-    return w / w.mean()
+    weights: F64 = w / w.mean()
+    return weights
 
 
 def _arrivals(n: int, p: LublinParams, rng: np.random.Generator) -> F64:

@@ -64,7 +64,8 @@ def detect_format(path: Path) -> str:
     first = lines[0].strip().lower()
     if first.startswith(";") or any(_SWF_DATA.match(ln) for ln in lines[:5]):
         return "swf"
-    header_tokens = {t.strip().strip('"').lower() for t in re.split(r"[|,]", first)}
+    # ';' and tabs too: the sacct reader then names the wrong separator and the fix
+    header_tokens = {t.strip().strip('"').lower() for t in re.split(r"[|,;\t]", first)}
     if sum(k in header_tokens for k in _SACCT_KEYS) >= 2:
         return "sacct"
     if "|" in first:

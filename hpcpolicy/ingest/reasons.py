@@ -35,6 +35,22 @@ REPAIR_RULES: dict[str, str] = {
     "swf_zero_request": "an SWF request of 0 processors or 0 seconds was read as unknown",
     "swf_mem_by_alloc": "SWF memory per processor was multiplied by the allocated processors, "
     "the requested count being unknown",
+    "sacct_array_grouped": "a pending job array printed as one row (123_[5-9%2]) is kept as "
+    "one job; its tasks are not expanded",
+    "sacct_walltime_unset": "Timelimit UNLIMITED, Partition_Limit, INVALID or 0: "
+    "req_walltime_s left null",
+    "sacct_mem_whole_node": "ReqMem 0n/0c (all the memory of each node, a size the log does "
+    "not give): req_mem_mib left null",
+    "sacct_zero_request": "ReqCPUS or ReqNodes of 0 (Slurm's 'not set') stored as null",
+    "sacct_state_unrecognised": "an empty or unknown State word stored as state 'unknown'",
+    "sacct_ambiguous_local_time": "a local time in the repeated hour of a clock change was "
+    "read as the earlier of the two instants",
+    "sacct_run_time_estimated": "no Start/End/Elapsed: run_time_s estimated as "
+    "CPUTimeRAW / ReqCPUS",
+    "sacct_wait_time_estimated": "no Start: wait_time_s estimated as ResvCPURAW / ReqCPUS "
+    "(counted from eligibility)",
+    "sacct_run_time_over_limit": "CPUTimeRAW / ReqCPUS exceeds the time limit (more CPUs "
+    "were allocated than requested): run_time_s is the limit for TIMEOUT jobs, else null",
 }
 
 

@@ -11,18 +11,18 @@ plain or gzipped. Every data line is one row; the rules, in the order they are a
 * A step row (``123.batch``, ``123.extern``, ``123.0``, ``123+0.batch``, ``123_4.batch``) is
   folded into its job (``step_folded``), or rejected (``orphan_step``) when its job has no row.
 * Array tasks (``123_4``) and heterogeneous components (``123+1``) are jobs of their own; a
-  pending array printed as one row (``123_[5-9%2]``) stays one row (repair ``array_grouped``).
+  pending array printed as one row (``123_[5-9%2]``) stays one row (repair ``sacct_array_grouped``).
 * Several records of one job (``sacct --duplicates`` prints every requeued run; also exactly
   repeated rows): the last in the file is kept, earlier ones are ``duplicate_superseded``.
 * Times are zone-less local times in ``--tz``, stored in UTC; ``Unknown``/``None``/empty are
   null. Requested memory is the whole job's MiB: ``ReqTRES`` ``mem=``, else ``ReqMem`` (old
   ``4000Mc`` per CPU / ``64Gn`` per node, or new total ``4000M``); ``0n`` (all of each node's
-  memory, a size the log does not give) is null (repair ``mem_whole_node``). GPUs come from
+  memory, a size the log does not give) is null (repair ``sacct_mem_whole_node``). GPUs come from
   ``gres/gpu=N`` or ``gres/gpu:TYPE=N`` in ``ReqTRES``/``AllocTRES``.
 * ``UNLIMITED``, ``Partition_Limit`` and ``INVALID`` time limits leave ``req_walltime_s`` null
-  (repair ``walltime_unset``); ``CANCELLED by 1234`` is cancelled; unknown states are
-  ``unknown`` (repair ``state_unrecognised``).
-* Allocated CPUs/nodes/GPUs are null for jobs that never started.
+  (repair ``sacct_walltime_unset``); ``CANCELLED by 1234`` is cancelled; unknown states are
+  ``unknown`` (repair ``sacct_state_unrecognised``).
+* Allocated CPUs/nodes/GPUs and the exit code are null for jobs that never started.
 * Exports without ``Start``/``End`` (e.g. ``kabre-2024-sacct.csv``) give run time from
   ``Elapsed``, else from ``CPUTimeRAW`` divided by the CPUs, and wait from ``ResvCPURAW``
   divided by the requested CPUs: estimates, flagged by repairs and explained in the notes.
@@ -104,6 +104,7 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
     frame = cols.apply(fields.frame.with_columns(_ok=fields.valid))
     frame = frame.with_columns(_reason=_reason(cols, records))
     kept = pl.col("_reason").is_null()
+    cols.repair("sacct_zero_request", (pl.col("req_cpus") == 0) | (pl.col("req_nodes") == 0))
     frame = frame.with_columns(
         *[pl.when(pl.col(c).is_between(low, sf.MAX_COUNT)).then(pl.col(c)).alias(c)
           for c, low in COUNT_MIN.items()],

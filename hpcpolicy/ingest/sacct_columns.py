@@ -108,7 +108,7 @@ class Columns:
         self.check("absurd_value", ~value.is_between(_utc(_TIME_RANGE[0]), _utc(_TIME_RANGE[1]),
                                                      closed="left"))
         if tz != "UTC":
-            self.repair("ambiguous_local_time",
+            self.repair("sacct_ambiguous_local_time",
                         self.leaf(f"{name}_ambiguous", sf.is_ambiguous_local(t, fmt, tz)))
         return value
 
@@ -161,7 +161,7 @@ def _job_ids(c: Columns, jid: pl.Expr | None) -> None:
         job_id_raw=raw_id if raw_id is not None else pl.when(
             plain.is_not_null() | grouped | (offset == 0)).then(base),
     )
-    c.repair("array_grouped", grouped)
+    c.repair("sacct_array_grouped", grouped)
 
 
 def _texts(c: Columns) -> None:
@@ -202,7 +202,7 @@ def _walltime(c: Columns) -> None:
         c.values["req_walltime_s"] = _null()
         return
     c.check("absurd_value", seconds > sf.MAX_DURATION_S)
-    c.repair("walltime_unset", unset | (seconds == 0))
+    c.repair("sacct_walltime_unset", unset | (seconds == 0))
     c.values["req_walltime_s"] = pl.when(seconds.is_between(1, sf.MAX_DURATION_S)).then(seconds)
 
 
@@ -226,7 +226,7 @@ def _memory(c: Columns, tres: pl.Expr | None) -> None:
         number = parts.struct.field("1").cast(pl.Float64)
         whole = (number == 0) & parts.struct.field("3").is_in(["c", "n"])
         c.check("bad_number", ~has_tres_mem & sf.has_text(req_mem) & number.is_null())
-        c.repair("mem_whole_node", whole)
+        c.repair("sacct_mem_whole_node", whole)
         per_job = sf.size_mib(parts, pl.col("req_cpus"), nodes)
         mem = mem.fill_null(pl.when(~whole.fill_null(False)).then(per_job))
     total = mem.round(0)
@@ -262,7 +262,7 @@ def _outcome(c: Columns) -> None:
     state = c.leaf("state", sf.state_of(state_text)) if state_text is not None else _null(
         pl.String())
     c.values["state"] = state.fill_null("unknown")
-    c.repair("state_unrecognised", state.is_null())
+    c.repair("sacct_state_unrecognised", state.is_null())
     exit_text = c.text("ExitCode")
     if exit_text is None:
         c.values["exit_code"] = _null()
@@ -271,7 +271,7 @@ def _outcome(c: Columns) -> None:
     in_range = code.is_between(*_INT32)
     c.check("bad_number", code.is_null() & sf.has_text(exit_text))
     c.check("absurd_value", ~in_range)
-    c.values["exit_code"] = pl.when(in_range).then(code)
+    c.values["exit_code"] = pl.when(in_range & started).then(code)
 
 
 def _elapsed(c: Columns) -> None:
@@ -292,19 +292,25 @@ def _elapsed(c: Columns) -> None:
         cpus = pl.col("alloc_cpus" if exact else "req_cpus")
         run = pl.when(cpus > 0).then(c.integer("CPUTimeRAW") // cpus)  # type: ignore[operator]
         if not exact:
-            c.repair("run_time_estimated", run.is_not_null())
+            limit = pl.col("req_walltime_s")
+            over = (run > limit).fill_null(False)
+            c.repair("sacct_run_time_estimated", run.is_not_null() & ~over)
+            c.repair("sacct_run_time_over_limit", over)
+            run = pl.when(~over).then(run).when(pl.col("state") == "timeout").then(limit)
             c.notes.append(
                 "no Start/End/Elapsed columns: run_time_s is CPUTimeRAW / ReqCPUS, exact only "
-                "where a job was allocated the CPUs it requested (an estimate)"
+                "where a job was allocated the CPUs it requested (an estimate); where that "
+                "exceeds the time limit the job had more CPUs than it asked for, so the run "
+                "time is the limit for TIMEOUT jobs and unknown (null) for the others"
             )
-            c.inferred["run_time_s"] = "estimated as CPUTimeRAW // ReqCPUS"
+            c.inferred["run_time_s"] = "estimated as CPUTimeRAW // ReqCPUS, at most Timelimit"
     wait: pl.Expr | None = None
     if lay.has("Start"):
         wait = (start - pl.col("submit_time")).dt.total_seconds()
     elif lay.has("ResvCPURAW"):
         cpus = pl.col("req_cpus")
         wait = pl.when(cpus > 0).then(c.integer("ResvCPURAW") // cpus)  # type: ignore[operator]
-        c.repair("wait_time_estimated", wait.is_not_null())
+        c.repair("sacct_wait_time_estimated", wait.is_not_null())
         c.notes.append(
             "no Start column: wait_time_s is ResvCPURAW / ReqCPUS, the reserved time counted "
             "from eligibility rather than submission (an estimate)"

@@ -103,6 +103,14 @@ def _label(field: str) -> pl.Expr:
     return _known(field).cast(pl.Int64, strict=False).cast(pl.String)
 
 
+def _state(status: pl.Expr) -> pl.Expr:
+    """The job state of an SWF status (``replace_strict`` would hold the whole column)."""
+    expr: Any = pl
+    for code, state in STATUS_STATES.items():
+        expr = expr.when(status == float(code)).then(pl.lit(state, dtype=STATE_DTYPE))
+    return expr.otherwise(pl.lit("unknown", dtype=STATE_DTYPE))  # type: ignore[no-any-return]
+
+
 def _utc_ms(seconds: pl.Expr) -> pl.Expr:
     return (seconds * 1000).cast(pl.Datetime("ms", "UTC"))
 
@@ -133,9 +141,7 @@ def _job_table(scan: pl.LazyFrame, origin: int, file: str) -> pl.LazyFrame:
         "run_time_s": _whole("f4"),
         "wait_time_s": _whole("f3"),
         "alloc_cpus": alloc,
-        "state": status.replace_strict(
-            {float(k): v for k, v in STATUS_STATES.items()}, default="unknown",
-            return_dtype=STATE_DTYPE),
+        "state": _state(status),
     }
     # strict=False: rejected lines may hold values no column can (they are dropped anyway)
     columns = [mapped.get(c.name, pl.lit(None)).cast(c.dtype, strict=False).alias(c.name)
@@ -184,6 +190,9 @@ def _machine_size(path: Path, header: dict[str, Any], cfg: IngestConfig,
         return {"value": nodes, "how": "header MaxNodes, one processor per node (SWF before "
                 "v2.1 had no MaxProcs)"}
     largest = _largest_job(path)
+    if largest is None:
+        return {"value": None, "how": "unknown: no MaxProcs/MaxNodes in the header and no job "
+                "states a processor count; pass --procs"}
     notes.append(f"{path.name}: no MaxProcs/MaxNodes in the header; machine size inferred as "
                  f"{largest} processors, the largest job in the log (the machine may be "
                  "larger; pass --procs to set it)")

@@ -17,6 +17,8 @@ What the environment must guarantee:
   which jobs it shows when more than ``K`` wait). Empty slots are all-zero rows with mask 0.
 * Every observation on which an action is asked for (after ``reset`` and after a non-final
   ``step``) has at least one valid slot. The final observation of an episode may have none.
+* ``step`` accepts any action of ``Discrete(K)``, as Gymnasium requires; an empty slot is a
+  wasted decision with a documented penalty. The trainer never sends one.
 * Features describe only what the scheduler knew at submit time, plus the job's waiting time
   and whether it fits on the free resources now; never the actual run time.
 * ``reset(seed=s)`` followed by the same actions gives the same observations and rewards: the

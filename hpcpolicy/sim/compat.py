@@ -36,6 +36,7 @@ from hpcpolicy.sim.fast import (
     DUR,
     EVENTS,
     EXTERNAL,
+    FAIRSHARE,
     FIN,
     GRP,
     IP_BACKFILL,
@@ -117,7 +118,7 @@ def _advance_one(ji, need, ip, sc, js, run, queue, free, fs):
     g = js[GRP, j]
     for r in range(4):
         free[g, r] += need[j, g, r]
-    if j < ip[IP_N]:
+    if j < ip[IP_N] and ip[IP_KIND] >= FAIRSHARE:  # only these read the usage
         _fairshare_add(ji, need, ip, sc, js, fs, j)
     sc[EVENTS] += 1
 
@@ -235,7 +236,7 @@ def run_to_end(J, S):
     """Run a built-in policy with RLScheduler's semantics to the end."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     run = plan[1]
     while _fill(ji, need, ip, sc, js, run, queue, free, fs):
         sc[PASSES] += 1
@@ -249,7 +250,7 @@ def next_decision(J, S):
     """Number of waiting jobs to score for the next head choice; 0 at the end."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     if not _fill(ji, need, ip, sc, js, plan[1], queue, free, fs):
         return 0
     sc[PASSES] += 1
@@ -261,7 +262,7 @@ def decide(J, S):
     """Make the best of ``S.scores[:q]`` the head and run until it has started."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     sc[DECISIONS] += 1
     head = _choose(ji, a, ip, fp, sc, queue, scores, fs)
     _run_head(ji, need, ip, sc, js, plan[1], queue, free, tmp, fs, head)

@@ -27,6 +27,7 @@ from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError, SimulationError
 from hpcpolicy.policies.base import QueueView, ScoreKernel
 from hpcpolicy.sim import compat, fast
+from hpcpolicy.sim.nbstruct import BIG, heap_push, list_insert
 from hpcpolicy.sim.prepare import Prepared, prepare
 from hpcpolicy.sim.types import BACKFILL_MODES, RunningJobs, SimConfig
 from hpcpolicy.workload import Workload
@@ -46,16 +47,18 @@ _VIOLATIONS = {
 def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[Any, Any]:
     """The (Jobs, State) arrays of a run; ``kernel`` None means scores come from Python."""
     n, m = prep.n, prep.m
-    big = int(fast.BIG)
+    big = int(BIG)
     ngroups = prep.capacity.shape[0]
     kind = kernel.code if kernel is not None else fast.EXTERNAL
     a = np.ascontiguousarray(kernel.a, dtype=np.float64) if kernel else np.zeros(n)
     rank = np.arange(n, dtype=np.int64)
     if kind == fast.STATIC:
         rank[np.argsort(a, kind="stable")] = np.arange(n, dtype=np.int64)
-    ji = np.stack([prep.submit, prep.dur, prep.length, prep.user, rank,
-                   prep.never_fits.astype(np.int64)]).astype(np.int64)
     cores = prep.need[:n, :, 0]
+    mincores = np.where(cores >= 0, cores, big).min(axis=1)
+    by_rank = np.argsort(rank, kind="stable")
+    ji = np.stack([prep.submit, prep.dur, prep.length, prep.user, rank,
+                   prep.never_fits.astype(np.int64), mincores, by_rank]).astype(np.int64)
     minc = np.where(cores >= 0, cores, big).min(axis=0).astype(np.int64)
     fs = cfg.fairshare
     ip = np.array([kind, BACKFILL_MODES.index(cfg.backfill), int(cfg.check), n, m,
@@ -64,16 +67,20 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     jobs = fast.Jobs(ji=ji, need=prep.need, a=a, minc=minc, ip=ip, fp=fp)
 
     total = n + m
+    leaves = 1 << max(n - 1, 0).bit_length() if kind == fast.STATIC else 1
     conservative = cfg.backfill == "conservative"
     prof = total + n + 2 if conservative else 1
     sc = np.zeros(fast.N_SCALARS, dtype=np.int64)
     sc[fast.RES_HEAD] = -1
+    sc[fast.SH_HEAD] = -1
+    sc[fast.FIRST] = n
     js = np.zeros((5, total), dtype=np.int64)
     js[fast.START] = -1
     js[fast.GRP] = -1
     state = fast.State(
         sc=sc, js=js, heap=np.zeros((2, total), np.int64), plan=np.zeros((2, total), np.int64),
-        queue=np.zeros(n, np.int64), order=np.zeros(n, np.int64), scores=np.zeros(n),
+        tree=np.full((2, 2 * leaves), big, np.int64), queue=np.zeros(n, np.int64),
+        order=np.zeros(n, np.int64), scores=np.zeros(n),
         free=prep.free0.copy(), tmp=np.zeros((ngroups + 1, 4), np.int64),
         prof_t=np.zeros(prof, np.int64), prof_f=np.zeros((prof, ngroups, 4), np.int64),
         smin=np.zeros((n + 1 if conservative else 1, ngroups), np.int64),
@@ -88,9 +95,10 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
         if cfg.compat == "rlscheduler":
             state.plan[1, sc[fast.RLEN]] = j
             sc[fast.RLEN] += 1
-        else:
-            sc[fast.HLEN] = fast._heap_push(state.heap, sc[fast.HLEN], js[fast.FIN, j], j)
-            sc[fast.PLEN] = fast._plan_insert(state.plan, sc[fast.PLEN], js[fast.PEND, j], j)
+            continue
+        sc[fast.HLEN] = heap_push(state.heap, sc[fast.HLEN], js[fast.FIN, j], j)
+        if cfg.backfill != "none":
+            sc[fast.PLEN] = list_insert(state.plan, sc[fast.PLEN], js[fast.PEND, j], j)
     return jobs, state
 
 

@@ -1,26 +1,26 @@
 """The compiled engine (numba): the project's semantics on flat arrays.
 
-Same rules as :mod:`hpcpolicy.sim.reference`, written for speed:
+Same rules as :mod:`hpcpolicy.sim.reference`, written for speed (data structures in
+:mod:`hpcpolicy.sim.nbstruct`):
 
-* running jobs sit in a binary heap keyed by (actual end, job) for finish events, and in an
-  array sorted by (requested end, job) that planning walks (EASY shadow time, conservative
-  profile) without sorting;
-* waiting jobs of a static policy are kept sorted by the policy's rank, so a scheduling pass
-  reads the order instead of sorting; dynamic policies (WFP3, UNICEP, fair share) are scored
-  and stably sorted at each pass;
+* running jobs sit in a heap keyed by (actual end, job) for finish events, and — when
+  backfilling is on — in a list sorted by (requested end, job) that planning walks;
+* waiting jobs of a static policy (a fixed score per job) live in a rank tree: the best one
+  is the first leaf, and backfilling jumps from candidate to candidate; dynamic policies
+  (WFP3, UNICEP, fair share) and Python policies keep a queue in submit order, scored and
+  stably sorted at each pass;
+* EASY's shadow time is kept while the head and the running jobs stay the same;
 * conservative backfilling rebuilds its availability profile (breakpoints x groups x
   resources) at each pass and stops placing reservations as soon as no remaining job could
-  start now — the later reservations could not change this pass's decisions.
+  start now — later reservations could not change this pass's decisions.
 
 The data live in two namedtuples of arrays, :data:`Jobs` (read-only) and :data:`State`
 (mutable; scalars in ``State.sc``), so that a run can stop at a decision and resume:
 :func:`run_to_end` runs a built-in policy to the end in one call, while :func:`next_decision`
-and :func:`decide` hand each decision to Python (a learned policy, the RL environment).
-Only those three entry points take the namedtuples; they unpack them once and every helper
-takes plain arrays, because numba reference-counts each array it pulls out of a tuple — in a
-loop of millions of events that costs more than the scheduling itself. (For the same reason
-no helper swaps array elements with tuple assignment.) Violations of the ``check``
-invariants are recorded in ``State.sc`` (VIOL*) and raised by the caller.
+and :func:`decide` hand each decision to Python (a learned policy, the RL environment). Only
+these entry points take the namedtuples; they borrow every array once (:func:`borrow`) and the
+helpers take plain arrays. Violations of the ``check`` invariants are recorded in ``State.sc``
+(VIOL*) and raised by the caller, which can build the message.
 """
 
 from __future__ import annotations
@@ -29,13 +29,21 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
+from numba import njit
+
+from hpcpolicy.sim.nbstruct import (
+    BIG,
+    borrow,
+    heap_pop,
+    heap_push,
+    list_insert,
+    list_remove,
+    tree_find,
+    tree_set,
+)
 
 __all__ = ["Jobs", "State", "decide", "next_decision", "run_to_end"]
 
-BIG = np.int64(1) << np.int64(62)
 LN2 = math.log(2.0)
 SCALE_DOWN = 2.0 ** -256
 
@@ -43,8 +51,8 @@ SCALE_DOWN = 2.0 ** -256
 STATIC, WFP3, UNICEP, FAIRSHARE, EXTERNAL = 0, 1, 2, 3, 4
 NONE, EASY, CONSERVATIVE = 0, 1, 2
 
-# Rows of Jobs.ji (per workload job).
-SUBMIT, DUR, LENGTH, USER, RANK, NEVER = range(6)
+# Rows of Jobs.ji: per workload job, except BY_RANK (per rank: the job at that rank).
+SUBMIT, DUR, LENGTH, USER, RANK, NEVER, MINCORES, BY_RANK = range(8)
 # Jobs.ip: integer parameters.
 IP_KIND, IP_BACKFILL, IP_CHECK, IP_N, IP_M, IP_HALF_LIFE, IP_MAX_AGE = range(7)
 # Jobs.fp: float parameters.
@@ -53,58 +61,37 @@ FP_W_FS, FP_W_AGE, FP_N_USERS = range(3)
 # Rows of State.js (per job, running-at-start jobs included).
 START, FIN, PEND, GRP, BF = range(5)
 # State.sc: scalars.
-(NOW, QH, QT, HLEN, PLEN, NEXT, EVENTS, PASSES, STARTED, BACKFILLED, DECISIONS, OVERRUNS,
- RES_HEAD, RES_T, RES_OVR, VIOL, VIOL_J, VIOL_T, PHASE, T0, MIDSTART, RLEN) = range(22)
-N_SCALARS = 24
+(NOW, QH, QT, NWAIT, HLEN, PLEN, NEXT, EVENTS, FINISHES, PASSES, STARTED, BACKFILLED,
+ DECISIONS, OVERRUNS, RES_HEAD, RES_T, RES_OVR, VIOL, VIOL_J, VIOL_T, PHASE, T0, MIDSTART,
+ RLEN, SH_HEAD, SH_T, SH_G, SH_FIN, FIRST) = range(29)
+N_SCALARS = 32
 # State.sc[VIOL] codes.
 VIOL_RESERVATION_LATER, VIOL_HEAD_LATE = 1, 2
 # State.sc[PHASE]: waiting for the next event, or inside a scheduling pass.
 WAITING, IN_PASS = 0, 1
 
 Jobs = namedtuple("Jobs", ["ji", "need", "a", "minc", "ip", "fp"])
-"""Read-only: ji (6, n) rows SUBMIT..NEVER; need (N, G, 4); a (n,) kernel coefficient;
+"""Read-only: ji (8, n) rows SUBMIT..BY_RANK; need (N, G, 4); a (n,) kernel coefficient;
 minc (G,) smallest core demand per group; ip / fp parameters."""
 
-State = namedtuple("State", ["sc", "js", "heap", "plan", "queue", "order", "scores", "free",
-                             "tmp", "prof_t", "prof_f", "smin", "fs"])
+State = namedtuple("State", ["sc", "js", "heap", "plan", "tree", "queue", "order", "scores",
+                             "free", "tmp", "prof_t", "prof_f", "smin", "fs"])
 """Mutable: sc scalars; js (5, N) rows START..BF; heap (2, N) and plan (2, N) as (time, job)
-rows; queue, order (n,); scores (n,); free (G, 4); tmp (G + 1, 4), the last row holding
-EASY's extra resources; prof_t (P,), prof_f (P, G, 4) the conservative profile; smin
-(n + 1, G); fs (users + 1,) decayed usage per user, then the total."""
-
-
-# ---------------------------------------------------------------- borrowed arrays
-@intrinsic
-def _borrow(typingctx, arr):
-    """The same array without its reference-count handle (meminfo = NULL).
-
-    numba increments and decrements an array's reference count (an atomic operation) each
-    time a function receives or passes it; in the event loop that cost more than the
-    scheduling. A borrowed view skips it. Only the entry points borrow, for the duration of
-    one call, while the caller's namedtuples keep the arrays alive; nothing borrowed escapes.
-    """
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        src = make_array(sig.args[0])(context, builder, args[0])
-        out = make_array(sig.return_type)(context, builder)
-        populate_array(out, data=src.data, shape=src.shape, strides=src.strides,
-                       itemsize=src.itemsize, meminfo=None)
-        return out._getvalue()
-
-    return arr(arr), codegen
+rows; tree (2, 2P) the rank tree (static policies); queue, order (n,) and scores (n,) for the
+other policies; free (G, 4); tmp (G + 1, 4), its last row EASY's extra resources; prof_t (P,)
+and prof_f (P, G, 4) the conservative profile; smin (n + 1, G); fs (users + 1,) decayed usage
+per user, then the total."""
 
 
 @njit(cache=True)
 def _unpack(J, S):
     """Borrowed views of every array of a run."""
     ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
-    return ((_borrow(ji), _borrow(need), _borrow(a), _borrow(minc), _borrow(ip), _borrow(fp)),
-            (_borrow(sc), _borrow(js), _borrow(heap), _borrow(plan), _borrow(queue),
-             _borrow(order), _borrow(scores), _borrow(free), _borrow(tmp), _borrow(prof_t),
-             _borrow(prof_f), _borrow(smin), _borrow(fs)))
+    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    return ((borrow(ji), borrow(need), borrow(a), borrow(minc), borrow(ip), borrow(fp)),
+            (borrow(sc), borrow(js), borrow(heap), borrow(plan), borrow(tree), borrow(queue),
+             borrow(order), borrow(scores), borrow(free), borrow(tmp), borrow(prof_t),
+             borrow(prof_f), borrow(smin), borrow(fs)))
 
 
 # ---------------------------------------------------------------- resources and groups
@@ -126,104 +113,38 @@ def _pick(need, free, j):
     return -1
 
 
-# ---------------------------------------------------------------- (time, job) heap and list
 @njit(cache=True)
-def _before(ta, ja, tb, jb):
-    return ta < tb or (ta == tb and ja < jb)
-
-
-@njit(cache=True)
-def _heap_push(heap, size, t, j):
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        if not _before(t, j, heap[0, p], heap[1, p]):
-            break
-        heap[0, i] = heap[0, p]
-        heap[1, i] = heap[1, p]
-        i = p
-    heap[0, i] = t
-    heap[1, i] = j
-    return size + 1
+def _within(need, tmp, j, g, row):
+    """Whether job j's demand in group g fits in tmp[row]."""
+    for r in range(4):
+        if need[j, g, r] > tmp[row, r]:
+            return False
+    return True
 
 
 @njit(cache=True)
-def _heap_pop(heap, size):
-    size -= 1
-    t, j = heap[0, size], heap[1, size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and _before(heap[0, c + 1], heap[1, c + 1], heap[0, c], heap[1, c]):
-            c += 1
-        if not _before(heap[0, c], heap[1, c], t, j):
-            break
-        heap[0, i] = heap[0, c]
-        heap[1, i] = heap[1, c]
-        i = c
-    heap[0, i] = t
-    heap[1, i] = j
-    return size
+def _max_free_cores(free):
+    best = free[0, 0]
+    for g in range(1, free.shape[0]):
+        best = max(best, free[g, 0])
+    return best
 
 
+# ---------------------------------------------------------------- the waiting jobs
 @njit(cache=True)
-def _plan_find(plan, size, t, j):
-    lo, hi = 0, size
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if _before(plan[0, mid], plan[1, mid], t, j):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True)
-def _plan_insert(plan, size, t, j):
-    k = _plan_find(plan, size, t, j)
-    for i in range(size, k, -1):
-        plan[0, i] = plan[0, i - 1]
-        plan[1, i] = plan[1, i - 1]
-    plan[0, k] = t
-    plan[1, k] = j
-    return size + 1
-
-
-@njit(cache=True)
-def _plan_remove(plan, size, t, j):
-    k = _plan_find(plan, size, t, j)
-    for i in range(k, size - 1):
-        plan[0, i] = plan[0, i + 1]
-        plan[1, i] = plan[1, i + 1]
-    return size - 1
-
-
-# ---------------------------------------------------------------- queue
-@njit(cache=True)
-def _queue_insert(ji, ip, sc, queue, j):
-    qh, qt = sc[QH], sc[QT]
+def _enqueue(ji, ip, sc, tree, queue, j):
     if ip[IP_KIND] == STATIC:
-        r = ji[RANK, j]
-        lo, hi = qh, qt
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if ji[RANK, queue[mid]] < r:
-                lo = mid + 1
-            else:
-                hi = mid
-        for i in range(qt, lo, -1):
-            queue[i] = queue[i - 1]
-        queue[lo] = j
+        tree_set(tree, ji[RANK, j], ji[MINCORES, j], ji[LENGTH, j])
+        sc[FIRST] = min(sc[FIRST], ji[RANK, j])
     else:
-        queue[qt] = j
-    sc[QT] = qt + 1
+        queue[sc[QT]] = j
+        sc[QT] += 1
+    sc[NWAIT] += 1
 
 
 @njit(cache=True)
 def _compact(sc, js, queue):
-    """Drop started jobs from the queue (a prefix cheaply, the rest if some started mid-way)."""
+    """Drop started jobs from the submit-order queue."""
     qh, qt = sc[QH], sc[QT]
     while qh < qt and js[START, queue[qh]] >= 0:
         qh += 1
@@ -269,7 +190,7 @@ def _trusted(sc, plan):
 
 
 @njit(cache=True)
-def _start(ji, need, ip, sc, js, heap, plan, free, j, g, backfilled):
+def _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, backfilled):
     now = sc[NOW]
     if ip[IP_CHECK] and not backfilled and j == sc[RES_HEAD]:
         if _trusted(sc, plan) and now > sc[RES_T] and sc[VIOL] == 0:
@@ -277,26 +198,31 @@ def _start(ji, need, ip, sc, js, heap, plan, free, j, g, backfilled):
             sc[VIOL_J] = j
             sc[VIOL_T] = now
         sc[RES_HEAD] = -1
+    if not backfilled:
+        sc[SH_HEAD] = -1  # a job that is not backfilled may outlive EASY's shadow time
     js[START, j] = now
     js[FIN, j] = now + ji[DUR, j]
     js[PEND, j] = now + ji[LENGTH, j]
     js[GRP, j] = g
     for r in range(4):
         free[g, r] -= need[j, g, r]
-    sc[HLEN] = _heap_push(heap, sc[HLEN], js[FIN, j], j)
+    sc[HLEN] = heap_push(heap, sc[HLEN], js[FIN, j], j)
     if ip[IP_BACKFILL] != NONE:
-        sc[PLEN] = _plan_insert(plan, sc[PLEN], js[PEND, j], j)
+        sc[PLEN] = list_insert(plan, sc[PLEN], js[PEND, j], j)
     sc[STARTED] += 1
+    sc[NWAIT] -= 1
+    if ip[IP_KIND] == STATIC:
+        tree_set(tree, ji[RANK, j], BIG, BIG)
+    else:
+        sc[MIDSTART] = 1
     if backfilled:
         js[BF, j] = 1
         sc[BACKFILLED] += 1
-    if backfilled or ip[IP_KIND] != STATIC:
-        sc[MIDSTART] = 1
 
 
 # ---------------------------------------------------------------- events
 @njit(cache=True)
-def _advance(ji, need, ip, sc, js, heap, plan, queue, free, fs):
+def _advance(ji, need, ip, sc, js, heap, plan, tree, queue, free, fs):
     """Jump to the next event time; apply its finishes, then its submits. False when none."""
     n = ip[IP_N]
     nxt = sc[NEXT]
@@ -311,20 +237,21 @@ def _advance(ji, need, ip, sc, js, heap, plan, queue, free, fs):
     sc[NOW] = t
     while sc[HLEN] > 0 and heap[0, 0] == t:
         j = heap[1, 0]
-        sc[HLEN] = _heap_pop(heap, sc[HLEN])
+        sc[HLEN] = heap_pop(heap, sc[HLEN])
         g = js[GRP, j]
         for r in range(4):
             free[g, r] += need[j, g, r]
         if ip[IP_BACKFILL] != NONE:
-            sc[PLEN] = _plan_remove(plan, sc[PLEN], js[PEND, j], j)
+            sc[PLEN] = list_remove(plan, sc[PLEN], js[PEND, j], j)
         if js[FIN, j] > js[PEND, j]:
             sc[OVERRUNS] += 1
-        if j < n:
+        if j < n and ip[IP_KIND] >= FAIRSHARE:  # only these read the usage
             _fairshare_add(ji, need, ip, sc, js, fs, j)
         sc[EVENTS] += 1
+        sc[FINISHES] += 1
     while nxt < n and ji[SUBMIT, nxt] == t:
         if not ji[NEVER, nxt]:
-            _queue_insert(ji, ip, sc, queue, nxt)
+            _enqueue(ji, ip, sc, tree, queue, nxt)
             sc[EVENTS] += 1
         nxt += 1
     sc[NEXT] = nxt
@@ -357,17 +284,24 @@ def _sorted_by_scores(sc, queue, order, scores, q):
     return order[:q]
 
 
-# ---------------------------------------------------------------- backfilling
+# ---------------------------------------------------------------- EASY
 @njit(cache=True)
-def _shadow(need, sc, js, plan, free, tmp, head):
-    """Earliest planned (time, group) for the head; its extra resources go to tmp[-1]."""
+def _shadow(ji, need, ip, sc, js, plan, free, tmp, head):
+    """Earliest planned (time, group) for the head; its extra resources are in tmp[G].
+
+    Kept (with the extra resources, which backfilled jobs consume) while the head is the same
+    and no job has finished or run past its requested end since it was computed."""
     now = sc[NOW]
     G = free.shape[0]
+    if (sc[SH_HEAD] == head and sc[SH_FIN] == sc[FINISHES]
+            and (sc[PLEN] == 0 or plan[0, 0] > now)):
+        return sc[SH_T], sc[SH_G]
     for g in range(G):
         for r in range(4):
             tmp[g, r] = free[g, r]
     i, size = 0, sc[PLEN]
-    while i < size:
+    t, gh = BIG, -1
+    while i < size and gh < 0:
         t = max(plan[0, i], now + 1)
         while i < size and max(plan[0, i], now + 1) == t:
             j = plan[1, i]
@@ -379,8 +313,65 @@ def _shadow(need, sc, js, plan, free, tmp, head):
             if _fits(need, tmp, head, g):
                 for r in range(4):
                     tmp[G, r] = tmp[g, r] - need[head, g, r]
-                return t, g
-    return BIG, -1
+                gh = g
+                break
+    sc[SH_HEAD] = head
+    sc[SH_T] = t
+    sc[SH_G] = gh
+    sc[SH_FIN] = sc[FINISHES]
+    return t, gh
+
+
+@njit(cache=True)
+def _easy_group(need, free, tmp, j, gh, in_time):
+    """The group job j may start in now under EASY's rules, or -1; takes its extra share."""
+    G = free.shape[0]
+    for g in range(G):
+        if not _fits(need, free, j, g):
+            continue
+        if g != gh or in_time:
+            return g
+        if _within(need, tmp, j, g, G):
+            for r in range(4):
+                tmp[G, r] -= need[j, g, r]
+            return g
+    return -1
+
+
+@njit(cache=True)
+def _easy_begin(ji, need, ip, sc, js, plan, free, tmp, head):
+    """The head's reservation, after the invariant bookkeeping of ``check``."""
+    shadow, gh = _shadow(ji, need, ip, sc, js, plan, free, tmp, head)
+    if ip[IP_CHECK]:
+        if (sc[RES_HEAD] == head and _trusted(sc, plan) and shadow > sc[RES_T]
+                and sc[VIOL] == 0):
+            sc[VIOL] = VIOL_RESERVATION_LATER
+            sc[VIOL_J] = head
+            sc[VIOL_T] = sc[NOW]
+        sc[RES_HEAD] = head
+        sc[RES_T] = shadow
+        sc[RES_OVR] = sc[OVERRUNS]
+    return shadow, gh
+
+
+@njit(cache=True)
+def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, head, pos):
+    """EASY over the rank tree: visit only the jobs that could start now."""
+    now = sc[NOW]
+    shadow, gh = _easy_begin(ji, need, ip, sc, js, plan, free, tmp, head)
+    G = free.shape[0]
+    span = shadow - now if G == 1 else BIG
+    p = pos + 1
+    while True:
+        extra = tmp[G, 0] if G == 1 else BIG
+        p = tree_find(tree, p, _max_free_cores(free), span, extra)
+        if p < 0:
+            break
+        j = ji[BY_RANK, p]
+        g = _easy_group(need, free, tmp, j, gh, now + ji[LENGTH, j] <= shadow)
+        if g >= 0:
+            _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, 1)
+        p += 1
 
 
 @njit(cache=True)
@@ -392,49 +383,20 @@ def _nothing_fits(minc, free):
 
 
 @njit(cache=True)
-def _within(need, tmp, j, g, row):
-    """Whether job j's demand in group g fits in tmp[row] (EASY's extra resources)."""
-    for r in range(4):
-        if need[j, g, r] > tmp[row, r]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _easy(ji, need, minc, ip, sc, js, heap, plan, free, tmp, order, k):
+def _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, order, k):
+    """EASY over a sorted list of waiting jobs (dynamic and Python policies)."""
     now = sc[NOW]
-    head = order[k]
-    shadow, gh = _shadow(need, sc, js, plan, free, tmp, head)
-    if ip[IP_CHECK]:
-        if sc[RES_HEAD] == head and _trusted(sc, plan) and shadow > sc[RES_T] and sc[VIOL] == 0:
-            sc[VIOL] = VIOL_RESERVATION_LATER
-            sc[VIOL_J] = head
-            sc[VIOL_T] = now
-        sc[RES_HEAD] = head
-        sc[RES_T] = shadow
-        sc[RES_OVR] = sc[OVERRUNS]
-    G = free.shape[0]
+    shadow, gh = _easy_begin(ji, need, ip, sc, js, plan, free, tmp, order[k])
     for i in range(k + 1, order.shape[0]):
         if _nothing_fits(minc, free):
             break
         j = order[i]
-        in_time = now + ji[LENGTH, j] <= shadow
-        chosen = -1
-        for g in range(G):
-            if not _fits(need, free, j, g):
-                continue
-            if g != gh or in_time:
-                chosen = g
-                break
-            if _within(need, tmp, j, g, G):
-                for r in range(4):
-                    tmp[G, r] -= need[j, g, r]
-                chosen = g
-                break
-        if chosen >= 0:
-            _start(ji, need, ip, sc, js, heap, plan, free, j, chosen, 1)
+        g = _easy_group(need, free, tmp, j, gh, now + ji[LENGTH, j] <= shadow)
+        if g >= 0:
+            _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, 1)
 
 
+# ---------------------------------------------------------------- conservative
 @njit(cache=True)
 def _prof_fits(prof_f, i, g, need, j):
     for r in range(4):
@@ -492,10 +454,10 @@ def _reserve(ji, need, prof_t, prof_f, size, i0, g, j):
 
 
 @njit(cache=True)
-def _conservative(ji, need, ip, sc, js, heap, plan, free, prof_t, prof_f, smin, order, k):
+def _profile(need, sc, js, plan, free, prof_t, prof_f):
+    """Free resources over time from the running jobs' requested ends; its size."""
     now = sc[NOW]
     G = free.shape[0]
-    q = order.shape[0]
     prof_t[0] = now
     for g in range(G):
         for r in range(4):
@@ -511,6 +473,46 @@ def _conservative(ji, need, ip, sc, js, heap, plan, free, prof_t, prof_f, smin, 
         g = js[GRP, j]
         for r in range(4):
             prof_f[size - 1, g, r] += need[j, g, r]
+    return size
+
+
+@njit(cache=True)
+def _place(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, size, j):
+    """Reserve job j at its earliest fit (first group on ties); start it if that is now."""
+    best_i, best_g = -1, -1
+    for g in range(free.shape[0]):
+        if need[j, g, 0] < 0:
+            continue
+        e = _earliest(ji, need, prof_t, prof_f, size, j, g)
+        if best_g < 0 or prof_t[e] < prof_t[best_i]:
+            best_i, best_g = e, g
+    t = prof_t[best_i]
+    size = _reserve(ji, need, prof_t, prof_f, size, best_i, best_g, j)
+    if t == sc[NOW]:
+        _start(ji, need, ip, sc, js, heap, plan, tree, free, j, best_g, 1)
+    return size
+
+
+@njit(cache=True)
+def _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, pos):
+    size = _profile(need, sc, js, plan, free, prof_t, prof_f)
+    p = pos
+    while True:
+        # Stop when no waiting job from p on needs fewer cores than are free now.
+        if tree_find(tree, p, _max_free_cores(prof_f[0]), BIG, -1) < 0:
+            break
+        p = tree_find(tree, p, BIG - 1, BIG, -1)
+        size = _place(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, size,
+                      ji[BY_RANK, p])
+        p += 1
+
+
+@njit(cache=True)
+def _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, smin,
+                          order, k):
+    size = _profile(need, sc, js, plan, free, prof_t, prof_f)
+    G = free.shape[0]
+    q = order.shape[0]
     for g in range(G):
         smin[q, g] = BIG
     for i in range(q - 1, k - 1, -1):
@@ -526,28 +528,38 @@ def _conservative(ji, need, ip, sc, js, heap, plan, free, prof_t, prof_f, smin, 
                 break
         if stop:
             break
-        j = order[i]
-        best_i, best_g = -1, -1
-        for g in range(G):
-            if need[j, g, 0] < 0:
-                continue
-            e = _earliest(ji, need, prof_t, prof_f, size, j, g)
-            if best_g < 0 or prof_t[e] < prof_t[best_i]:
-                best_i, best_g = e, g
-        t = prof_t[best_i]
-        size = _reserve(ji, need, prof_t, prof_f, size, best_i, best_g, j)
-        if t == now:
-            _start(ji, need, ip, sc, js, heap, plan, free, j, best_g, 1)
+        size = _place(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, size,
+                      order[i])
+
+
+# ---------------------------------------------------------------- passes
+@njit(cache=True)
+def _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t, prof_f):
+    """A scheduling pass of a static policy: start the best jobs while they fit, then
+    backfill around the first that does not."""
+    while sc[NWAIT] > 0:
+        pos = tree_find(tree, sc[FIRST], BIG - 1, BIG, -1)
+        sc[FIRST] = pos  # no job waits at a smaller rank
+        j = ji[BY_RANK, pos]
+        g = _pick(need, free, j)
+        if g < 0:
+            if ip[IP_BACKFILL] == EASY:
+                _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, j, pos)
+            elif ip[IP_BACKFILL] == CONSERVATIVE:
+                _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, free, prof_t,
+                                     prof_f, pos)
+            return
+        _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, 0)
 
 
 @njit(cache=True)
-def _backfill(ji, need, minc, ip, sc, js, heap, plan, free, tmp, prof_t, prof_f, smin,
-              order, k):
-    mode = ip[IP_BACKFILL]
-    if mode == EASY:
-        _easy(ji, need, minc, ip, sc, js, heap, plan, free, tmp, order, k)
-    elif mode == CONSERVATIVE:
-        _conservative(ji, need, ip, sc, js, heap, plan, free, prof_t, prof_f, smin, order, k)
+def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t, prof_f,
+                      smin, order, k):
+    if ip[IP_BACKFILL] == EASY:
+        _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, order, k)
+    elif ip[IP_BACKFILL] == CONSERVATIVE:
+        _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f,
+                              smin, order, k)
 
 
 # ---------------------------------------------------------------- entry points
@@ -556,32 +568,33 @@ def run_to_end(J, S):
     """Run a built-in policy until every job has started and ended."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     static = ip[IP_KIND] == STATIC
-    while _advance(ji, need, ip, sc, js, heap, plan, queue, free, fs):
+    while _advance(ji, need, ip, sc, js, heap, plan, tree, queue, free, fs):
         sc[PASSES] += 1
-        q = sc[QT] - sc[QH]
-        if q == 0:
+        if sc[NWAIT] == 0:
             continue
-        now = sc[NOW]
-        if static:
-            view = queue[sc[QH]:sc[QT]]
-        else:
-            for i in range(q):
-                scores[i] = _score(ji, a, ip, fp, fs, queue[sc[QH] + i], now)
-            view = _sorted_by_scores(sc, queue, order, scores, q)
         sc[DECISIONS] += 1
+        if static:
+            _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t,
+                         prof_f)
+            continue
+        q = sc[NWAIT]
+        now = sc[NOW]
+        for i in range(q):
+            scores[i] = _score(ji, a, ip, fp, fs, queue[sc[QH] + i], now)
+        view = _sorted_by_scores(sc, queue, order, scores, q)
         k = 0
         while k < q:
             j = view[k]
             g = _pick(need, free, j)
             if g < 0:
                 break
-            _start(ji, need, ip, sc, js, heap, plan, free, j, g, 0)
+            _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, 0)
             k += 1
         if k < q:
-            _backfill(ji, need, minc, ip, sc, js, heap, plan, free, tmp, prof_t, prof_f, smin,
-                      view, k)
+            _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t,
+                              prof_f, smin, view, k)
         _compact(sc, js, queue)
 
 
@@ -594,12 +607,11 @@ def next_decision(J, S):
     """
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     while True:
-        q = sc[QT] - sc[QH]
-        if sc[PHASE] == IN_PASS and q > 0:
-            return q
-        if not _advance(ji, need, ip, sc, js, heap, plan, queue, free, fs):
+        if sc[PHASE] == IN_PASS and sc[NWAIT] > 0:
+            return sc[NWAIT]
+        if not _advance(ji, need, ip, sc, js, heap, plan, tree, queue, free, fs):
             return 0
         sc[PASSES] += 1
         sc[PHASE] = IN_PASS
@@ -611,16 +623,15 @@ def decide(J, S):
     pass for the next decision), else backfill around it and wait for the next event."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
-    q = sc[QT] - sc[QH]
-    view = _sorted_by_scores(sc, queue, order, scores, q)
+    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    view = _sorted_by_scores(sc, queue, order, scores, sc[NWAIT])
     sc[DECISIONS] += 1
     head = view[0]
     g = _pick(need, free, head)
     if g >= 0:
-        _start(ji, need, ip, sc, js, heap, plan, free, head, g, 0)
+        _start(ji, need, ip, sc, js, heap, plan, tree, free, head, g, 0)
     else:
-        _backfill(ji, need, minc, ip, sc, js, heap, plan, free, tmp, prof_t, prof_f, smin,
-                  view, 0)
+        _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t,
+                          prof_f, smin, view, 0)
         sc[PHASE] = WAITING
     _compact(sc, js, queue)

@@ -1,0 +1,180 @@
+"""Compiled data structures of the fast engine (numba), each on plain int64 arrays.
+
+* a binary min-heap of (time, job) pairs — finish events by actual end;
+* a sorted list of (time, job) pairs — running jobs by requested end, which EASY's shadow time
+  and the conservative profile walk in order;
+* a *rank tree*: a segment tree over the positions of a static policy's order (position =
+  the job's rank), holding for each subtree the smallest core demand and the smallest planning
+  length of the waiting jobs in it. The best waiting job is the first present leaf, and a
+  backfilling scan jumps straight to the next job that could possibly start — it prunes every
+  subtree whose jobs all need more cores than are free, or (for EASY) all run past the shadow
+  time while needing more than the extra cores. On a trace with ten thousand waiting jobs
+  that turns a linear scan per scheduling pass into a few tree descents;
+* :func:`borrow`, which drops an array's reference-count handle (see its docstring).
+
+No helper swaps array elements with a tuple assignment: numba compiles that into slow code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
+
+__all__ = ["BIG", "borrow"]
+
+BIG = np.int64(1) << np.int64(62)
+"""Stands for +infinity in times, demands and tree minima."""
+
+
+@intrinsic
+def borrow(typingctx, arr):  # type: ignore[no-untyped-def]
+    """The same array without its reference-count handle (meminfo = NULL).
+
+    numba increments and decrements an array's reference count (an atomic operation) each
+    time a function receives or passes it; in an event loop of millions of steps that cost
+    more than the scheduling itself. A borrowed view skips it. The engine's entry points
+    borrow every array for the duration of one call while the caller's namedtuples keep the
+    arrays alive; nothing borrowed outlives the call.
+    """
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        src = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(sig.return_type)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides,
+                       itemsize=src.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return arr(arr), codegen
+
+
+# ---------------------------------------------------------------- (time, job) heap and list
+@njit(cache=True)
+def before(ta, ja, tb, jb):  # type: ignore[no-untyped-def]
+    """(ta, ja) < (tb, jb) lexicographically."""
+    return ta < tb or (ta == tb and ja < jb)
+
+
+@njit(cache=True)
+def heap_push(heap, size, t, j):  # type: ignore[no-untyped-def]
+    """Push (t, j) on the heap stored in heap[0, :size] (times) and heap[1, :size] (jobs)."""
+    i = size
+    while i > 0:
+        p = (i - 1) >> 1
+        if not before(t, j, heap[0, p], heap[1, p]):
+            break
+        heap[0, i] = heap[0, p]
+        heap[1, i] = heap[1, p]
+        i = p
+    heap[0, i] = t
+    heap[1, i] = j
+    return size + 1
+
+
+@njit(cache=True)
+def heap_pop(heap, size):  # type: ignore[no-untyped-def]
+    """Remove the smallest pair (read it at heap[:, 0] first); the new size."""
+    size -= 1
+    t, j = heap[0, size], heap[1, size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and before(heap[0, c + 1], heap[1, c + 1], heap[0, c], heap[1, c]):
+            c += 1
+        if not before(heap[0, c], heap[1, c], t, j):
+            break
+        heap[0, i] = heap[0, c]
+        heap[1, i] = heap[1, c]
+        i = c
+    heap[0, i] = t
+    heap[1, i] = j
+    return size
+
+
+@njit(cache=True)
+def _list_find(lst, size, t, j):  # type: ignore[no-untyped-def]
+    lo, hi = 0, size
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if before(lst[0, mid], lst[1, mid], t, j):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def list_insert(lst, size, t, j):  # type: ignore[no-untyped-def]
+    """Insert (t, j) into the sorted list lst[:, :size]; the new size."""
+    k = _list_find(lst, size, t, j)
+    for i in range(size, k, -1):
+        lst[0, i] = lst[0, i - 1]
+        lst[1, i] = lst[1, i - 1]
+    lst[0, k] = t
+    lst[1, k] = j
+    return size + 1
+
+
+@njit(cache=True)
+def list_remove(lst, size, t, j):  # type: ignore[no-untyped-def]
+    """Remove (t, j) from the sorted list lst[:, :size]; the new size."""
+    k = _list_find(lst, size, t, j)
+    for i in range(k, size - 1):
+        lst[0, i] = lst[0, i + 1]
+        lst[1, i] = lst[1, i + 1]
+    return size - 1
+
+
+# ---------------------------------------------------------------- rank tree
+@njit(cache=True)
+def tree_set(tree, pos, need, length):  # type: ignore[no-untyped-def]
+    """Put a job (core demand ``need``, planning ``length``) at leaf ``pos``, or remove it
+    (need = length = BIG). ``tree`` is (2, 2P): row 0 min demand, row 1 min length."""
+    leaves = tree.shape[1] >> 1
+    i = leaves + pos
+    tree[0, i] = need
+    tree[1, i] = length
+    i >>= 1
+    while i > 0:
+        a, b = 2 * i, 2 * i + 1
+        d, n = min(tree[0, a], tree[0, b]), min(tree[1, a], tree[1, b])
+        if d == tree[0, i] and n == tree[1, i]:
+            break  # the ancestors above are unchanged too
+        tree[0, i] = d
+        tree[1, i] = n
+        i >>= 1
+
+
+@njit(cache=True)
+def _candidate(tree, i, free, span, extra):  # type: ignore[no-untyped-def]
+    d = tree[0, i]
+    return d <= free and (tree[1, i] <= span or d <= extra)
+
+
+@njit(cache=True)
+def tree_find(tree, lo, free, span, extra):  # type: ignore[no-untyped-def]
+    """First leaf position >= lo holding a job that needs at most ``free`` cores and either
+    runs at most ``span`` seconds or needs at most ``extra`` cores; -1 if none.
+
+    ``tree_find(tree, lo, BIG - 1, BIG, -1)`` is the first waiting job at or after ``lo``.
+    """
+    leaves = tree.shape[1] >> 1
+    if lo >= leaves:
+        return -1
+    i = leaves + lo
+    while True:
+        if _candidate(tree, i, free, span, extra):
+            if i >= leaves:
+                return i - leaves
+            i = 2 * i
+            continue
+        while i & 1:
+            i >>= 1
+        if i == 0:
+            return -1
+        i += 1
