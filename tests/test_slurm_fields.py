@@ -6,14 +6,12 @@ man page), not by running the parser.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import polars as pl
 import pytest
 
 from hpcpolicy.ingest import slurm_fields as sf
-
-UTC = timezone.utc
 
 
 def _eval(values: list[str | None], make: object) -> list[object]:

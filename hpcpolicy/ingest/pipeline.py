@@ -189,8 +189,10 @@ def ingest(
     repair_cols = [n for n in frame.collect_schema().names() if n.startswith(REPAIR_PREFIX)]
     kept = frame.filter(pl.col("_reason").is_null())
     rejected = frame.filter(pl.col("_reason").is_not_null() & (pl.col("_reason") != STEP_FOLDED))
-    counts = frame.group_by("_file", "_reason").agg(pl.len().alias("n"))
-    summary = kept.select(
+    # One aggregate for counts, time span and repairs: a fourth query on the shared frame
+    # would make Polars compute the whole frame a second time.
+    counts = frame.group_by("_file", "_reason").agg(
+        pl.len().alias("n"),
         pl.col("submit_time").min().alias("first_submit"),
         pl.col("submit_time").max().alias("last_submit"),
         pl.col("end_time").max().alias("last_end"),
@@ -211,10 +213,14 @@ def ingest(
             pl.col("_raw").alias("raw"),
         ).sink_parquet(tmp["rejects"], lazy=True)
         try:
-            _, _, count_df, summary_df = pl.collect_all([jobs_sink, rejects_sink, counts, summary])
+            _, _, count_df = pl.collect_all([jobs_sink, rejects_sink, counts])
         except pl.exceptions.ComputeError as exc:
             raise InputFormatError(f"{', '.join(map(str, inputs))}: {exc}") from None
         timings["read_clean_write"] = time.perf_counter() - t1
+        summary_df = count_df.filter(pl.col("_reason").is_null()).select(
+            pl.col("first_submit").min(), pl.col("last_submit").max(), pl.col("last_end").max(),
+            *[pl.col(r).sum() for r in repair_cols],
+        )
         report = _report(paths, count_df, summary_df, repair_cols, sources, plans, cfg)
         _check_rejects(report, inputs, cfg)
     report.timings_s = {**timings, "total": time.perf_counter() - t0}

@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 import polars as pl
@@ -82,7 +83,8 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
     """
     layout = read_layout(path, getattr(cfg, "sacct_columns", None))
     records = scan_records(path, layout)
-    rows = line_source(path, layout, records.lossy).with_columns(pl.lit(str(path)).alias("_file"))
+    rows = line_source(records.text, layout, records.lossy).with_columns(
+        pl.lit(str(path)).alias("_file"))
     id_index = layout.index("JobID")
     if id_index is None:
         id_index = layout.index("JobIDRaw")
@@ -101,7 +103,7 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
         )
     fields = split_fields(jobs, raw, layout)
     cols = build_columns(fields, cfg, layout, None if id_index is None else pl.col("_jid"))
-    frame = cols.apply(fields.frame.with_columns(_ok=fields.valid))
+    frame = cols.apply(fields.with_fields())
     frame = frame.with_columns(_reason=_reason(cols, records))
     kept = pl.col("_reason").is_null()
     cols.repair("sacct_zero_request", (pl.col("req_cpus") == 0) | (pl.col("req_nodes") == 0))
@@ -118,7 +120,7 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
             f"{records.copies} rows are exact copies of an earlier row; with no job id they "
             "cannot be told apart from identical jobs (e.g. array tasks), so all are kept"
         )
-    return ReaderPlan(
+    plan = ReaderPlan(
         frame=frame,
         source_format="sacct",
         header={"columns": list(layout.columns), "style": layout.style,
@@ -127,6 +129,9 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
                   "time_format": sf.TIME_FORMATS[layout.time_format]},
         notes=notes,
     )
+    if records.lossy:  # the decoded copy lives as long as the plan that reads it
+        weakref.finalize(plan, records.text.unlink, missing_ok=True)
+    return plan
 
 
 def _any(exprs: list[pl.Expr]) -> pl.Expr:
@@ -138,7 +143,6 @@ def _any(exprs: list[pl.Expr]) -> pl.Expr:
 
 def _reason(cols: Columns, records: SacctRecords) -> pl.Expr:
     """The ``_reason`` of each job row: the first failed check, or null (kept)."""
-    chain: pl.When | pl.Then | None = None
     checks = {name: list(exprs) for name, exprs in cols.checks.items()}
     checks.setdefault("non_utf8", []).append(pl.col("_bad_bytes"))
     checks.setdefault("field_count", []).append(~pl.col("_ok"))
@@ -151,9 +155,4 @@ def _reason(cols: Columns, records: SacctRecords) -> pl.Expr:
     checks.setdefault("end_before_start", []).append(pl.col("end_time") < pl.col("start_time"))
     checks.setdefault("start_before_submit", []).append(
         pl.col("start_time") < pl.col("submit_time"))
-    for name in CHECKS:
-        if checks.get(name):
-            cond = _any(checks[name])
-            chain = (pl.when(cond) if chain is None else chain.when(cond)).then(pl.lit(name))
-    assert chain is not None
-    return chain.otherwise(pl.lit(None, pl.String))
+    return sf.first_of([(_any(checks[name]), name) for name in CHECKS if checks.get(name)])

@@ -37,8 +37,15 @@ _TIME_RANGE = (datetime(1980, 1, 1), datetime(2100, 1, 1))
 _INT32 = (-(2**31), 2**31 - 1)
 
 
-def _null(dtype: pl.DataType = pl.Int64()) -> pl.Expr:
+_I64 = pl.Int64()
+
+
+def _null(dtype: pl.DataType = _I64) -> pl.Expr:
     return pl.lit(None, dtype)
+
+
+def _or_null(expr: pl.Expr | None) -> pl.Expr:
+    return _null() if expr is None else expr
 
 
 def _utc(moment: datetime) -> pl.Expr:
@@ -290,7 +297,7 @@ def _elapsed(c: Columns) -> None:
     elif lay.has("CPUTimeRAW"):
         exact = lay.has("AllocCPUS") or lay.has("NCPUS")
         cpus = pl.col("alloc_cpus" if exact else "req_cpus")
-        run = pl.when(cpus > 0).then(c.integer("CPUTimeRAW") // cpus)  # type: ignore[operator]
+        run = pl.when(cpus > 0).then(_or_null(c.integer("CPUTimeRAW")) // cpus)
         if not exact:
             limit = pl.col("req_walltime_s")
             over = (run > limit).fill_null(False)
@@ -309,7 +316,7 @@ def _elapsed(c: Columns) -> None:
         wait = (start - pl.col("submit_time")).dt.total_seconds()
     elif lay.has("ResvCPURAW"):
         cpus = pl.col("req_cpus")
-        wait = pl.when(cpus > 0).then(c.integer("ResvCPURAW") // cpus)  # type: ignore[operator]
+        wait = pl.when(cpus > 0).then(_or_null(c.integer("ResvCPURAW")) // cpus)
         c.repair("sacct_wait_time_estimated", wait.is_not_null())
         c.notes.append(
             "no Start column: wait_time_s is ResvCPURAW / ReqCPUS, the reserved time counted "

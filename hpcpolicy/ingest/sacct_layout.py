@@ -16,6 +16,7 @@ import csv
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from hpcpolicy.errors import InputFormatError
@@ -128,26 +129,31 @@ def _wrong_separator(path: Path, line: str) -> InputFormatError:
 
 def _time_format(path: Path, layout_cols: tuple[str, ...], style: str,
                  rows: list[tuple[int, str]]) -> str:
-    """Which :data:`TIME_FORMATS` entry the first rows' ``Submit`` values use."""
-    low = [c.lower() for c in layout_cols]
-    at = low.index("submit")
-    patterns = {
-        "iso": re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$"),
-        "space": re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$"),
-    }
+    """Which :data:`TIME_FORMATS` entry the first rows' ``Submit`` values use.
+
+    Raises:
+        InputFormatError: ten or more sampled values and none in a known form (a few odd
+            values are left to be rejected row by row as ``bad_timestamp``).
+    """
+    at = [c.lower() for c in layout_cols].index("submit")
+    seen: list[tuple[int, str]] = []
     for lineno, line in rows:
         try:
             fields = _split(line, style)
-        except (csv.Error, StopIteration):
+        except csv.Error:
             continue
-        if len(fields) != len(layout_cols):
-            continue
-        value = fields[at].strip()
+        value = fields[at].strip() if len(fields) == len(layout_cols) else ""
         if value in ("", "Unknown", "None"):
             continue
-        for key, pattern in patterns.items():
-            if pattern.match(value):
-                return key
+        for key, fmt in TIME_FORMATS.items():
+            try:
+                datetime.strptime(value, fmt)
+            except ValueError:
+                continue
+            return key
+        seen.append((lineno, value))
+    if len(seen) >= 10:
+        lineno, value = seen[0]
         raise InputFormatError(
             f"{path}:{lineno}: column Submit holds {value[:40]!r}, not a timestamp like "
             "2024-01-31T23:59:59; export with SLURM_TIME_FORMAT=standard"

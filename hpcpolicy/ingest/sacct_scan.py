@@ -18,17 +18,24 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import codecs
+import gzip
+import os
+import tempfile
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from hpcpolicy.errors import InputFormatError
+from hpcpolicy.ingest.detect import is_gzip
 from hpcpolicy.ingest.sacct_layout import SacctLayout
 
 __all__ = [
     "Fields",
     "SacctRecords",
+    "decoded_copy",
     "id_text",
     "line_source",
     "scan_records",
@@ -41,33 +48,36 @@ _CSV_FIELD = r',(?:"(?:[^"]|"")*"|[^,"]*)'
 
 
 def line_source(path: Path, layout: SacctLayout, lossy: bool) -> pl.LazyFrame:
-    """The export's data rows: ``_line`` (1-based line number), ``_raw`` (the text) and
-    ``_bad_bytes`` (True where the line held bytes that are not UTF-8, or a NUL).
+    """The export's data rows: ``_line`` (1-based line number), ``_raw`` (the exact text) and
+    ``_bad_bytes`` (True where a ``lossy`` copy shows a replaced byte, U+FFFD).
 
-    Header lines (the first one and repeats of it in concatenated exports) and blank lines
-    are not rows. ``lossy`` reads a file that is not valid UTF-8, replacing bad bytes;
-    otherwise lines are read exactly.
+    Header lines (the first one and repeats of it in concatenated exports) and empty lines
+    are not rows (a line of spaces is a row, rejected for its field count).
     """
-    if lossy:
-        frame = pl.scan_csv(
-            path, has_header=False, separator="\x00", quote_char=None,
-            schema={"_raw": pl.String, "_nul": pl.String}, missing_columns="insert",
-            encoding="utf8-lossy", truncate_ragged_lines=True, row_index_name="_line",
-            row_index_offset=1,
-        ).select(
-            pl.col("_line").cast(pl.Int64),
-            pl.col("_raw").fill_null(""),
-            (pl.col("_raw").str.contains("\ufffd", literal=True).fill_null(False)
-             | pl.col("_nul").is_not_null()).alias("_bad_bytes"),
-        )
-    else:
-        frame = pl.scan_lines(
-            path, name="_raw", row_index_name="_line", row_index_offset=1
-        ).select(pl.col("_line").cast(pl.Int64), pl.col("_raw"), pl.lit(False).alias("_bad_bytes"))
-    keep = (pl.col("_line") >= layout.first_row) & (pl.col("_raw").str.strip_chars() != "")
+    frame = pl.scan_lines(path, name="_raw", row_index_name="_line", row_index_offset=1)
+    bad = pl.col("_raw").str.contains("\ufffd", literal=True) if lossy else pl.lit(False)
+    frame = frame.select(pl.col("_line").cast(pl.Int64), pl.col("_raw"), bad.alias("_bad_bytes"))
+    keep = (pl.col("_line") >= layout.first_row) & (pl.col("_raw").str.len_bytes() > 0)
     if layout.header_line is not None:
         keep &= pl.col("_raw") != layout.header_line
     return frame.filter(keep)
+
+
+def decoded_copy(path: Path) -> Path:
+    """A UTF-8 copy of a file that is not valid UTF-8 (plain or gzipped), each bad byte
+    replaced by U+FFFD and every line where it was. The caller deletes it."""
+    fd, name = tempfile.mkstemp(prefix=f"hpcpolicy-{path.name[:40]}-", suffix=".utf8")
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    opener = gzip.open if is_gzip(path) else open
+    try:
+        with opener(path, "rb") as src, os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            while chunk := src.read(1 << 22):
+                out.write(decoder.decode(chunk))
+            out.write(decoder.decode(b"", final=True))
+    except (OSError, EOFError, zlib.error) as exc:
+        Path(name).unlink(missing_ok=True)
+        raise _unreadable(path, exc) from None
+    return Path(name)
 
 
 def id_text(raw: pl.Expr, layout: SacctLayout, index: int) -> pl.Expr:
@@ -99,13 +109,19 @@ def _csv_field(matches: pl.Expr, index: int) -> pl.Expr:
 
 @dataclass(frozen=True)
 class Fields:
-    """The split fields of the rows that are parsed (job rows), and their validity."""
+    """The split fields of the rows that are parsed (job rows), and their validity.
+
+    :meth:`get` hands out references to per-field columns; :meth:`with_fields` adds the
+    columns asked for, each taken out of the split list once.
+    """
 
     frame: pl.LazyFrame
-    """The input frame with the split fields added in column ``_f``."""
+    """The input frame with the split fields added as a list in column ``_f``."""
     valid: pl.Expr
     """True where the row has exactly the layout's number of fields."""
     layout: SacctLayout
+    used: dict[str, pl.Expr] = field(default_factory=dict)
+    """Field columns handed out by :meth:`get` -> how to take them out of ``_f``."""
 
     def get(self, name: str) -> pl.Expr | None:
         """Text of column ``name`` (null for rows not parsed), or None if the export lacks
@@ -113,9 +129,16 @@ class Fields:
         i = self.layout.index(name)
         if i is None:
             return None
+        key = f"_t{i}"
         if self.layout.style == "csv":
-            return _csv_field(pl.col("_f"), i)
-        return pl.col("_f").struct.field(f"field_{i}")
+            self.used[key] = _csv_field(pl.col("_f"), i)
+        else:
+            self.used[key] = pl.col("_f").list.get(i, null_on_oob=True)
+        return pl.col(key)
+
+    def with_fields(self) -> pl.LazyFrame:
+        """:attr:`frame` with ``_ok`` (:attr:`valid`) and the field columns handed out."""
+        return self.frame.with_columns(self.valid.alias("_ok"), **self.used)
 
 
 def split_fields(frame: pl.LazyFrame, text: pl.Expr, layout: SacctLayout) -> Fields:
@@ -132,9 +155,9 @@ def split_fields(frame: pl.LazyFrame, text: pl.Expr, layout: SacctLayout) -> Fie
         covered = pl.col("_f").list.eval(pl.element().str.len_bytes()).list.sum()
         valid = (pl.col("_f").list.len() == n) & (covered == line.str.len_bytes())
     else:
-        frame = frame.with_columns(text.str.split_exact("|", n).alias("_f"))
-        last = pl.col("_f").struct.field(f"field_{n - 1}")
-        valid = last.is_not_null() & pl.col("_f").struct.field(f"field_{n}").is_null()
+        frame = frame.with_columns(text.str.split("|").alias("_f"))
+        last = pl.col("_f").list.get(n - 1, null_on_oob=True)
+        valid = pl.col("_f").list.len() == n
         if layout.style == "parsable":
             valid &= last == ""
     return Fields(frame, valid.fill_null(False), layout)
@@ -144,8 +167,11 @@ def split_fields(frame: pl.LazyFrame, text: pl.Expr, layout: SacctLayout) -> Fie
 class SacctRecords:
     """What the pass over the job-id column found."""
 
+    text: Path
+    """The file to read rows from: the export itself, or a decoded copy when it is not valid
+    UTF-8 (see ``lossy``; the plan deletes the copy when it is done with)."""
     lossy: bool
-    """The file is not valid UTF-8: read it with bad bytes replaced (their rows rejected)."""
+    """``text`` is a copy with bad bytes replaced; rows holding one are rejected."""
     superseded_lines: pl.Series
     """Lines of job records followed later in the file by another record of the same job."""
     orphan_lines: pl.Series
@@ -160,15 +186,19 @@ def _id_column(layout: SacctLayout) -> int | None:
     return i if i is not None else layout.index("JobIDRaw")
 
 
+def _unreadable(path: Path, exc: BaseException) -> InputFormatError:
+    return InputFormatError(
+        f"{path}: cannot read to the end ({exc}); the file (or its gzip stream) is "
+        "truncated or damaged: copy or download it again"
+    )
+
+
 def _collect(path: Path, query: pl.LazyFrame) -> pl.DataFrame:
     """Run the pass; a broken file becomes a one-line InputFormatError."""
     try:
         return query.collect(engine="streaming")
     except OSError as exc:
-        raise InputFormatError(
-            f"{path}: cannot read to the end ({exc}); the file (or its gzip stream) is "
-            "truncated or damaged: copy or download it again"
-        ) from None
+        raise _unreadable(path, exc) from None
 
 
 def scan_records(path: Path, layout: SacctLayout) -> SacctRecords:
@@ -185,22 +215,23 @@ def scan_records(path: Path, layout: SacctLayout) -> SacctRecords:
         InputFormatError: the file cannot be read to its end (truncated gzip, I/O error).
     """
     index = _id_column(layout)
-    lossy = False
+    text, lossy = path, False
     try:
-        frame = _collect(path, _key_query(path, layout, index, lossy=False))
+        frame = _collect(path, _key_query(path, layout, index))
     except pl.exceptions.ComputeError as exc:
         if "utf8" not in str(exc).lower() and "utf-8" not in str(exc).lower():
             raise InputFormatError(f"{path}: {exc}") from None
-        lossy = True
-        frame = _collect(path, _key_query(path, layout, index, lossy=True))
+        text, lossy = decoded_copy(path), True
+        frame = _collect(path, _key_query(text, layout, index))
     empty = pl.Series("_line", [], dtype=pl.Int64)
     if index is None:
-        return SacctRecords(lossy, empty, empty, frame.height - frame["_hash"].n_unique())
+        copies = frame.height - frame["_hash"].n_unique()
+        return SacctRecords(text, lossy, empty, empty, copies)
     jobs = frame.filter(~pl.col("_step") & ~pl.col("_empty"))
     candidates = jobs.filter(pl.col("_hash").is_duplicated())["_line"]
     superseded = empty
     if candidates.len():
-        keys = _collect(path, line_source(path, layout, lossy).filter(
+        keys = _collect(path, line_source(text, layout, lossy).filter(
             pl.col("_line").is_in(candidates.cast(pl.Int64).implode())
         ).select("_line", id_text(pl.col("_raw"), layout, index).alias("_key")))
         superseded = keys.filter(~pl.col("_key").is_last_distinct())["_line"]
@@ -208,13 +239,13 @@ def scan_records(path: Path, layout: SacctLayout) -> SacctRecords:
         pl.when(~pl.col("_step")).then(pl.col("_hash")).forward_fill().alias("_job")
     ).filter(pl.col("_step") & (pl.col("_hash") != pl.col("_job")).fill_null(True))
     orphans = after_job.filter(~pl.col("_hash").is_in(jobs["_hash"].implode()))["_line"]
-    return SacctRecords(lossy, superseded.cast(pl.Int64), orphans.cast(pl.Int64), None)
+    return SacctRecords(text, lossy, superseded.cast(pl.Int64), orphans.cast(pl.Int64), None)
 
 
-def _key_query(path: Path, layout: SacctLayout, index: int | None, lossy: bool) -> pl.LazyFrame:
+def _key_query(path: Path, layout: SacctLayout, index: int | None) -> pl.LazyFrame:
     """``_line``, ``_hash`` (of the job part of the id: ``123`` for ``123.batch``), ``_step``
     and ``_empty`` (no id) of every data row; without an id column, the line's hash."""
-    rows = line_source(path, layout, lossy)
+    rows = line_source(path, layout, lossy=False)
     line = pl.col("_line").cast(pl.UInt32)
     raw = pl.col("_raw")
     if index is None:

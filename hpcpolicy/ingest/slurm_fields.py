@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 __all__ = [
@@ -30,8 +32,9 @@ __all__ = [
     "duration_parts",
     "duration_s",
     "exit_status",
-    "is_ambiguous_local",
+    "first_of",
     "has_text",
+    "is_ambiguous_local",
     "is_present",
     "is_unset_duration",
     "job_id_parts",
@@ -43,8 +46,8 @@ __all__ = [
     "to_int",
     "to_timestamp",
     "tres_entry",
-    "tres_mem_parts",
     "tres_gpu_first",
+    "tres_mem_parts",
 ]
 
 MAX_COUNT = 10_000_000
@@ -90,6 +93,14 @@ time limit. Other words are not in the table (``state_of`` gives null)."""
 _UNIT_MIB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
 
+def first_of(cases: list[tuple[pl.Expr, object]]) -> pl.Expr:
+    """The value of the first case whose condition is True, else null (a ``when`` chain)."""
+    chain: Any = pl
+    for cond, value in cases:
+        chain = chain.when(cond).then(value if isinstance(value, pl.Expr) else pl.lit(value))
+    return chain.otherwise(None)  # type: ignore[no-any-return]
+
+
 def lookup(t: pl.Expr, mapping: dict[str, object]) -> pl.Expr:
     """``mapping[t]``, null for keys not in it, as a ``when`` chain over the distinct values.
 
@@ -99,12 +110,7 @@ def lookup(t: pl.Expr, mapping: dict[str, object]) -> pl.Expr:
     by_value: dict[object, list[str]] = {}
     for key, value in mapping.items():
         by_value.setdefault(value, []).append(key)
-    values = iter(by_value.items())
-    value, keys = next(values)
-    chain = pl.when(t.is_in(keys)).then(pl.lit(value))
-    for value, keys in values:
-        chain = chain.when(t.is_in(keys)).then(pl.lit(value))
-    return chain.otherwise(None)
+    return first_of([(t.is_in(keys), value) for value, keys in by_value.items()])
 
 
 def is_present(t: pl.Expr) -> pl.Expr:
@@ -134,10 +140,11 @@ def to_timestamp(t: pl.Expr, fmt: str, tz: str) -> pl.Expr:
     Local times a clock change makes ambiguous take the earlier instant; times a clock change
     skips are null (and so rejected as bad timestamps).
     """
-    naive = t.str.strptime(pl.Datetime("ms"), fmt, strict=False)
+    naive = t.str.strptime(pl.Datetime("ms"), fmt, strict=False, cache=False)  # mostly unique
     if tz == "UTC":
         return naive.dt.replace_time_zone("UTC")
-    return naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC")
+    local = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+    return local.dt.convert_time_zone("UTC")
 
 
 def is_ambiguous_local(t: pl.Expr, fmt: str, tz: str) -> pl.Expr:
@@ -230,14 +237,9 @@ def state_of(t: pl.Expr) -> pl.Expr:
     """
     code = t.str.splitn(" ", 2).struct.field("field_0").cast(_STATE_ENUM, strict=False)
     code = code.to_physical()
-    chain = None
-    end = 0
-    for target in dict.fromkeys(STATES.values()):
-        end += sum(1 for v in STATES.values() if v == target)
-        chain = (pl.when(code < end) if chain is None else chain.when(code < end)).then(
-            pl.lit(target))
-    assert chain is not None
-    return chain.otherwise(None)
+    targets = list(dict.fromkeys(STATES.values()))
+    ends = [sum(1 for v in STATES.values() if targets.index(v) <= i) for i in range(len(targets))]
+    return first_of([(code < end, target) for end, target in zip(ends, targets, strict=True)])
 
 
 def exit_status(t: pl.Expr) -> pl.Expr:

@@ -370,6 +370,9 @@ class _Lines:
                 f"{self.path}: the gzip data is damaged after line {self.done} ({exc}); copy "
                 "or download the file again"
             ) from None
+        except OSError as exc:
+            raise InputFormatError(f"{self.path}: cannot read after line {self.done} "
+                                   f"({exc.strerror or exc})") from None
         if carry:
             yield carry, len(carry)
 

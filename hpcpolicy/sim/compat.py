@@ -236,7 +236,7 @@ def run_to_end(J, S):
     """Run a built-in policy with RLScheduler's semantics to the end."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     run = plan[1]
     while _fill(ji, need, ip, sc, js, run, queue, free, fs):
         sc[PASSES] += 1
@@ -250,7 +250,7 @@ def next_decision(J, S):
     """Number of waiting jobs to score for the next head choice; 0 at the end."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     if not _fill(ji, need, ip, sc, js, plan[1], queue, free, fs):
         return 0
     sc[PASSES] += 1
@@ -262,7 +262,7 @@ def decide(J, S):
     """Make the best of ``S.scores[:q]`` the head and run until it has started."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     sc[DECISIONS] += 1
     head = _choose(ji, a, ip, fp, sc, queue, scores, fs)
     _run_head(ji, need, ip, sc, js, plan[1], queue, free, tmp, fs, head)

@@ -51,12 +51,14 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     ngroups = prep.capacity.shape[0]
     kind = kernel.code if kernel is not None else fast.EXTERNAL
     a = np.ascontiguousarray(kernel.a, dtype=np.float64) if kernel else np.zeros(n)
-    rank = np.arange(n, dtype=np.int64)
-    if kind == fast.STATIC:
-        rank[np.argsort(a, kind="stable")] = np.arange(n, dtype=np.int64)
+    # Static policies: the stable order of the scores, rank = position in it.
+    by_rank = np.arange(n, dtype=np.int64)
+    if kind == fast.STATIC and (np.diff(a) < 0).any():
+        by_rank = np.argsort(a, kind="stable").astype(np.int64)
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_rank] = np.arange(n, dtype=np.int64)
     cores = prep.need[:n, :, 0]
     mincores = np.where(cores >= 0, cores, big).min(axis=1)
-    by_rank = np.argsort(rank, kind="stable")
     ji = np.stack([prep.submit, prep.dur, prep.length, prep.user, rank,
                    prep.never_fits.astype(np.int64), mincores, by_rank]).astype(np.int64)
     minc = np.where(cores >= 0, cores, big).min(axis=0).astype(np.int64)
@@ -67,7 +69,9 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     jobs = fast.Jobs(ji=ji, need=prep.need, a=a, minc=minc, ip=ip, fp=fp)
 
     total = n + m
-    leaves = 1 << max(n - 1, 0).bit_length() if kind == fast.STATIC else 1
+    static = kind == fast.STATIC and cfg.compat != "rlscheduler"
+    leaves = 1 << max(n - 1, 0).bit_length() if static and cfg.backfill != "none" else 1
+    waiting = n if static and cfg.backfill == "none" else 1
     conservative = cfg.backfill == "conservative"
     prof = total + n + 2 if conservative else 1
     sc = np.zeros(fast.N_SCALARS, dtype=np.int64)
@@ -79,7 +83,8 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     js[fast.GRP] = -1
     state = fast.State(
         sc=sc, js=js, heap=np.zeros((2, total), np.int64), plan=np.zeros((2, total), np.int64),
-        tree=np.full((2, 2 * leaves), big, np.int64), queue=np.zeros(n, np.int64),
+        tree=np.full((2, 2 * leaves), big, np.int64), wheap=np.zeros((2, waiting), np.int64),
+        queue=np.zeros(n, np.int64),
         order=np.zeros(n, np.int64), scores=np.zeros(n),
         free=prep.free0.copy(), tmp=np.zeros((ngroups + 1, 4), np.int64),
         prof_t=np.zeros(prof, np.int64), prof_f=np.zeros((prof, ngroups, 4), np.int64),

@@ -63,7 +63,7 @@ START, FIN, PEND, GRP, BF = range(5)
 # State.sc: scalars.
 (NOW, QH, QT, NWAIT, HLEN, PLEN, NEXT, EVENTS, FINISHES, PASSES, STARTED, BACKFILLED,
  DECISIONS, OVERRUNS, RES_HEAD, RES_T, RES_OVR, VIOL, VIOL_J, VIOL_T, PHASE, T0, MIDSTART,
- RLEN, SH_HEAD, SH_T, SH_G, SH_FIN, FIRST) = range(29)
+ RLEN, SH_HEAD, SH_T, SH_G, SH_FIN, FIRST, WLEN) = range(30)
 N_SCALARS = 32
 # State.sc[VIOL] codes.
 VIOL_RESERVATION_LATER, VIOL_HEAD_LATE = 1, 2
@@ -74,11 +74,12 @@ Jobs = namedtuple("Jobs", ["ji", "need", "a", "minc", "ip", "fp"])
 """Read-only: ji (8, n) rows SUBMIT..BY_RANK; need (N, G, 4); a (n,) kernel coefficient;
 minc (G,) smallest core demand per group; ip / fp parameters."""
 
-State = namedtuple("State", ["sc", "js", "heap", "plan", "tree", "queue", "order", "scores",
-                             "free", "tmp", "prof_t", "prof_f", "smin", "fs"])
+State = namedtuple("State", ["sc", "js", "heap", "plan", "tree", "wheap", "queue", "order",
+                             "scores", "free", "tmp", "prof_t", "prof_f", "smin", "fs"])
 """Mutable: sc scalars; js (5, N) rows START..BF; heap (2, N) and plan (2, N) as (time, job)
-rows; tree (2, 2P) the rank tree (static policies); queue, order (n,) and scores (n,) for the
-other policies; free (G, 4); tmp (G + 1, 4), its last row EASY's extra resources; prof_t (P,)
+rows; tree (2, 2P) the rank tree (static policies with backfilling); wheap (2, n) a heap of
+(rank, job) (static policies without: only the best job matters); queue, order (n,) and scores
+(n,) for the other policies; free (G, 4); tmp (G + 1, 4), its last row EASY's extra resources; prof_t (P,)
 and prof_f (P, G, 4) the conservative profile; smin (n + 1, G); fs (users + 1,) decayed usage
 per user, then the total."""
 
@@ -87,11 +88,11 @@ per user, then the total."""
 def _unpack(J, S):
     """Borrowed views of every array of a run."""
     ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
     return ((borrow(ji), borrow(need), borrow(a), borrow(minc), borrow(ip), borrow(fp)),
-            (borrow(sc), borrow(js), borrow(heap), borrow(plan), borrow(tree), borrow(queue),
-             borrow(order), borrow(scores), borrow(free), borrow(tmp), borrow(prof_t),
-             borrow(prof_f), borrow(smin), borrow(fs)))
+            (borrow(sc), borrow(js), borrow(heap), borrow(plan), borrow(tree), borrow(wheap),
+             borrow(queue), borrow(order), borrow(scores), borrow(free), borrow(tmp),
+             borrow(prof_t), borrow(prof_f), borrow(smin), borrow(fs)))
 
 
 # ---------------------------------------------------------------- resources and groups
@@ -132,8 +133,10 @@ def _max_free_cores(free):
 
 # ---------------------------------------------------------------- the waiting jobs
 @njit(cache=True)
-def _enqueue(ji, ip, sc, tree, queue, j):
-    if ip[IP_KIND] == STATIC:
+def _enqueue(ji, ip, sc, tree, wheap, queue, j):
+    if ip[IP_KIND] == STATIC and ip[IP_BACKFILL] == NONE:
+        sc[WLEN] = heap_push(wheap, sc[WLEN], ji[RANK, j], j)
+    elif ip[IP_KIND] == STATIC:
         tree_set(tree, ji[RANK, j], ji[MINCORES, j], ji[LENGTH, j])
         sc[FIRST] = min(sc[FIRST], ji[RANK, j])
     else:
@@ -190,10 +193,12 @@ def _trusted(sc, plan):
 
 
 @njit(cache=True)
-def _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, backfilled):
+def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, backfilled):
     now = sc[NOW]
-    if ip[IP_CHECK] and not backfilled and j == sc[RES_HEAD]:
-        if _trusted(sc, plan) and now > sc[RES_T] and sc[VIOL] == 0:
+    if ip[IP_CHECK] and not backfilled:
+        # The head starts (on time?), or a better-scored job overtakes it: either way the
+        # promise made to the head is settled.
+        if j == sc[RES_HEAD] and _trusted(sc, plan) and now > sc[RES_T] and sc[VIOL] == 0:
             sc[VIOL] = VIOL_HEAD_LATE
             sc[VIOL_J] = j
             sc[VIOL_T] = now
@@ -211,10 +216,12 @@ def _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, backfilled):
         sc[PLEN] = list_insert(plan, sc[PLEN], js[PEND, j], j)
     sc[STARTED] += 1
     sc[NWAIT] -= 1
-    if ip[IP_KIND] == STATIC:
-        tree_set(tree, ji[RANK, j], BIG, BIG)
-    else:
+    if ip[IP_KIND] != STATIC:
         sc[MIDSTART] = 1
+    elif ip[IP_BACKFILL] == NONE:
+        sc[WLEN] = heap_pop(wheap, sc[WLEN])  # j is the best waiting job: the top
+    else:
+        tree_set(tree, ji[RANK, j], BIG, BIG)
     if backfilled:
         js[BF, j] = 1
         sc[BACKFILLED] += 1
@@ -222,7 +229,7 @@ def _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, backfilled):
 
 # ---------------------------------------------------------------- events
 @njit(cache=True)
-def _advance(ji, need, ip, sc, js, heap, plan, tree, queue, free, fs):
+def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
     """Jump to the next event time; apply its finishes, then its submits. False when none."""
     n = ip[IP_N]
     nxt = sc[NEXT]
@@ -251,7 +258,7 @@ def _advance(ji, need, ip, sc, js, heap, plan, tree, queue, free, fs):
         sc[FINISHES] += 1
     while nxt < n and ji[SUBMIT, nxt] == t:
         if not ji[NEVER, nxt]:
-            _enqueue(ji, ip, sc, tree, queue, nxt)
+            _enqueue(ji, ip, sc, tree, wheap, queue, nxt)
             sc[EVENTS] += 1
         nxt += 1
     sc[NEXT] = nxt
@@ -301,7 +308,9 @@ def _shadow(ji, need, ip, sc, js, plan, free, tmp, head):
             tmp[g, r] = free[g, r]
     i, size = 0, sc[PLEN]
     t, gh = BIG, -1
+    sc[30] += 1
     while i < size and gh < 0:
+        sc[31] += 1
         t = max(plan[0, i], now + 1)
         while i < size and max(plan[0, i], now + 1) == t:
             j = plan[1, i]
@@ -355,7 +364,7 @@ def _easy_begin(ji, need, ip, sc, js, plan, free, tmp, head):
 
 
 @njit(cache=True)
-def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, head, pos):
+def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, head, pos):
     """EASY over the rank tree: visit only the jobs that could start now."""
     now = sc[NOW]
     shadow, gh = _easy_begin(ji, need, ip, sc, js, plan, free, tmp, head)
@@ -365,12 +374,13 @@ def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, head, 
     while True:
         extra = tmp[G, 0] if G == 1 else BIG
         p = tree_find(tree, p, _max_free_cores(free), span, extra)
+        sc[29] += 1
         if p < 0:
             break
         j = ji[BY_RANK, p]
         g = _easy_group(need, free, tmp, j, gh, now + ji[LENGTH, j] <= shadow)
         if g >= 0:
-            _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, 1)
+            _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 1)
         p += 1
 
 
@@ -383,7 +393,7 @@ def _nothing_fits(minc, free):
 
 
 @njit(cache=True)
-def _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, order, k):
+def _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, order, k):
     """EASY over a sorted list of waiting jobs (dynamic and Python policies)."""
     now = sc[NOW]
     shadow, gh = _easy_begin(ji, need, ip, sc, js, plan, free, tmp, order[k])
@@ -393,7 +403,7 @@ def _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, order
         j = order[i]
         g = _easy_group(need, free, tmp, j, gh, now + ji[LENGTH, j] <= shadow)
         if g >= 0:
-            _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, 1)
+            _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 1)
 
 
 # ---------------------------------------------------------------- conservative
@@ -477,7 +487,7 @@ def _profile(need, sc, js, plan, free, prof_t, prof_f):
 
 
 @njit(cache=True)
-def _place(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, size, j):
+def _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, size, j):
     """Reserve job j at its earliest fit (first group on ties); start it if that is now."""
     best_i, best_g = -1, -1
     for g in range(free.shape[0]):
@@ -489,12 +499,12 @@ def _place(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, size, j
     t = prof_t[best_i]
     size = _reserve(ji, need, prof_t, prof_f, size, best_i, best_g, j)
     if t == sc[NOW]:
-        _start(ji, need, ip, sc, js, heap, plan, tree, free, j, best_g, 1)
+        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, best_g, 1)
     return size
 
 
 @njit(cache=True)
-def _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, pos):
+def _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, pos):
     size = _profile(need, sc, js, plan, free, prof_t, prof_f)
     p = pos
     while True:
@@ -502,13 +512,13 @@ def _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, p
         if tree_find(tree, p, _max_free_cores(prof_f[0]), BIG, -1) < 0:
             break
         p = tree_find(tree, p, BIG - 1, BIG, -1)
-        size = _place(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, size,
+        size = _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, size,
                       ji[BY_RANK, p])
         p += 1
 
 
 @njit(cache=True)
-def _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, smin,
+def _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, smin,
                           order, k):
     size = _profile(need, sc, js, plan, free, prof_t, prof_f)
     G = free.shape[0]
@@ -528,37 +538,41 @@ def _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, 
                 break
         if stop:
             break
-        size = _place(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f, size,
+        size = _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, size,
                       order[i])
 
 
 # ---------------------------------------------------------------- passes
 @njit(cache=True)
-def _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t, prof_f):
+def _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t, prof_f):
     """A scheduling pass of a static policy: start the best jobs while they fit, then
     backfill around the first that does not."""
     while sc[NWAIT] > 0:
-        pos = tree_find(tree, sc[FIRST], BIG - 1, BIG, -1)
-        sc[FIRST] = pos  # no job waits at a smaller rank
-        j = ji[BY_RANK, pos]
+        if ip[IP_BACKFILL] == NONE:
+            pos = -1
+            j = wheap[1, 0]
+        else:
+            pos = tree_find(tree, sc[FIRST], BIG - 1, BIG, -1)
+            sc[FIRST] = pos  # no job waits at a smaller rank
+            j = ji[BY_RANK, pos]
         g = _pick(need, free, j)
         if g < 0:
             if ip[IP_BACKFILL] == EASY:
-                _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, j, pos)
+                _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, j, pos)
             elif ip[IP_BACKFILL] == CONSERVATIVE:
-                _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, free, prof_t,
+                _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t,
                                      prof_f, pos)
             return
-        _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, 0)
+        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 0)
 
 
 @njit(cache=True)
-def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t, prof_f,
+def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t, prof_f,
                       smin, order, k):
     if ip[IP_BACKFILL] == EASY:
-        _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, order, k)
+        _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, order, k)
     elif ip[IP_BACKFILL] == CONSERVATIVE:
-        _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, free, prof_t, prof_f,
+        _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f,
                               smin, order, k)
 
 
@@ -568,15 +582,15 @@ def run_to_end(J, S):
     """Run a built-in policy until every job has started and ended."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     static = ip[IP_KIND] == STATIC
-    while _advance(ji, need, ip, sc, js, heap, plan, tree, queue, free, fs):
+    while _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
         sc[PASSES] += 1
         if sc[NWAIT] == 0:
             continue
         sc[DECISIONS] += 1
         if static:
-            _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t,
+            _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t,
                          prof_f)
             continue
         q = sc[NWAIT]
@@ -590,10 +604,10 @@ def run_to_end(J, S):
             g = _pick(need, free, j)
             if g < 0:
                 break
-            _start(ji, need, ip, sc, js, heap, plan, tree, free, j, g, 0)
+            _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 0)
             k += 1
         if k < q:
-            _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t,
+            _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t,
                               prof_f, smin, view, k)
         _compact(sc, js, queue)
 
@@ -607,11 +621,11 @@ def next_decision(J, S):
     """
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     while True:
         if sc[PHASE] == IN_PASS and sc[NWAIT] > 0:
             return sc[NWAIT]
-        if not _advance(ji, need, ip, sc, js, heap, plan, tree, queue, free, fs):
+        if not _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
             return 0
         sc[PASSES] += 1
         sc[PHASE] = IN_PASS
@@ -623,15 +637,15 @@ def decide(J, S):
     pass for the next decision), else backfill around it and wait for the next event."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
     view = _sorted_by_scores(sc, queue, order, scores, sc[NWAIT])
     sc[DECISIONS] += 1
     head = view[0]
     g = _pick(need, free, head)
     if g >= 0:
-        _start(ji, need, ip, sc, js, heap, plan, tree, free, head, g, 0)
+        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, head, g, 0)
     else:
-        _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, free, tmp, prof_t,
+        _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t,
                           prof_f, smin, view, 0)
         sc[PHASE] = WAITING
     _compact(sc, js, queue)

@@ -157,8 +157,10 @@ class ReferenceEngine:
             self._start(j, g, now, backfilled=True)
 
     def _start(self, j: int, g: int, now: int, *, backfilled: bool) -> None:
-        if self.cfg.check and not backfilled and self.reserved and self.reserved[0] == j:
-            if self._trusted(now) and now > self.reserved[1]:
+        if self.cfg.check and not backfilled and self.reserved:
+            # The head starts (on time?), or a better-scored job overtakes it: either way the
+            # promise made to the head is settled.
+            if self.reserved[0] == j and self._trusted(now) and now > self.reserved[1]:
                 raise SimulationError(
                     f"invariant violated: EASY started head job {j} at t={now} s, after its "
                     f"reservation at t={self.reserved[1]} s, although no job ran past its "

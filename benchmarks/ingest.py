@@ -1,0 +1,170 @@
+"""Benchmark ``hpcpolicy.ingest.ingest()`` on large Slurm sacct and SWF logs.
+
+Inputs are built once into ``--cache`` (outside the repository; reused while their size
+matches): a sacct export from ``../shared/tools/swf2sacct.py --repeat K --gpus`` over HPC2N
+(15 passes: 10.0 M lines), and RICC repeated K times as SWF (5 passes: 2.24 M jobs; each
+pass shifts job ids past the previous ones and submit times past their span).
+
+For each input, in separate child processes (so that peak memory is the child's own):
+
+* ``ingest``: the whole public ``ingest()`` (plan, read, clean, write Parquet + rejects +
+  report); ``rows_per_s`` = rows read / its seconds; ``peak_rss_mb`` from ``os.wait4``;
+* ``scan_lines``: the baseline of just reading the text with Polars
+  (``pl.scan_lines(...).select(len_bytes().sum())``);
+* ``scan_fields`` (sacct only): Polars' own CSV reader splitting every line into its
+  ``|``-separated string columns, each summed by length.
+
+``ratio_*`` = ingest seconds / baseline seconds from the same run. The bars of issue 2:
+sacct >= 1.5 M rows/s and <= 1 GB peak RSS, SWF >= 2 M rows/s, ratio <= 2.5.
+Output: JSON (default ``benchmarks/results/ingest.json``) and one line of text. Figures
+taken while other work runs on the machine are noisy; the ratios less so.
+
+Usage:
+    python benchmarks/ingest.py [--sacct-repeat 15] [--swf-repeat 5] [--cache DIR] [--out FILE]
+    python benchmarks/ingest.py --sacct-repeat 1 --swf-repeat 1     # a quick try (~1 min)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+SWF2SACCT = DATA.parent / "tools" / "swf2sacct.py"
+SACCT_SOURCE, SWF_SOURCE = "HPC2N-2002-2.2-cln.swf.gz", "RICC-2010-2.swf.gz"
+
+CHILD = """
+import json, sys, time
+import polars as pl
+kind, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+t = time.perf_counter()
+if kind == "ingest":
+    from hpcpolicy.ingest import IngestConfig, ingest
+    fmt = sys.argv[4]
+    cfg = IngestConfig(format=fmt, overwrite=True, procs=8192 if fmt == "swf" else None)
+    r = ingest([path], out, cfg)
+    result = {"rows": r.rows_read, "jobs_kept": r.jobs_kept, "rows_rejected": r.rows_rejected,
+              "steps_folded": r.steps_folded, "timings_s": r.timings_s}
+elif kind == "scan_lines":
+    n = pl.scan_lines(path).select(pl.col("line").str.len_bytes().sum()).collect()
+    result = {"bytes": int(n.item())}
+else:
+    n = pl.scan_csv(path, separator="|", quote_char=None, infer_schema=False).select(
+        pl.all().str.len_bytes().sum()).collect()
+    result = {"columns": n.width}
+result["seconds"] = time.perf_counter() - t
+print(json.dumps(result))
+"""
+
+
+def _child(kind: str, path: Path, out: Path, fmt: str = "") -> dict[str, Any]:
+    """Run one measurement in a fresh interpreter; add its peak RSS (MiB)."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, kind, str(path), str(out), fmt],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    stdout, stderr = proc.stdout.read(), proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"ingest benchmark: {kind} {path.name} failed:\n{stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    result["peak_rss_mb"] = round(usage.ru_maxrss / 1024, 1)  # Linux: KiB
+    return result
+
+
+def build_sacct(cache: Path, repeat: int) -> Path:
+    """``swf2sacct --repeat`` over HPC2N, built once per size."""
+    path = cache / f"hpc2n_x{repeat}.sacct.txt"
+    if not path.exists():
+        tmp = path.with_suffix(".part")
+        subprocess.run([sys.executable, str(SWF2SACCT), str(DATA / SACCT_SOURCE), "-o", str(tmp),
+                        "--repeat", str(repeat), "--gpus"], check=True, capture_output=True)
+        tmp.replace(path)
+    return path
+
+
+def build_swf(cache: Path, repeat: int) -> Path:
+    """RICC repeated: each pass's job ids follow the last pass's, its submits its span."""
+    path = cache / f"ricc_x{repeat}.swf"
+    if path.exists():
+        return path
+    with gzip.open(DATA / SWF_SOURCE, "rt") as f:
+        rows = [ln.split() for ln in f if ln.strip() and not ln.startswith(";")]
+    max_id = max(int(r[0]) for r in rows)
+    submits = [int(float(r[1])) for r in rows]
+    span = max(submits) - min(submits) + 1
+    tmp = path.with_suffix(".part")
+    with tmp.open("w") as out:
+        out.write("; MaxProcs: 8192\n")
+        for k in range(repeat):
+            for r in rows:
+                shifted = [str(int(r[0]) + k * max_id), str(int(float(r[1])) + k * span), *r[2:]]
+                out.write(" ".join(shifted) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def measure(path: Path, fmt: str, work: Path) -> dict[str, Any]:
+    """Ingest and baselines for one input."""
+    result: dict[str, Any] = {"input": str(path), "bytes": path.stat().st_size}
+    result["scan_lines"] = _child("scan_lines", path, work / "x")
+    if fmt == "sacct":
+        result["scan_fields"] = _child("scan_fields", path, work / "x")
+    run = _child("ingest", path, work / f"{fmt}.parquet", fmt)
+    result["ingest"] = run
+    result["rows_per_s"] = round(run["rows"] / run["seconds"])
+    for base in ("scan_lines", "scan_fields"):
+        if base in result:
+            result[f"ratio_{base}"] = round(run["seconds"] / result[base]["seconds"], 2)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the inputs, run the measurements, write JSON and print one line."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sacct-repeat", type=int, default=15, help="HPC2N passes (15: 10.0 M lines)")
+    p.add_argument("--swf-repeat", type=int, default=5, help="RICC passes (5: 2.24 M jobs)")
+    p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "hpcpolicy-bench",
+                   help="where the large inputs are built and kept (outside the repository)")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ingest.json")
+    args = p.parse_args(argv)
+    if min(args.sacct_repeat, args.swf_repeat) < 1:
+        p.error("--sacct-repeat and --swf-repeat must be >= 1")
+    for needed in (DATA / SACCT_SOURCE, DATA / SWF_SOURCE, SWF2SACCT):
+        if not needed.exists():
+            p.error(f"{needed} is absent (the real traces live in ../shared beside the repo)")
+    args.cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=args.cache) as work:
+        sacct = measure(build_sacct(args.cache, args.sacct_repeat), "sacct", Path(work))
+        swf = measure(build_swf(args.cache, args.swf_repeat), "swf", Path(work))
+    doc = {
+        "sacct": sacct, "swf": swf,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform(), "load_avg_1m": os.getloadavg()[0]},
+        "bars": {"sacct_rows_per_s": 1.5e6, "sacct_peak_rss_mb": 1024, "swf_rows_per_s": 2e6,
+                 "ratio": 2.5},
+    }
+    from hpcpolicy.atomic import write_json
+
+    write_json(args.out, doc)
+    print(f"ingest: sacct {sacct['ingest']['rows']:,} rows "
+          f"{sacct['rows_per_s'] / 1e6:.2f} M rows/s "
+          f"peak {sacct['ingest']['peak_rss_mb']:.0f} MiB, x{sacct['ratio_scan_fields']} of a "
+          f"Polars field scan (x{sacct['ratio_scan_lines']} of a line scan); swf "
+          f"{swf['ingest']['rows']:,} rows {swf['rows_per_s'] / 1e6:.2f} M rows/s peak "
+          f"{swf['ingest']['peak_rss_mb']:.0f} MiB, x{swf['ratio_scan_lines']} of a line scan; "
+          f"load {doc['machine']['load_avg_1m']:.1f} -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

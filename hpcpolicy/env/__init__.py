@@ -1,0 +1,55 @@
+"""The scheduling environment: the simulator as a Gymnasium env, one head choice per step.
+
+Importing this package registers ``hpcpolicy/Scheduling-v0`` with Gymnasium (when Gymnasium is
+installed, with the ``[rl]`` extra)::
+
+    import gymnasium as gym
+    import hpcpolicy.env
+    env = gym.make("hpcpolicy/Scheduling-v0", workload=w, cluster=c, config=EnvConfig())
+
+Modules:
+
+* :mod:`~hpcpolicy.env.scheduling`: :class:`SchedulingEnv` (spaces, rewards, episode end);
+* :mod:`~hpcpolicy.env.config`: :class:`EnvConfig`;
+* :mod:`~hpcpolicy.env.observe`: raw features of a decision, shared with learned policies;
+* :mod:`~hpcpolicy.env.rewards`: bounded slowdown, wait, response, utilisation and mixes;
+* :mod:`~hpcpolicy.env.split`: the chronological train/test split;
+* :mod:`~hpcpolicy.env.driver`: the compiled engine advanced one head choice at a time;
+* :mod:`~hpcpolicy.env.factory`: ``make_env`` (the ``module:function`` factory training
+  workers call) and the provenance recorded in a policy's manifest.
+
+Example:
+    >>> ENV_ID
+    'hpcpolicy/Scheduling-v0'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpcpolicy.env.config import EnvConfig
+
+__all__ = ["ENV_ID", "EnvConfig", "SchedulingEnv"]
+
+ENV_ID = "hpcpolicy/Scheduling-v0"
+"""Gymnasium id of :class:`~hpcpolicy.env.scheduling.SchedulingEnv`."""
+
+
+def _register() -> None:
+    try:
+        import gymnasium as gym
+    except ImportError:  # a base install: the environment needs the [rl] extra
+        return
+    if ENV_ID not in gym.registry:
+        gym.register(id=ENV_ID, entry_point="hpcpolicy.env.scheduling:SchedulingEnv")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SchedulingEnv":
+        from hpcpolicy.env.scheduling import SchedulingEnv
+
+        return SchedulingEnv
+    raise AttributeError(f"module 'hpcpolicy.env' has no attribute {name!r}")
+
+
+_register()

@@ -1,0 +1,155 @@
+"""The compiled engine driven one head choice at a time, on the environment's hot path.
+
+:class:`~hpcpolicy.sim.compiled.Stepper` builds a full :class:`~hpcpolicy.policies.base.QueueView`
+at each decision (the fit test of every waiting job, the fair-share table), which costs more
+than the compiled step itself. :class:`EngineDriver` wraps a Stepper and reads what the
+environment needs straight from its arrays, read-only: the waiting queue, the clock, the free
+resources, start times, and the running jobs' cores and *requested* ends. It advances the run
+with the same compiled entry points the Stepper uses, so the schedule is the Stepper's (a test
+keeps both paths identical). Nothing here reads a job's actual end or run time.
+
+This is the one module that knows the compiled engine's array layout
+(:mod:`hpcpolicy.sim.fast`); see :meth:`EngineDriver.running` for the part that
+:class:`~hpcpolicy.policies.base.QueueView` does not offer yet.
+
+Example:
+    >>> import numpy as np
+    >>> from hpcpolicy.cluster import ClusterSpec
+    >>> from hpcpolicy.sim.types import SimConfig
+    >>> from hpcpolicy.workload import Workload
+    >>> z = np.zeros(3, dtype=np.int64)
+    >>> w = Workload(job_id=np.array(["a", "b", "c"], dtype=object), submit=z,
+    ...     run_time=np.array([10, 10, 10]), req_walltime=np.array([10, 10, 10]),
+    ...     procs=np.array([2, 2, 2]), nodes=z, gpus=z, mem_mib=z,
+    ...     user=z.astype(np.int32), partition=z.astype(np.int32), logged_start=z - 1)
+    >>> d = EngineDriver(w, ClusterSpec.homogeneous(4), SimConfig())
+    >>> while d.advance():
+    ...     d.choose(len(d.queue()) - 1)                 # always the latest arrival
+    >>> d.result().start.tolist()
+    [10, 0, 0]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hpcpolicy.sim import compat, fast
+from hpcpolicy.sim.compiled import Stepper
+
+if TYPE_CHECKING:
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
+    from hpcpolicy.workload import Workload
+
+__all__ = ["EngineDriver", "head_scores"]
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+
+def head_scores(waiting: int, slot: int) -> F64:
+    """Scores that make waiting job ``slot`` the head and keep the others in submit order.
+
+    The engine starts the lowest score first and backfills in score order, so this is "the
+    chosen job first, then first come, first served" (RLScheduler's backfilling order too).
+
+    Example:
+        >>> head_scores(4, 2).tolist()
+        [0.0, 1.0, -1.0, 3.0]
+    """
+    scores = np.arange(waiting, dtype=np.float64)
+    scores[slot] = -1.0
+    return scores
+
+
+class EngineDriver:
+    """A :class:`~hpcpolicy.sim.compiled.Stepper` advanced without building QueueViews.
+
+    Args:
+        workload: The jobs (a window, usually).
+        cluster: The machine.
+        cfg: Backfilling, compat and the other engine options (``cfg.policy`` is ignored:
+            the caller chooses every head).
+        running: Jobs occupying the machine at the start (warm start).
+    """
+
+    def __init__(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig, *,
+                 running: RunningJobs | None = None) -> None:
+        self.stepper = Stepper(workload, cluster, cfg, running=running)
+        self.prep = self.stepper.prep
+        # the engine the Stepper runs (hpcpolicy.sim.compiled picks it the same way)
+        engine: Any = compat if cfg.compat == "rlscheduler" else fast
+        self._next, self._decide = engine.next_decision, engine.decide
+        # running jobs: the finish heap (fast) or the running list (compat), ids in row 1
+        rlscheduler = cfg.compat == "rlscheduler"
+        self._running_ids = self.stepper.state.plan[1] if rlscheduler \
+            else self.stepper.state.heap[1]
+        self._running_len = fast.RLEN if rlscheduler else fast.HLEN
+        self._q = 0
+
+    # -- advancing ------------------------------------------------------------------------
+    def advance(self) -> int:
+        """Run to the next decision; the number of waiting jobs, or 0 when every job has run."""
+        state = self.stepper.state
+        self._q = int(self._next(self.stepper.jobs, state))
+        return self._q
+
+    def choose(self, slot: int) -> None:
+        """Make waiting job ``slot`` (index into :meth:`queue`) the head (:func:`head_scores`)."""
+        self.stepper.state.scores[:self._q] = head_scores(self._q, slot)
+        self._decide(self.stepper.jobs, self.stepper.state)
+
+    # -- what a scheduler knows -----------------------------------------------------------
+    @property
+    def now(self) -> int:
+        """Simulated time of the current decision (s since the workload's origin)."""
+        return int(self.stepper.state.sc[fast.NOW])
+
+    def queue(self) -> I64:
+        """Waiting jobs (workload indices) in submit order; a view, valid until the next step."""
+        sc = self.stepper.state.sc
+        return self.stepper.state.queue[sc[fast.QH]:sc[fast.QT]]  # type: ignore[no-any-return]
+
+    @property
+    def free(self) -> I64:
+        """(groups, 4) free cores, GPUs, MiB and nodes now; a view."""
+        return self.stepper.state.free  # type: ignore[no-any-return]
+
+    @property
+    def capacity(self) -> I64:
+        """(groups, 4) totals of the cluster."""
+        return self.prep.capacity
+
+    def fits_now(self, jobs: I64) -> npt.NDArray[np.bool_]:
+        """Whether each of ``jobs`` fits on the free resources now (in some node group), the
+        test :meth:`~hpcpolicy.sim.compiled.Stepper.next_decision` reports as ``fits_now``."""
+        need = self.prep.need[jobs]
+        free = self.stepper.state.free
+        return ((need[:, :, 0] >= 0) & (need <= free[None]).all(axis=2)).any(axis=1)  # type: ignore[no-any-return]
+
+    def running(self) -> tuple[I64, I64]:
+        """Cores held and requested end (s) of each running job, warm-start jobs included.
+
+        Read from the engine's list of running jobs (job ids only, never their actual ends).
+        :class:`~hpcpolicy.policies.base.QueueView` lacks these two arrays; once it carries
+        them (``running_cores``, ``running_req_end``) the environment can read them there.
+        """
+        state = self.stepper.state
+        ids = self._running_ids[:state.sc[self._running_len]]
+        cores = self.prep.need[ids, state.js[fast.GRP, ids], 0]
+        return cores, state.js[fast.PEND, ids]
+
+    def starts(self) -> I64:
+        """Start time of every workload job so far (-1 while waiting); a view."""
+        return self.stepper.state.js[fast.START, :self.prep.n]  # type: ignore[no-any-return]
+
+    def groups(self) -> I64:
+        """Node group of every workload job so far (-1 while waiting); a view."""
+        return self.stepper.state.js[fast.GRP, :self.prep.n]  # type: ignore[no-any-return]
+
+    def result(self) -> SimResult:
+        """The :class:`~hpcpolicy.sim.types.SimResult` of the finished run."""
+        return self.stepper.result()  # type: ignore[no-any-return]

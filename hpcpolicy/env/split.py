@@ -1,0 +1,84 @@
+"""Chronological train/test split of a workload, and the windows each part offers.
+
+The jobs, in submit order, are cut once: the first ``train_frac`` of them (``floor(train_frac
+* n)`` jobs) are the *training* part, the rest the *test* part. A window of consecutive jobs
+belongs to a part only if all its jobs do, so every training window ends before the first
+test job is submitted: a policy is always evaluated on a later period than it learned from,
+as it would be deployed. ``all`` ignores the cut (RLScheduler's protocol samples training and
+test windows from the whole trace).
+
+A warm window's pre-load is replayed from the jobs just before it (see
+:mod:`hpcpolicy.sim.windows`); for the first test windows those are training jobs. That only
+sets the machine's state at the window's start; no test job is ever part of a training window.
+
+Example:
+    >>> part_range(1000, "train", 0.7), part_range(1000, "test", 0.7)
+    ((0, 700), (700, 1000))
+    >>> split_starts(1000, "test", 0.7, WindowConfig(size=100, count=3, seed=1))
+    (794, 802, 851)
+"""
+
+from __future__ import annotations
+
+import math
+
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.sim.windows import WindowConfig, choose_starts
+
+__all__ = ["SPLITS", "part_range", "split_starts", "window_range"]
+
+SPLITS = ("train", "test", "all")
+"""Parts of the workload: before the cut, after it, or everything."""
+
+
+def part_range(n_jobs: int, split: str, train_frac: float) -> tuple[int, int]:
+    """Job indices ``[lo, hi)`` of part ``split`` of a workload of ``n_jobs`` jobs.
+
+    Raises:
+        ConfigError: Unknown split, ``train_frac`` outside (0, 1), or an empty part.
+    """
+    if split not in SPLITS:
+        raise ConfigError(f"split {split!r} is not one of {', '.join(SPLITS)}")
+    if not 0.0 < train_frac < 1.0:
+        raise ConfigError(f"train_frac must be in (0, 1), not {train_frac}")
+    cut = math.floor(train_frac * n_jobs)
+    lo, hi = {"train": (0, cut), "test": (cut, n_jobs), "all": (0, n_jobs)}[split]
+    if hi <= lo:
+        raise ConfigError(f"the {split} part of {n_jobs} jobs with train_frac {train_frac} is "
+                          "empty; use a larger job table or another train_frac")
+    return lo, hi
+
+
+def window_range(n_jobs: int, split: str, train_frac: float, size: int) -> tuple[int, int]:
+    """First and last possible start of a ``size``-job window inside part ``split``.
+
+    Raises:
+        ConfigError: The part holds fewer than ``size`` jobs.
+    """
+    lo, hi = part_range(n_jobs, split, train_frac)
+    if hi - lo < size:
+        raise ConfigError(f"the {split} part holds {hi - lo} jobs (of {n_jobs}, train_frac "
+                          f"{train_frac}), fewer than one window of {size}; use smaller windows")
+    return lo, hi - size
+
+
+def split_starts(n_jobs: int, split: str, train_frac: float,
+                windows: WindowConfig) -> tuple[int, ...]:
+    """Window starts (0-based job indices into the whole workload) inside part ``split``.
+
+    Random windows are drawn as :func:`hpcpolicy.sim.windows.choose_starts` draws them, within
+    the part; explicit ``windows.starts`` are checked to lie inside it.
+
+    Raises:
+        ConfigError: Too few jobs in the part, or explicit starts outside it.
+    """
+    first, last = window_range(n_jobs, split, train_frac, windows.size)
+    if windows.starts is not None:
+        outside = [s for s in windows.starts if not first <= s <= last]
+        if outside:
+            raise ConfigError(f"window start(s) {outside} are not inside the {split} part "
+                              f"(windows of {windows.size} jobs start at {first}..{last}); "
+                              "use --split all to evaluate anywhere")
+        return tuple(int(s) for s in windows.starts)
+    local = choose_starts(last - first + windows.size, windows)
+    return tuple(first + s for s in local)

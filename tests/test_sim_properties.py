@@ -1,0 +1,135 @@
+"""Property tests over random workloads: the engines agree, the invariants hold, the checks
+catch broken schedules."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.errors import SimulationError
+from hpcpolicy.policies import policy_names
+from hpcpolicy.sim import SimConfig, SimResult, simulate
+from hpcpolicy.sim import reference as reference_module
+from hpcpolicy.sim.backfill import easy_backfill
+from hpcpolicy.sim.checks import check_schedule
+from hpcpolicy.sim.prepare import prepare
+from hpcpolicy.workload import Workload
+from sim_cases import clusters, job_lists, running_jobs, workload
+from test_sim_scenarios import AsPython
+
+MODES = ("none", "easy", "conservative")
+FAST = settings(max_examples=30, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def schedule(r: SimResult) -> dict[str, list[Any]]:
+    return {k: getattr(r, k).tolist() for k in ("start", "end", "group", "backfilled",
+                                                "killed", "never_fits", "alloc_cores")}
+
+
+@FAST
+@given(data=st.data(), cluster=clusters(), kill=st.booleans(), exclusive=st.booleans())
+def test_compiled_and_reference_engines_give_identical_schedules(
+        data: st.DataObject, cluster: ClusterSpec, kill: bool, exclusive: bool) -> None:
+    w = data.draw(job_lists(gpus=len(cluster.groups) > 1))
+    running = data.draw(running_jobs(cluster, exclusive))
+    for policy in policy_names():
+        for mode in MODES:
+            cfg = SimConfig(policy=policy, backfill=mode, kill_at_limit=kill,
+                            exclusive_nodes=exclusive, check=True)
+            fast = simulate(w, cluster, cfg, running=running)
+            ref = simulate(w, cluster, dataclasses.replace(cfg, engine="reference"),
+                           running=running)
+            assert schedule(fast) == schedule(ref), (policy, mode)
+
+
+@FAST
+@given(w=job_lists(), cluster=clusters(), policy=st.sampled_from(policy_names()),
+       mode=st.sampled_from(MODES))
+def test_a_python_policy_steps_to_the_same_schedule(w: Workload, cluster: ClusterSpec,
+                                                     policy: str, mode: str) -> None:
+    cfg = SimConfig(policy=policy, backfill=mode, check=True)
+    inside = simulate(w, cluster, cfg)
+    stepped = simulate(w, cluster, cfg, policy=AsPython(policy))
+    assert stepped.stats["engine"] == "fast-stepped"
+    assert schedule(inside) == schedule(stepped)
+
+
+@FAST
+@given(w=job_lists(), cores=st.integers(1, 8), policy=st.sampled_from(policy_names()),
+       mode=st.sampled_from(["none", "easy"]))
+def test_rlscheduler_engine_keeps_the_invariants_and_steps(w: Workload, cores: int,
+                                                            policy: str, mode: str) -> None:
+    cluster = ClusterSpec.homogeneous(cores)
+    cfg = SimConfig(policy=policy, backfill=mode, compat="rlscheduler", check=True)
+    inside = simulate(w, cluster, cfg)
+    stepped = simulate(w, cluster, cfg, policy=AsPython(policy))
+    assert schedule(inside) == schedule(stepped)
+    assert stepped.stats["engine"] == "rlscheduler-stepped"
+
+
+@FAST
+@given(w=job_lists(), cluster=clusters(), mode=st.sampled_from(MODES))
+def test_same_inputs_same_outputs(w: Workload, cluster: ClusterSpec, mode: str) -> None:
+    cfg = SimConfig(policy="fairshare", backfill=mode)
+    a, b = simulate(w, cluster, cfg), simulate(w, cluster, cfg)
+    assert schedule(a) == schedule(b)
+    drop = {"wall_s"}
+    assert {k: v for k, v in a.stats.items() if k not in drop} == {
+        k: v for k, v in b.stats.items() if k not in drop}
+
+
+@FAST
+@given(w=job_lists(), cores=st.integers(1, 8))
+def test_fcfs_without_backfilling_is_in_submit_order(w: Workload, cores: int) -> None:
+    r = simulate(w, ClusterSpec.homogeneous(cores))
+    started = r.start[r.start >= 0]
+    assert (np.diff(started) >= 0).all()
+
+
+def test_the_easy_check_catches_a_backfill_that_delays_the_head(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A broken EASY that starts every job that fits now. In B1 of test_sim_scenarios, it
+    # starts j3 at t=3 on the head's extra core already taken by j2, which pushes the head's
+    # reservation from 100 to 202: the reference engine's check must say so.
+    def greedy(now: int, queue: list[int], need: Any, length: Any, free: Any,
+               running: Any) -> Any:
+        plan = easy_backfill(now, queue[:1], need, length, free, running)
+        left = free.copy()
+        starts = []
+        for j in queue[1:]:
+            if (need[j, 0] <= left[0]).all():
+                left[0] -= need[j, 0]
+                starts.append((j, 0))
+        return dataclasses.replace(plan, starts=starts)
+
+    monkeypatch.setattr(reference_module, "easy_backfill", greedy)
+    w = workload([(0, 100, 100, 2), (1, 50, 50, 3), (2, 200, 200, 1), (3, 200, 200, 1),
+                  (4, 50, 50, 1)])
+    cfg = SimConfig(backfill="easy", engine="reference", check=True)
+    with pytest.raises(SimulationError, match="EASY moved the reservation of head job 1"):
+        simulate(w, ClusterSpec.homogeneous(4), cfg)
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda r: r.start.__setitem__(1, 5), "holds 6 cores, more than its 4"),
+    (lambda r: r.start.__setitem__(1, -1), "job b .* never started although it fits"),
+    (lambda r: r.start.__setitem__(2, 0), "starts at t=0 s, before its submit at t=1 s"),
+    (lambda r: (r.start.__setitem__(2, 5), r.end.__setitem__(2, 6)),
+     "FCFS without backfilling started job c at t=5 s, before job b"),
+])
+def test_check_schedule_catches_tampered_results(tamper: Any, message: str) -> None:
+    w = workload([(0, 10, 10, 3), (0, 10, 10, 3), (1, 1, 1, 1)])
+    cluster, cfg = ClusterSpec.homogeneous(4), SimConfig()
+    r = simulate(w, cluster, cfg)
+    assert r.start.tolist() == [0, 10, 10]
+    r.end = r.end.copy()
+    tamper(r)
+    with pytest.raises(SimulationError, match=message):
+        check_schedule(prepare(w, cluster, cfg), w, cluster, cfg, r)
