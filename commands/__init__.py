@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from hpcpolicy import __version__
-from hpcpolicy.commands import demo, generate, ingest, simulate, stats
+from hpcpolicy.commands import demo, evaluate, generate, ingest, simulate, stats, train
 from hpcpolicy.commands._console import set_verbosity
 
 __all__ = ["app", "main"]
@@ -56,6 +56,8 @@ app.command("generate")(generate.main)
 app.command("ingest")(ingest.main)
 app.command("simulate")(simulate.main)
 app.command("stats")(stats.main)
+app.command("train")(train.main)
+app.command("evaluate")(evaluate.main)
 
 
 def main() -> None:

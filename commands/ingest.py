@@ -39,6 +39,11 @@ def main(
         float, typer.Option("--max-reject-fraction", help="Fail, writing nothing, when more than "
                             "this share of rows is rejected (a sign of the wrong format).")
     ] = 0.5,
+    sacct_columns: Annotated[
+        str | None, typer.Option("--sacct-columns", help="For a sacct export without a header "
+                                 "line: its columns in order, comma-separated, as given to "
+                                 "`sacct --format` (e.g. JobID,Submit,Start,End,State).")
+    ] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Read job logs, clean them, and write one canonical job table.
@@ -63,7 +68,9 @@ def main(
 
     with fail_cleanly():
         cfg = IngestConfig(format=fmt, tz=tz, procs=procs,
-                           max_reject_fraction=max_reject_fraction, overwrite=overwrite)
+                           max_reject_fraction=max_reject_fraction, overwrite=overwrite,
+                           sacct_columns=tuple(sacct_columns.split(",")) if sacct_columns
+                           else None)
         if is_quiet():
             report = ingest(inputs, out, cfg)
         else:

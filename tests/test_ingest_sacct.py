@@ -13,13 +13,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import DATA, shared_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest import IngestConfig, ingest
 from hpcpolicy.ingest.sacct_layout import RECOMMENDED_FORMAT
-from tests.conftest import DATA, shared_file
 
 QUIRKS = DATA / "sacct_quirks.txt"
 SACCT = IngestConfig(format="sacct")
@@ -329,3 +329,18 @@ def test_property_rows_read_equal_kept_rejected_folded(tmp_path: Path, lines: li
     text_lines = path.read_bytes().split(b"\n")
     for n, raw in rejects.select("line", "raw").iter_rows():  # bad bytes shown as U+FFFD
         assert raw == text_lines[n - 1].decode("utf-8", errors="replace")
+
+
+def test_header_less_export_with_its_column_list(tmp_path: Path) -> None:
+    """Header-less exports are read with the column list of their --format."""
+    from hpcpolicy.ingest.sacct import plan_sacct
+
+    lines = QUIRKS.read_text().split("\n")
+    path = tmp_path / "noheader.txt"
+    path.write_text("\n".join(lines[1:]))
+    cfg = IngestConfig(format="sacct", sacct_columns=tuple(lines[0].split("|")))
+    plan = plan_sacct(path, cfg)
+    frame = plan.frame.collect()
+    kept = frame.filter(pl.col("_reason").is_null())["job_id"].to_list()
+    assert kept == QUIRK_KEPT and plan.header["header"] is False
+    assert frame.filter(pl.col("_reason") == "field_count")["_line"].to_list() == [16, 28, 29]

@@ -7,10 +7,10 @@ import gzip
 from pathlib import Path
 
 import pytest
+from conftest import DATA
 from typer.testing import CliRunner
 
 from hpcpolicy.commands import app
-from tests.conftest import DATA
 
 QUIRKS = DATA / "sacct_quirks.txt"
 
@@ -93,3 +93,20 @@ def test_non_utf8_and_quotes_and_pipes(tmp_path: Path) -> None:
     result = _run(tmp_path, str(path), "--max-reject-fraction", "0.6")
     assert result.exit_code == 0, result.output
     assert "field_count" in result.output and "non_utf8" in result.output
+
+
+def test_header_less_export_through_sacct_columns(tmp_path: Path) -> None:
+    lines = (DATA / "sacct_quirks.txt").read_text().split("\n")
+    path = tmp_path / "noheader.txt"
+    path.write_text("\n".join(lines[1:]))
+    refused = _run(tmp_path, str(path), "--format", "sacct")
+    assert refused.exit_code == 1 and "--sacct-columns" in refused.output
+    columns = ",".join(lines[0].split("|"))
+    result = _run(tmp_path, str(path), "--format", "sacct", "--sacct-columns", columns)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out.parquet").exists()
+
+
+def test_sacct_columns_must_be_distinct(tmp_path: Path) -> None:
+    result = _run(tmp_path, str(DATA / "sacct_quirks.txt"), "--sacct-columns", "JobID,JobID")
+    assert result.exit_code == 1 and "distinct" in result.output

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import SHARED_TOOLS, shared_file
 
 from hpcpolicy.ingest import IngestConfig, ingest
-from tests.conftest import SHARED_TOOLS, shared_file
 
 BAR = 0.9999
 """Share of truth jobs whose submit/start/end/cpus/state/req walltime must be exact."""
@@ -128,9 +128,7 @@ def test_round_trip_lublin_old_memory_style(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_round_trip_hpc2n_full(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_round_trip_hpc2n_full(tmp_path: Path) -> None:
     """The issue's bar on the whole HPC2N trace (about 25 s); run with ``-m slow -s``."""
-    if "slow" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("slow: run with -m slow")
     figures = check_round_trip(shared_file("HPC2N-2002-2.2-cln.swf.gz"), tmp_path, "--gpus")
     print(f"\nHPC2N round trip: {figures}")

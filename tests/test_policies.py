@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from sim_cases import workload
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.policies import HEURISTICS, Policy, QueueView, ScoreKernel, get_policy, policy_names
 from hpcpolicy.sim.fairshare import DecayedUsage
 from hpcpolicy.sim.types import FairshareConfig, SimConfig
-from sim_cases import workload
 
 CLUSTER = ClusterSpec.homogeneous(4)
 # (submit, run, req, procs): the S2 jobs of test_sim_scenarios.py without j0.

@@ -10,8 +10,8 @@ whole traces are replayed; the means must match to 0.5 %.
 from __future__ import annotations
 
 import pytest
-
 from conftest import shared_file
+
 from hpcpolicy.cluster_io import resolve_cluster
 from hpcpolicy.ingest import ingest
 from hpcpolicy.sim import SimConfig

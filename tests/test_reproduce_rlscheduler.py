@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import shared_file
+
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.cluster_io import resolve_cluster
 from hpcpolicy.ingest import ingest

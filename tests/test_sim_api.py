@@ -7,12 +7,12 @@ import sys
 
 import numpy as np
 import pytest
+from sim_cases import workload
 
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim import RunningJobs, SimConfig, Stepper, simulate
 from hpcpolicy.sim.allocation import FirstFit, get_allocator
-from sim_cases import workload
 
 CLUSTER = ClusterSpec.homogeneous(4)
 W = workload([(0, 10, 10, 2), (5, 10, 10, 2)])

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sim_cases import clusters, job_lists, running_jobs, workload
+from test_sim_scenarios import AsPython
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import SimulationError
@@ -20,8 +22,6 @@ from hpcpolicy.sim.backfill import easy_backfill
 from hpcpolicy.sim.checks import check_schedule
 from hpcpolicy.sim.prepare import prepare
 from hpcpolicy.workload import Workload
-from sim_cases import clusters, job_lists, running_jobs, workload
-from test_sim_scenarios import AsPython
 
 MODES = ("none", "easy", "conservative")
 FAST = settings(max_examples=30, deadline=None,

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sim_cases import workload
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.policies import QueueView, ScoreKernel, get_policy, policy_names
 from hpcpolicy.sim import RunningJobs, SimConfig, SimResult, simulate
 from hpcpolicy.workload import Workload
-from sim_cases import workload
 
 ENGINES = ("fast", "reference", "stepped")
 MODES = ("none", "easy", "conservative")

@@ -35,9 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+from numba import njit
 
 from hpcpolicy.sim import compat, fast
 from hpcpolicy.sim.compiled import Stepper
+from hpcpolicy.sim.fast import _pick  # the engine's own fit test (the compat engine uses it too)
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
@@ -50,19 +52,43 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
 
-def head_scores(waiting: int, slot: int) -> F64:
+def head_scores(waiting: int, slot: int, out: F64 | None = None) -> F64:
     """Scores that make waiting job ``slot`` the head and keep the others in submit order.
 
     The engine starts the lowest score first and backfills in score order, so this is "the
     chosen job first, then first come, first served" (RLScheduler's backfilling order too).
 
+    Args:
+        waiting: Number of waiting jobs.
+        slot: Index of the chosen job among them.
+        out: Where to write the scores (its first ``waiting`` entries); a new array if None.
+
     Example:
         >>> head_scores(4, 2).tolist()
         [0.0, 1.0, -1.0, 3.0]
     """
-    scores = np.arange(waiting, dtype=np.float64)
+    scores = np.empty(waiting) if out is None else out[:waiting]
+    scores[:] = _ORDER[:waiting] if waiting <= _ORDER.shape[0] else np.arange(waiting)
     scores[slot] = -1.0
     return scores
+
+
+_ORDER = np.arange(1 << 16, dtype=np.float64)
+"""0, 1, 2, ...: the submit-order scores, copied rather than rebuilt at each decision."""
+
+
+@njit(cache=True)
+def _fits_now(jobs, need, free, out):
+    for i in range(jobs.shape[0]):
+        out[i] = _pick(need, free, jobs[i]) >= 0
+
+
+@njit(cache=True)
+def _running(ids, need, grp, pend, cores, req_end):
+    for i in range(ids.shape[0]):
+        j = ids[i]
+        cores[i] = need[j, grp[j], 0]
+        req_end[i] = pend[j]
 
 
 class EngineDriver:
@@ -99,7 +125,7 @@ class EngineDriver:
 
     def choose(self, slot: int) -> None:
         """Make waiting job ``slot`` (index into :meth:`queue`) the head (:func:`head_scores`)."""
-        self.stepper.state.scores[:self._q] = head_scores(self._q, slot)
+        head_scores(self._q, slot, self.stepper.state.scores)
         self._decide(self.stepper.jobs, self.stepper.state)
 
     # -- what a scheduler knows -----------------------------------------------------------
@@ -126,9 +152,9 @@ class EngineDriver:
     def fits_now(self, jobs: I64) -> npt.NDArray[np.bool_]:
         """Whether each of ``jobs`` fits on the free resources now (in some node group), the
         test :meth:`~hpcpolicy.sim.compiled.Stepper.next_decision` reports as ``fits_now``."""
-        need = self.prep.need[jobs]
-        free = self.stepper.state.free
-        return ((need[:, :, 0] >= 0) & (need <= free[None]).all(axis=2)).any(axis=1)  # type: ignore[no-any-return]
+        out = np.empty(jobs.shape[0], np.bool_)
+        _fits_now(jobs, self.prep.need, self.stepper.state.free, out)
+        return out
 
     def running(self) -> tuple[I64, I64]:
         """Cores held and requested end (s) of each running job, warm-start jobs included.
@@ -139,8 +165,9 @@ class EngineDriver:
         """
         state = self.stepper.state
         ids = self._running_ids[:state.sc[self._running_len]]
-        cores = self.prep.need[ids, state.js[fast.GRP, ids], 0]
-        return cores, state.js[fast.PEND, ids]
+        cores, req_end = np.empty(ids.shape[0], np.int64), np.empty(ids.shape[0], np.int64)
+        _running(ids, self.prep.need, state.js[fast.GRP], state.js[fast.PEND], cores, req_end)
+        return cores, req_end
 
     def starts(self) -> I64:
         """Start time of every workload job so far (-1 while waiting); a view."""

@@ -64,6 +64,10 @@ _J = {f.name: i for i, f in enumerate(JOB_FEATURES)}
 _C = {f.name: i for i, f in enumerate(CLUSTER_FEATURES)}
 _WAIT, _FITS = _J["wait_s"], _J["fits_now"]
 _CORES, _GPUS, _MEM, _NODES = range(4)  # the resource axis of capacity/free
+_CLUSTER_COLS = np.array([_C[name] for name in (
+    "free_cores_frac", "free_gpus_frac", "free_mem_frac", "queue_length", "run_remaining_mean_s",
+    "run_remaining_max_s", "cores_released_1h_frac")])
+_HORIZON = RELEASE_HORIZON_S
 
 
 def _share(values: npt.NDArray[Any], total: float) -> npt.NDArray[np.float64]:
@@ -106,23 +110,28 @@ def _fill(now, visible, static, submit, fits, wait_col, fits_col, jlog, jdiv, jo
 
 
 @njit(cache=True)
-def _cluster(now, raw, run_cores, run_req_end, horizon, total_cores, col_mean, col_max,
-             col_soon, clog, cdiv, out):
-    """The running-job features into ``raw``, then every cluster feature normalised."""
-    n = run_cores.shape[0]
-    total = 0.0
+def _cluster(now, queue_length, free, total, run_cores, run_req_end, cols, clog, cdiv, out):
+    """Every cluster feature, normalised into ``out``; ``cols`` gives each one's position."""
+    free_sum = free.sum(axis=0)
+    left_sum = 0.0
     longest = 0.0
     soon = 0.0
+    n = run_cores.shape[0]
     for i in range(n):
         left = max(run_req_end[i] - now, 0)
-        total += left
+        left_sum += left
         longest = max(longest, float(left))
-        if left <= horizon:
+        if left <= _HORIZON:
             soon += run_cores[i]
-    raw[col_mean] = total / n if n > 0 else 0.0
-    raw[col_max] = longest
-    raw[col_soon] = soon / total_cores
-    for c in range(raw.shape[0]):
+    raw = np.zeros(out.shape[0])
+    raw[cols[0]] = free_sum[_CORES] / total[_CORES]
+    raw[cols[1]] = free_sum[_GPUS] / total[_GPUS] if total[_GPUS] > 0 else 0.0
+    raw[cols[2]] = free_sum[_MEM] / total[_MEM] if total[_MEM] > 0 else 0.0
+    raw[cols[3]] = queue_length
+    raw[cols[4]] = left_sum / n if n > 0 else 0.0
+    raw[cols[5]] = longest
+    raw[cols[6]] = soon / total[_CORES]
+    for c in range(out.shape[0]):
         out[c] = _norm(raw[c], clog[c], cdiv[c])
 
 
@@ -168,19 +177,11 @@ class Observer:
             ``{"jobs": float32 [k, Fj], "cluster": float32 [Fc], "mask": int8 [k]}``.
         """
         k = self.k
-        total = self._total
         jobs = np.zeros((k, len(JOB_FEATURES)), np.float32)
         mask = np.zeros(k, np.int8)
         _fill(now, waiting[:k], self._static, self._submit, fits, _WAIT, _FITS, _JOB_LOG,
               _JOB_DIV, jobs, mask)
-        free_sum = free.sum(axis=0)
-        raw = np.zeros(len(CLUSTER_FEATURES))
-        raw[_C["free_cores_frac"]] = free_sum[_CORES] / total[_CORES]
-        raw[_C["free_gpus_frac"]] = free_sum[_GPUS] / total[_GPUS] if total[_GPUS] > 0 else 0.0
-        raw[_C["free_mem_frac"]] = free_sum[_MEM] / total[_MEM] if total[_MEM] > 0 else 0.0
-        raw[_C["queue_length"]] = waiting.shape[0]
         cluster = np.zeros(len(CLUSTER_FEATURES), np.float32)
-        _cluster(now, raw, running_cores, running_req_end, RELEASE_HORIZON_S, total[_CORES],
-                 _C["run_remaining_mean_s"], _C["run_remaining_max_s"],
-                 _C["cores_released_1h_frac"], _CLUSTER_LOG, _CLUSTER_DIV, cluster)
+        _cluster(now, waiting.shape[0], free, self._total, running_cores, running_req_end,
+                 _CLUSTER_COLS, _CLUSTER_LOG, _CLUSTER_DIV, cluster)
         return {"jobs": jobs, "cluster": cluster, "mask": mask}

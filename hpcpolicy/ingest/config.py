@@ -45,6 +45,9 @@ class IngestConfig:
     wrong format or delimiter rather than of a few bad rows."""
     overwrite: bool = False
     """Replace existing output files instead of refusing."""
+    sacct_columns: tuple[str, ...] | None = None
+    """Column names of a header-less sacct export, in order (its ``--format`` list); None when
+    the file has a header line."""
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -56,6 +59,14 @@ class IngestConfig:
             raise ConfigError(
                 f"max_reject_fraction must lie in [0, 1], not {self.max_reject_fraction}"
             )
+        if self.sacct_columns is not None:
+            names = [c.strip() for c in self.sacct_columns]
+            if not names or any(not c for c in names) or len(set(names)) != len(names):
+                raise ConfigError(
+                    "sacct_columns must list distinct, non-empty column names, as given to "
+                    "sacct --format (e.g. JobID,Submit,Start,End,State)"
+                )
+            object.__setattr__(self, "sacct_columns", tuple(names))
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a JSON-ready dict."""

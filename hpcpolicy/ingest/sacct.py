@@ -81,7 +81,7 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
         InputFormatError: wrong separator, no header, a required column missing, timestamps
             in an unsupported form, or a file that cannot be read to its end.
     """
-    layout = read_layout(path, getattr(cfg, "sacct_columns", None))
+    layout = read_layout(path, cfg.sacct_columns)
     records = scan_records(path, layout)
     rows = line_source(records.text, layout, records.lossy).with_columns(
         pl.lit(str(path)).alias("_file"))
@@ -115,6 +115,9 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
     if steps is not None:  # job rows first, then step rows: one row per input line
         frame = pl.concat([frame, steps], how="diagonal_relaxed")
     notes = list(dict.fromkeys(cols.notes))
+    if cfg.tz == "UTC":
+        notes.append("timestamps were read as UTC: sacct prints the local time of the machine "
+                     "it ran on, so pass --tz (e.g. --tz Europe/Stockholm) unless that is UTC")
     if records.copies:
         notes.append(
             f"{records.copies} rows are exact copies of an earlier row; with no job id they "

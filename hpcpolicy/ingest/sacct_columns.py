@@ -12,7 +12,7 @@ are evaluated after stage 3 (see :mod:`hpcpolicy.ingest.sacct`).
 
 Example:
     >>> cols = build_columns(fields, cfg, layout, job_id=pl.col("_jid"))  # doctest: +SKIP
-    >>> frame = cols.apply(fields.frame)  # doctest: +SKIP
+    >>> frame = cols.apply(fields.with_fields())  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ COUNT_MIN = {"req_cpus": 1, "req_nodes": 1, "req_gpus": 0, "alloc_cpus": 0, "all
 requested is Slurm's "not set" and is stored as null."""
 _TIME_RANGE = (datetime(1980, 1, 1), datetime(2100, 1, 1))
 _INT32 = (-(2**31), 2**31 - 1)
-
-
 _I64 = pl.Int64()
 
 
@@ -144,7 +142,7 @@ def _job_ids(c: Columns, jid: pl.Expr | None) -> None:
         c.values["job_id"] = pl.format("line:{}", pl.col("_line"))
         for col in ("array_job_id", "array_task_id", "het_job_id", "het_job_offset"):
             c.values[col] = _null()
-        c.values["job_id_raw"] = raw_id if raw_id is not None else _null()
+        c.values["job_id_raw"] = _or_null(raw_id)
         c.notes.append(
             "the export has no JobID or JobIDRaw column: job ids are line numbers ('line:N'), "
             "so requeued or repeated records cannot be recognised"

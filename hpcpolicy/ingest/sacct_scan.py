@@ -5,7 +5,7 @@ and split into fields with vectorised string expressions. Which records are supe
 (``sacct --duplicates`` prints every requeued run of a job; only the last one is kept) and
 which step rows have no job row is a property of the whole file, so :func:`scan_records`
 reads the job-id column once before the main pass and hands it the line numbers concerned.
-Its memory grows with the number of rows (about 20 bytes each), not with their width.
+Its memory grows with the number of rows (14 bytes each), not with their width.
 
 Example:
     >>> from pathlib import Path
@@ -81,12 +81,9 @@ def decoded_copy(path: Path) -> Path:
 
 
 def id_text(raw: pl.Expr, layout: SacctLayout, index: int) -> pl.Expr:
-    """Field ``index`` of every line, cheaply: enough to tell jobs from steps in all rows."""
-    sep = layout.separator
+    """Field ``index`` of each line without splitting the rest (the job id of every row)."""
     if layout.style == "csv":
         return _csv_field(pl.concat_str(pl.lit(","), raw).str.extract_all(_CSV_FIELD), index)
-    if index == 0:
-        return raw.str.head(raw.str.find(sep, literal=True).fill_null(raw.str.len_chars()))
     return raw.str.extract(rf"^(?:[^|]*\|){{{index}}}([^|]*)", 1)
 
 
@@ -250,15 +247,14 @@ def _key_query(path: Path, layout: SacctLayout, index: int | None) -> pl.LazyFra
     raw = pl.col("_raw")
     if index is None:
         return rows.select(line, raw.hash(seed=0).alias("_hash"))
-    if layout.style != "csv" and index == 0:  # the usual layout: byte searches, no copies
-        rows = rows.select("_line", "_raw", raw.str.find(".", literal=True).alias("_dot"),
-                           raw.str.find("|", literal=True).alias("_bar"))
-        end = pl.min_horizontal("_dot", "_bar").fill_null(raw.str.len_chars())
+    if layout.style != "csv" and index == 0:  # the usual layout: no split, one short regex
+        rows = rows.select("_line", step_flag(raw, layout, index).alias("_step"),
+                           raw.str.extract(r"^([^|.]*)", 1).alias("_job"))
         return rows.select(
             line,
-            raw.str.head(end).hash(seed=0).alias("_hash"),
-            (pl.col("_dot") < pl.col("_bar")).fill_null(False).alias("_step"),
-            (end == 0).alias("_empty"),
+            pl.col("_job").hash(seed=0).alias("_hash"),
+            "_step",
+            (pl.col("_job").fill_null("") == "").alias("_empty"),
         )
     rows = rows.select("_line", id_text(raw, layout, index).alias("_id"))
     rows = rows.with_columns(pl.col("_id").str.find(".", literal=True).alias("_dot"))

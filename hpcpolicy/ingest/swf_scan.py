@@ -122,7 +122,7 @@ def _utf8_len(buf: npt.NDArray[np.uint8], i: int, end: int) -> int:
 
 @nb.njit(cache=True, nogil=True)
 def _is_blank(c: int) -> bool:
-    return c <= 32 and (c == 32 or c == 9 or c == 13 or c == 11 or c == 12)
+    return c == 32 or (9 <= c <= 13 and c != 10)  # space, tab, CR, vertical tab, form feed
 
 
 @nb.njit(cache=True, nogil=True)
@@ -264,8 +264,8 @@ def _scan_lines(
         while s < n and _is_blank(buf[s]):
             s += 1
         if s < n and buf[s] != 10 and buf[s] != 59:
-            row[:] = np.nan
             e, k, numeric, utf8 = _parse_line(buf, s, n, row)
+            row[k:] = np.nan  # a short line leaves the previous line's values behind
             if not utf8:
                 c = 1
             elif k != _N_FIELDS:

@@ -96,7 +96,7 @@ def _unpack(J, S):
 
 
 # ---------------------------------------------------------------- resources and groups
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fits(need, free, j, g):
     if need[j, g, 0] < 0:
         return False
@@ -106,7 +106,7 @@ def _fits(need, free, j, g):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pick(need, free, j):
     for g in range(free.shape[0]):
         if _fits(need, free, j, g):
@@ -114,7 +114,7 @@ def _pick(need, free, j):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _within(need, tmp, j, g, row):
     """Whether job j's demand in group g fits in tmp[row]."""
     for r in range(4):
@@ -123,7 +123,7 @@ def _within(need, tmp, j, g, row):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _max_free_cores(free):
     best = free[0, 0]
     for g in range(1, free.shape[0]):
@@ -132,7 +132,7 @@ def _max_free_cores(free):
 
 
 # ---------------------------------------------------------------- the waiting jobs
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _enqueue(ji, ip, sc, tree, wheap, queue, j):
     if ip[IP_KIND] == STATIC and ip[IP_BACKFILL] == NONE:
         sc[WLEN] = heap_push(wheap, sc[WLEN], ji[RANK, j], j)
@@ -145,7 +145,7 @@ def _enqueue(ji, ip, sc, tree, wheap, queue, j):
     sc[NWAIT] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _compact(sc, js, queue):
     """Drop started jobs from the submit-order queue."""
     qh, qt = sc[QH], sc[QT]
@@ -165,7 +165,7 @@ def _compact(sc, js, queue):
 
 
 # ---------------------------------------------------------------- fair share usage
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _fairshare_add(ji, need, ip, sc, js, fs, j):
     hl_i = ip[IP_HALF_LIFE]
     hl = float(hl_i)
@@ -184,7 +184,7 @@ def _fairshare_add(ji, need, ip, sc, js, fs, j):
 
 
 # ---------------------------------------------------------------- starting a job
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _trusted(sc, plan):
     """No running job is past its requested end and none ended late since the reservation."""
     if sc[OVERRUNS] != sc[RES_OVR]:
@@ -192,7 +192,7 @@ def _trusted(sc, plan):
     return sc[PLEN] == 0 or plan[0, 0] > sc[NOW]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, backfilled):
     now = sc[NOW]
     if ip[IP_CHECK] and not backfilled:
@@ -228,7 +228,7 @@ def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, backfilled
 
 
 # ---------------------------------------------------------------- events
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
     """Jump to the next event time; apply its finishes, then its submits. False when none."""
     n = ip[IP_N]
@@ -266,7 +266,7 @@ def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
 
 
 # ---------------------------------------------------------------- scoring
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _score(ji, a, ip, fp, fs, j, now):
     kind = ip[IP_KIND]
     w = float(now - ji[SUBMIT, j])
@@ -308,9 +308,7 @@ def _shadow(ji, need, ip, sc, js, plan, free, tmp, head):
             tmp[g, r] = free[g, r]
     i, size = 0, sc[PLEN]
     t, gh = BIG, -1
-    sc[30] += 1
     while i < size and gh < 0:
-        sc[31] += 1
         t = max(plan[0, i], now + 1)
         while i < size and max(plan[0, i], now + 1) == t:
             j = plan[1, i]
@@ -331,7 +329,7 @@ def _shadow(ji, need, ip, sc, js, plan, free, tmp, head):
     return t, gh
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _easy_group(need, free, tmp, j, gh, in_time):
     """The group job j may start in now under EASY's rules, or -1; takes its extra share."""
     G = free.shape[0]
@@ -374,7 +372,6 @@ def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp,
     while True:
         extra = tmp[G, 0] if G == 1 else BIG
         p = tree_find(tree, p, _max_free_cores(free), span, extra)
-        sc[29] += 1
         if p < 0:
             break
         j = ji[BY_RANK, p]
@@ -384,7 +381,7 @@ def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp,
         p += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _nothing_fits(minc, free):
     for g in range(free.shape[0]):
         if free[g, 0] >= minc[g]:

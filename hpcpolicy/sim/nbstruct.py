@@ -1,8 +1,9 @@
 """Compiled data structures of the fast engine (numba), each on plain int64 arrays.
 
 * a binary min-heap of (time, job) pairs — finish events by actual end;
-* a sorted list of (time, job) pairs — running jobs by requested end, which EASY's shadow time
-  and the conservative profile walk in order;
+* a sorted list of (time, job) pairs — running jobs by requested end, which EASY's shadow
+  time and the conservative profile walk in order (insertion and removal shift the tail: a
+  few hundred running jobs cost less this way than a heap walked in order);
 * a *rank tree*: a segment tree over the positions of a static policy's order (position =
   the job's rank), holding for each subtree the smallest core demand and the smallest planning
   length of the waiting jobs in it. The best waiting job is the first present leaf, and a
@@ -52,13 +53,13 @@ def borrow(typingctx, arr):  # type: ignore[no-untyped-def]
 
 
 # ---------------------------------------------------------------- (time, job) heap and list
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def before(ta, ja, tb, jb):  # type: ignore[no-untyped-def]
     """(ta, ja) < (tb, jb) lexicographically."""
     return ta < tb or (ta == tb and ja < jb)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_push(heap, size, t, j):  # type: ignore[no-untyped-def]
     """Push (t, j) on the heap stored in heap[0, :size] (times) and heap[1, :size] (jobs)."""
     i = size
@@ -74,7 +75,7 @@ def heap_push(heap, size, t, j):  # type: ignore[no-untyped-def]
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def heap_pop(heap, size):  # type: ignore[no-untyped-def]
     """Remove the smallest pair (read it at heap[:, 0] first); the new size."""
     size -= 1
@@ -96,7 +97,7 @@ def heap_pop(heap, size):  # type: ignore[no-untyped-def]
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _list_find(lst, size, t, j):  # type: ignore[no-untyped-def]
     lo, hi = 0, size
     while lo < hi:
@@ -108,7 +109,7 @@ def _list_find(lst, size, t, j):  # type: ignore[no-untyped-def]
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def list_insert(lst, size, t, j):  # type: ignore[no-untyped-def]
     """Insert (t, j) into the sorted list lst[:, :size]; the new size."""
     k = _list_find(lst, size, t, j)
@@ -120,7 +121,7 @@ def list_insert(lst, size, t, j):  # type: ignore[no-untyped-def]
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def list_remove(lst, size, t, j):  # type: ignore[no-untyped-def]
     """Remove (t, j) from the sorted list lst[:, :size]; the new size."""
     k = _list_find(lst, size, t, j)
@@ -131,7 +132,7 @@ def list_remove(lst, size, t, j):  # type: ignore[no-untyped-def]
 
 
 # ---------------------------------------------------------------- rank tree
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tree_set(tree, pos, need, length):  # type: ignore[no-untyped-def]
     """Put a job (core demand ``need``, planning ``length``) at leaf ``pos``, or remove it
     (need = length = BIG). ``tree`` is (2, 2P): row 0 min demand, row 1 min length."""
@@ -150,13 +151,13 @@ def tree_set(tree, pos, need, length):  # type: ignore[no-untyped-def]
         i >>= 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _candidate(tree, i, free, span, extra):  # type: ignore[no-untyped-def]
     d = tree[0, i]
     return d <= free and (tree[1, i] <= span or d <= extra)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tree_find(tree, lo, free, span, extra):  # type: ignore[no-untyped-def]
     """First leaf position >= lo holding a job that needs at most ``free`` cores and either
     runs at most ``span`` seconds or needs at most ``extra`` cores; -1 if none.

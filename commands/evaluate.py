@@ -1,0 +1,203 @@
+"""``hpcpolicy evaluate``: heuristics and trained policies on identical windows of the test period."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._options import JsonOutOpt, OverwriteOpt, SeedOpt
+
+if TYPE_CHECKING:
+    from hpcpolicy.evaluate import Evaluation
+    from hpcpolicy.workload import WorkloadOptions
+
+__all__ = ["ClusterOpt", "CompatOpt", "ProcsFromOpt", "ProcsOpt", "SplitOpt", "TrainFracOpt",
+           "WalltimeFallbackOpt", "main", "with_progress", "workload_options"]
+
+# Workload and machine options, as `hpcpolicy simulate` spells them (shared with `train`).
+ClusterOpt = Annotated[Path | None, typer.Option(
+    "--cluster", help="Cluster spec (TOML/JSON, see examples/); default: the log header's "
+    "MaxProcs/MaxNodes.", dir_okay=False)]
+ProcsOpt = Annotated[int | None, typer.Option(
+    "--procs", help="Replay on a machine of N processors instead.")]
+ProcsFromOpt = Annotated[str | None, typer.Option(
+    "--procs-from", help="Job size from requested, allocated or max (of the two) processors; "
+    "default requested.")]
+WalltimeFallbackOpt = Annotated[str | None, typer.Option(
+    "--walltime-fallback", help="Planning time of jobs without a requested walltime: runtime "
+    "(perfect estimates), max (longest request in the partition), error, or SECONDS.")]
+CompatOpt = Annotated[str | None, typer.Option(
+    "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (see README).")]
+SplitOpt = Annotated[str, typer.Option(
+    "--split", help="Part of the chronological split: test (the later jobs), train (the "
+    "earlier train-frac), or all.")]
+TrainFracOpt = Annotated[float, typer.Option(
+    "--train-frac", help="Share of the jobs, earliest first, in the training part.")]
+
+
+def workload_options(compat: str | None, procs_from: str | None,
+                     walltime_fallback: str | None) -> WorkloadOptions:
+    """The workload conventions the options above select."""
+    from hpcpolicy.workload import WorkloadOptions
+
+    return WorkloadOptions.preset(
+        compat, procs_from=procs_from,
+        walltime_fallback=None if walltime_fallback is None
+        else WorkloadOptions.parse_walltime_fallback(walltime_fallback))
+
+
+def _listed(values: list[str] | None, default: list[str]) -> tuple[str, ...]:
+    """Repeated and/or comma-separated option values, in order."""
+    items = [part.strip() for value in (values or default) for part in value.split(",")]
+    return tuple(item for item in items if item)
+
+
+def _starts(text: str | None) -> tuple[int, ...] | None:
+    """``--window-starts`` as job indices."""
+    from hpcpolicy.errors import ConfigError
+
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in _listed([text], []))
+    except ValueError:
+        raise ConfigError(f"--window-starts {text!r}: give 0-based job indices separated by "
+                          "commas, e.g. 7500,8200,9100") from None
+
+
+def with_progress(work: Any, what: str) -> Any:
+    """Run ``work(step)`` under a transient progress bar on stderr (none under --quiet);
+    ``step(label, done, total)`` updates it."""
+    if is_quiet():
+        return work(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task(what, total=None)
+
+        def step(label: str, done: int, total: int) -> None:
+            bar.update(task, description=f"{what} {label}", completed=done, total=total)
+
+        return work(step)
+
+
+def _cell(value: Any, spread: dict[str, Any], digits: int) -> str:
+    """The mean, and under it ``±std`` over windows."""
+    if value is None:
+        return "-"
+    std = spread.get("std")
+    return f"{value:,.{digits}f}" + ("" if std is None else f"\n[dim]±{std:,.{digits}f}[/]")
+
+
+def _print(ev: Evaluation) -> None:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title="evaluate: mean over windows, ±std across windows", title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False, row_styles=["", ""])
+    for col in ("policy", "backfill", "bsld", "wait s", "response s", "util", "vs best"):
+        text = col in ("policy", "backfill")
+        table.add_column(col, justify="left" if text else "right",
+                         overflow="fold" if col == "policy" else "ellipsis")
+    best = ev.best_heuristics()
+    for run in ev.runs:
+        s, spread = run.summary, ev.spread(run)
+        ratio = ev.versus_best(run)
+        name, backfill = run.config.policy, run.config.backfill
+        table.add_row(
+            name + (" *" if best.get(backfill, ("",))[0] == name else ""), backfill,
+            _cell(s["mean_bsld"], spread["mean_bsld"], 2),
+            _cell(s["mean_wait_s"], spread["mean_wait_s"], 0),
+            _cell(s["mean_response_s"], spread["mean_response_s"], 0),
+            _cell(s["utilization"], spread["utilization"], 2),
+            "-" if ratio is None else f"{ratio:+.1%}",
+        )
+    console.print(table)
+    cfg = ev.config
+    console.print(f"{len(ev.starts)} window(s) of {cfg.window_size} jobs from the {cfg.split} "
+                  f"part (train_frac {cfg.train_frac}), {'warm' if cfg.warm else 'cold'} "
+                  f"starts at job {','.join(map(str, ev.starts))}. * best heuristic; vs best: "
+                  "change of mean bsld against it (negative is better); min/max per window "
+                  "in --json")
+
+
+def main(
+    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
+                                          show_default=False, dir_okay=False)],
+    policy: Annotated[list[str] | None, typer.Option(
+        "--policy", "-p", help="Heuristics and trained policy directories, comma-separated "
+        "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).")] = None,
+    backfill: Annotated[list[str] | None, typer.Option(
+        "--backfill", "-b", help="Backfilling modes, comma-separated or repeated "
+        "(none, easy, conservative).")] = None,
+    windows: Annotated[int, typer.Option(
+        "--windows", help="Number of random windows.")] = 10,
+    window_size: Annotated[int, typer.Option(
+        "--window-size", help="Jobs per window.")] = 1024,
+    window_starts: Annotated[str | None, typer.Option(
+        "--window-starts", help="Explicit 0-based index of each window's first job, "
+        "comma-separated (must lie in the chosen split).")] = None,
+    seed: SeedOpt = 1,
+    split: SplitOpt = "test",
+    train_frac: TrainFracOpt = 0.7,
+    warm: Annotated[bool, typer.Option(
+        "--warm", help="Start each window with the jobs then running instead of an empty "
+        "machine.")] = False,
+    cluster: ClusterOpt = None,
+    procs: ProcsOpt = None,
+    procs_from: ProcsFromOpt = None,
+    walltime_fallback: WalltimeFallbackOpt = None,
+    compat: CompatOpt = None,
+    kill_at_limit: Annotated[bool, typer.Option(
+        "--kill-at-limit", help="End jobs at their requested walltime.")] = False,
+    json_out: JsonOutOpt = None,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Compare heuristics and trained policies on the same windows of the test period.
+
+    Each policy runs with each backfilling mode on identical windows of consecutive jobs,
+    drawn from the later part of the trace (after the jobs training used). The table gives
+    the mean over windows and its spread for bounded slowdown, wait, response time and
+    utilisation, and each trained policy's change against the best heuristic.
+
+    Examples:
+
+        hpcpolicy evaluate jobs.parquet --policy fcfs,sjf,f1,runs/x/policy --backfill none,easy
+
+        hpcpolicy evaluate jobs.parquet -p sjf -p wfp3 --windows 20 --window-size 512 --json e.json
+    """
+    from rich.text import Text
+
+    from hpcpolicy.atomic import write_json
+    from hpcpolicy.env.factory import load
+    from hpcpolicy.evaluate import EvaluateConfig, evaluate
+
+    with fail_cleanly():
+        if json_out is not None and json_out.exists() and not overwrite:
+            from hpcpolicy.errors import ConfigError
+
+            raise ConfigError(f"{json_out} already exists; pass --overwrite to replace it")
+        cfg = EvaluateConfig(
+            policies=_listed(policy, ["fcfs,sjf,f1"]), backfills=_listed(backfill, ["none"]),
+            windows=windows, window_size=window_size, seed=seed, split=split,
+            train_frac=train_frac, starts=_starts(window_starts), warm=warm,
+            compat=compat, kill_at_limit=kill_at_limit, exclusive_nodes=compat == "rlscheduler")
+        options = workload_options(compat, procs_from, walltime_fallback)
+        workload, machine = load(table, options.to_dict(),
+                                 None if cluster is None else str(cluster), procs)
+        ev = with_progress(lambda step: evaluate(workload, machine, cfg, on_step=step),
+                           "evaluating")
+        if json_out is not None:
+            write_json(json_out, ev.to_document(source=str(table), workload=workload,
+                                                cluster=machine))
+    if is_quiet():
+        if json_out is not None:
+            console.print(str(json_out))
+        return
+    for note in workload.notes:
+        console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
+    _print(ev)

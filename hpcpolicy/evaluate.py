@@ -1,0 +1,228 @@
+"""``hpcpolicy evaluate``: heuristics and trained policies on identical windows of a later period.
+
+Every policy (a heuristic name, or a trained policy directory) runs with every backfilling mode
+on the same windows of consecutive jobs, drawn from one part of the chronological split
+(:mod:`hpcpolicy.env.split`; by default the *test* part, after every job a policy could have
+trained on). Replays, metrics and windows are those of ``hpcpolicy simulate``
+(:func:`hpcpolicy.sim.windows.replay`, :mod:`hpcpolicy.sim.metrics`): each metric is computed
+per window and averaged over windows; the spread over windows (sample standard deviation, min,
+max) says how much one number can be trusted. For every backfilling mode the best heuristic
+(lowest mean bounded slowdown) is named, and each trained policy is compared with it.
+
+Example:
+    >>> cfg = EvaluateConfig(policies=("fcfs", "sjf"), backfills=("none", "easy"), windows=3,
+    ...                      window_size=64)
+    >>> cfg.split, cfg.window_config(starts=(0, 10, 20)).size
+    ('test', 64)
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hpcpolicy.env.split import SPLITS, split_starts
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.sim.types import BACKFILL_MODES, SimConfig
+from hpcpolicy.sim.windows import Replay, WindowConfig, replay
+
+if TYPE_CHECKING:
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.workload import Workload
+
+__all__ = ["SPREAD_KEYS", "EvaluateConfig", "Evaluation", "evaluate"]
+
+SPREAD_KEYS = ("mean_bsld", "mean_wait_s", "mean_response_s", "utilization")
+"""Summary metrics whose spread over windows is reported."""
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """What to compare, on which windows.
+
+    Example:
+        >>> EvaluateConfig(policies=("sjf", "runs/x/policy")).backfills
+        ('none',)
+    """
+
+    policies: tuple[str, ...] = ("fcfs", "sjf", "f1")
+    """Heuristic names and/or trained policy directories."""
+    backfills: tuple[str, ...] = ("none",)
+    """Backfilling modes; every policy runs with each."""
+    windows: int = 10
+    """Number of random windows (ignored when ``starts`` is given)."""
+    window_size: int = 1024
+    """Jobs per window."""
+    seed: int = 1
+    """Seed of the random window starts."""
+    split: str = "test"
+    """Part of the workload the windows lie in: test, train or all."""
+    train_frac: float = 0.7
+    """Share of the jobs (earliest first) in the training part."""
+    starts: tuple[int, ...] | None = None
+    """Explicit window starts (0-based job indices into the whole workload)."""
+    warm: bool = False
+    """Start each window with the jobs running at its first submit."""
+    compat: str | None = None
+    """Engine semantics of a peer (``rlscheduler``) instead of the project's own."""
+    kill_at_limit: bool = False
+    """End a job at its requested walltime when its logged run time is longer."""
+    exclusive_nodes: bool = False
+    """Jobs occupy whole nodes (RLScheduler's machine model)."""
+
+    def __post_init__(self) -> None:
+        if not self.policies:
+            raise ConfigError("evaluate: give at least one policy")
+        if len(set(self.policies)) != len(self.policies):
+            raise ConfigError(f"evaluate: a policy is listed twice in {list(self.policies)}")
+        bad = [b for b in self.backfills if b not in BACKFILL_MODES]
+        if bad or not self.backfills:
+            raise ConfigError(f"evaluate: backfill {bad or '(none given)'} must be among "
+                              f"{', '.join(BACKFILL_MODES)}")
+        if self.split not in SPLITS:
+            raise ConfigError(f"evaluate: split {self.split!r} is not one of {', '.join(SPLITS)}")
+        self.window_config()  # checks the window options
+        for backfill in self.backfills:
+            self.sim_config("fcfs", backfill)  # checks compat against backfilling
+
+    def window_config(self, starts: tuple[int, ...] | None = None) -> WindowConfig:
+        """The windows, with resolved ``starts`` when given."""
+        return WindowConfig(size=self.window_size, count=self.windows, seed=self.seed,
+                            starts=starts if starts is not None else self.starts, warm=self.warm)
+
+    def sim_config(self, policy: str, backfill: str) -> SimConfig:
+        """The engine options of one run."""
+        return SimConfig(policy=policy, backfill=backfill, kill_at_limit=self.kill_at_limit,
+                         compat=self.compat, exclusive_nodes=self.exclusive_nodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"std": None, "min": None, "max": None}
+    return {"std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "min": min(values), "max": max(values)}
+
+
+@dataclass
+class Evaluation:
+    """Every (policy, backfill) replay on the same windows."""
+
+    config: EvaluateConfig
+    starts: tuple[int, ...]
+    """Index of each window's first job."""
+    runs: list[Replay]
+    """One replay per (backfill, policy), backfill-major."""
+    learned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Trained policies by spec: algo, reward, k and training data from their manifests."""
+
+    def spread(self, run: Replay) -> dict[str, dict[str, float | None]]:
+        """Std (sample), min and max over windows of each of :data:`SPREAD_KEYS`."""
+        return {key: _spread([float(w.summary[key]) for w in run.windows
+                              if w.summary[key] is not None]) for key in SPREAD_KEYS}
+
+    def best_heuristics(self) -> dict[str, tuple[str, float]]:
+        """Per backfilling mode, the heuristic with the lowest mean bounded slowdown."""
+        best: dict[str, tuple[str, float]] = {}
+        for run in self.runs:
+            bsld = run.summary["mean_bsld"]
+            name, backfill = run.config.policy, run.config.backfill
+            if name in self.learned or bsld is None:
+                continue
+            if backfill not in best or bsld < best[backfill][1]:
+                best[backfill] = (name, float(bsld))
+        return best
+
+    def versus_best(self, run: Replay) -> float | None:
+        """Relative change of mean bounded slowdown against the best heuristic (-0.1: 10 %
+        lower, i.e. better); None for a heuristic or without one to compare with."""
+        best = self.best_heuristics().get(run.config.backfill)
+        bsld = run.summary["mean_bsld"]
+        if run.config.policy not in self.learned or best is None or bsld is None:
+            return None
+        return float(bsld) / best[1] - 1.0
+
+    def to_document(self, *, source: str, workload: Workload,
+                    cluster: ClusterSpec) -> dict[str, Any]:
+        """The ``--json`` document (no wall-clock figures: the same inputs give the same one)."""
+        from hpcpolicy import __version__
+        from hpcpolicy.env.split import part_range
+
+        lo, hi = part_range(len(workload), self.config.split, self.config.train_frac)
+        return {
+            "hpcpolicy_version": __version__,
+            "input": source,
+            "config": self.config.to_dict(),
+            "cluster": {"name": cluster.name, "cores": cluster.total_cores,
+                        "nodes": cluster.total_nodes, "gpus": cluster.total_gpus},
+            "split": {"part": self.config.split, "train_frac": self.config.train_frac,
+                      "jobs": [lo, hi], "workload_jobs": len(workload)},
+            "windows": {"size": self.config.window_size, "starts": list(self.starts),
+                        "warm": self.config.warm},
+            "best_heuristic": {b: {"policy": name, "mean_bsld": bsld}
+                               for b, (name, bsld) in self.best_heuristics().items()},
+            "learned": self.learned,
+            "runs": [{
+                "policy": run.config.policy,
+                "backfill": run.config.backfill,
+                "kind": "learned" if run.config.policy in self.learned else "heuristic",
+                "summary": run.summary,
+                "spread": self.spread(run),
+                "bsld_vs_best_heuristic": self.versus_best(run),
+                "windows": [{"start": w.start, "preloaded": w.preloaded, "backlog": w.backlog,
+                             "summary": w.summary} for w in run.windows],
+            } for run in self.runs],
+        }
+
+
+def _manifest_facts(policy: Any) -> dict[str, Any]:
+    manifest = policy.artifact.manifest
+    return {"path": str(policy.artifact.path), "algo": manifest["algo"],
+            "reward": manifest["reward"], "k": manifest["observation"]["k"],
+            "training_data": manifest["training_data"],
+            "backend": policy.artifact.backend}
+
+
+def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
+             on_step: Callable[[str, int, int], None] | None = None) -> Evaluation:
+    """Run every policy with every backfilling mode on the same windows.
+
+    Args:
+        workload: The jobs.
+        cluster: The machine.
+        cfg: Policies, backfilling modes, windows and split.
+        on_step: Progress callback of :func:`hpcpolicy.sim.windows.replay`.
+
+    Returns:
+        The replays, the windows and what the trained policies' manifests say.
+
+    Raises:
+        ConfigError: An unknown policy, windows that do not fit in the chosen part.
+        ArtifactError: A trained policy that cannot be loaded.
+
+    Example:
+        >>> ev = evaluate(workload, cluster, EvaluateConfig(
+        ...     policies=("sjf", "runs/x/policy"), backfills=("easy",)))  # doctest: +SKIP
+        >>> ev.versus_best(ev.runs[1])  # doctest: +SKIP
+        -0.12
+    """
+    from hpcpolicy.policies.learned import LearnedPolicy, policy_simulator, resolve_policy
+
+    policies = {spec: resolve_policy(spec) for spec in cfg.policies}
+    labels = {spec: spec if isinstance(p, LearnedPolicy) else p.name
+              for spec, p in policies.items()}
+    starts = split_starts(len(workload), cfg.split, cfg.train_frac, cfg.window_config())
+    configs = [cfg.sim_config(labels[spec], backfill)
+               for backfill in cfg.backfills for spec in cfg.policies]
+    runs = replay(workload, cluster, configs, cfg.window_config(starts),
+                  utilization_end="last_start" if cfg.compat == "rlscheduler" else "last_end",
+                  simulate=policy_simulator({labels[s]: p for s, p in policies.items()}),
+                  on_step=on_step)
+    learned = {spec: _manifest_facts(p) for spec, p in policies.items()
+               if isinstance(p, LearnedPolicy)}
+    return Evaluation(config=cfg, starts=starts, runs=runs, learned=learned)

@@ -1,0 +1,177 @@
+"""A trained policy artifact as an ordinary :class:`~hpcpolicy.policies.base.Policy`.
+
+``hpcpolicy simulate jobs.parquet --policy runs/NAME/policy`` and ``hpcpolicy evaluate`` load
+the deployable artifact (:func:`hpcpolicy.artifact.load_policy`: ONNX or TorchScript plus
+``manifest.json``, never a pickle, no training code) and let it choose, at every decision, the
+job that becomes the queue head, exactly as in the training environment: it sees the oldest
+``k`` waiting jobs (k from the manifest), built by the environment's own feature code
+(:mod:`hpcpolicy.env.observe`); the chosen job goes first, the others follow in submit order
+(:func:`hpcpolicy.env.driver.head_scores`), and the configured backfilling runs around it.
+
+Running jobs. :class:`~hpcpolicy.policies.base.QueueView` does not list the running jobs,
+whose cores and requested ends three cluster features need. Until it does, the scorer
+follows them from one view to the next: a job that leaves the queue between two decisions
+started at the first of them (exact in the project's engine, where jobs only start when a
+decision is applied), and a started job is running until its replayed end (start + logged run
+time, cut at the request under ``kill_at_limit``), which the scheduler learns when the job
+ends. The run time is read only for that, never shown to the network. This is exactly what the
+training environment sees for cold windows on a single-group cluster. It is an approximation
+when the view sequence hides something: jobs already running at a warm start (unknown: left
+out), RLScheduler-compatible runs (jobs backfilled between decisions), and clusters of several
+node groups (a job's cores are counted in the first group that can hold it).
+
+Example:
+    >>> from hpcpolicy.policies.learned import resolve_policy
+    >>> resolve_policy("sjf").name
+    'sjf'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from hpcpolicy.errors import ArtifactError, ConfigError
+from hpcpolicy.policies.base import Policy, QueueView
+
+if TYPE_CHECKING:
+    from hpcpolicy.artifact import LoadedPolicy
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.env.observe import Observer
+    from hpcpolicy.sim.prepare import Prepared
+    from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
+    from hpcpolicy.workload import Workload
+
+__all__ = ["LearnedPolicy", "LearnedScorer", "policy_simulator", "resolve_policy"]
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+
+class _RunningFromViews:
+    """The running jobs as successive queue views reveal them (see the module docstring)."""
+
+    def __init__(self, prep: Prepared) -> None:
+        cores = prep.need[:prep.n, :, 0]
+        first_group = np.argmax(cores >= 0, axis=1)
+        self._cores = cores[np.arange(prep.n), first_group]
+        self._dur, self._length = prep.dur, prep.length
+        self._mark = np.zeros(prep.n, dtype=bool)
+        self._prev: I64 = np.zeros(0, dtype=np.int64)
+        self._prev_now = 0
+        self._ids: I64 = np.zeros(0, dtype=np.int64)
+        self._start: I64 = np.zeros(0, dtype=np.int64)
+
+    def update(self, view: QueueView) -> tuple[I64, I64]:
+        """Cores and requested ends of the jobs running at ``view.now``."""
+        waiting = view.jobs
+        self._mark[waiting] = True
+        started = self._prev[~self._mark[self._prev]]
+        self._mark[waiting] = False
+        if started.size:
+            self._ids = np.concatenate([self._ids, started])
+            self._start = np.concatenate([self._start,
+                                          np.full(started.size, self._prev_now, np.int64)])
+        running = self._start + self._dur[self._ids] > view.now
+        self._ids, self._start = self._ids[running], self._start[running]
+        self._prev, self._prev_now = waiting, view.now
+        return self._cores[self._ids], self._start + self._length[self._ids]
+
+
+class LearnedScorer:
+    """A :class:`LearnedPolicy` bound to one run: one head choice per decision."""
+
+    def __init__(self, artifact: LoadedPolicy, observer: Observer, prep: Prepared) -> None:
+        self._artifact = artifact
+        self._observer = observer
+        self._running = _RunningFromViews(prep)
+
+    def scores(self, view: QueueView) -> F64:
+        """The chosen job first (score -1), the others in submit order."""
+        from hpcpolicy.env.driver import head_scores
+
+        cores, req_end = self._running.update(view)
+        k = self._observer.k
+        obs = self._observer.observe(view.now, view.jobs, view.fits_now[:k], view.free, cores,
+                                     req_end)
+        slot = self._artifact.choose(obs["jobs"], obs["cluster"], obs["mask"])
+        if not obs["mask"][slot]:
+            raise ArtifactError(f"{self._artifact.path}: the policy scored no waiting job above "
+                                "-inf or NaN; the model file is broken, export it again")
+        return head_scores(view.jobs.shape[0], slot)
+
+
+class LearnedPolicy:
+    """A policy directory (``runs/NAME/policy``) usable wherever a heuristic is.
+
+    Args:
+        path: The policy directory, its ``manifest.json``, or one of its model files.
+        backend: ``auto``, ``onnx`` or ``torchscript`` (see :func:`hpcpolicy.artifact.load_policy`).
+
+    Raises:
+        ArtifactError: What :func:`~hpcpolicy.artifact.load_policy` raises, or a policy trained
+            on other features than this version's environment builds.
+
+    Example:
+        >>> policy = LearnedPolicy("runs/NAME/policy")                  # doctest: +SKIP
+        >>> simulate(workload, cluster, SimConfig(backfill="easy"), policy=policy)  # doctest: +SKIP
+    """
+
+    def __init__(self, path: str | Path, backend: str = "auto") -> None:
+        from hpcpolicy.artifact import load_policy
+        from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
+
+        self.artifact = load_policy(path, backend)
+        self.artifact.check_features(tuple(f.name for f in JOB_FEATURES),
+                                     tuple(f.name for f in CLUSTER_FEATURES))
+        self.name = str(path)
+
+    @property
+    def k(self) -> int:
+        """Slots the policy sees (from its manifest)."""
+        return self.artifact.k
+
+    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> LearnedScorer:
+        """A scorer for one run of ``workload`` on ``cluster``."""
+        from hpcpolicy.env.observe import Observer
+        from hpcpolicy.sim.prepare import prepare
+
+        prep = prepare(workload, cluster, cfg)
+        return LearnedScorer(self.artifact, Observer(workload, prep.capacity, self.k), prep)
+
+
+def resolve_policy(spec: str) -> Policy:
+    """A heuristic by name (``sjf``), or a learned policy by path (``runs/NAME/policy``).
+
+    Raises:
+        ConfigError: Neither a heuristic nor an existing path; the message lists the heuristics.
+        ArtifactError: The path is not a loadable policy.
+    """
+    from hpcpolicy.policies.heuristics import HEURISTICS, get_policy
+
+    if spec.strip().lower() in HEURISTICS:
+        return get_policy(spec)
+    if Path(spec).exists():
+        return LearnedPolicy(spec)
+    raise ConfigError(f"policy {spec!r} is neither a heuristic ({', '.join(HEURISTICS)}) nor a "
+                      "trained policy directory (runs/NAME/policy, written by `hpcpolicy train`)")
+
+
+def policy_simulator(policies: Mapping[str, Policy]) -> Callable[..., SimResult]:
+    """``simulate`` with the policy objects named by ``cfg.policy`` (for learned policies).
+
+    The returned function has :func:`hpcpolicy.sim.simulate`'s signature, so it can be given
+    to :func:`hpcpolicy.sim.windows.replay`; a configuration whose ``policy`` is not a key of
+    ``policies`` runs the registered heuristic of that name.
+    """
+    from hpcpolicy.sim.engine import simulate
+
+    def run(workload: Workload, cluster: ClusterSpec, cfg: SimConfig, *,
+            running: RunningJobs | None = None) -> SimResult:
+        return simulate(workload, cluster, cfg, running=running, policy=policies.get(cfg.policy))
+
+    return run
