@@ -96,9 +96,10 @@ def _cell(value: Any, spread: dict[str, Any], digits: int) -> str:
 def _print(ev: Evaluation) -> None:
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title="evaluate: mean over windows, ±std across windows", title_justify="left",
-                  box=box.SIMPLE_HEAD, pad_edge=False, row_styles=["", ""])
+                  box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("policy", "backfill", "bsld", "wait s", "response s", "util", "vs best"):
         text = col in ("policy", "backfill")
         table.add_column(col, justify="left" if text else "right",
@@ -109,7 +110,7 @@ def _print(ev: Evaluation) -> None:
         ratio = ev.versus_best(run)
         name, backfill = run.config.policy, run.config.backfill
         table.add_row(
-            name + (" *" if best.get(backfill, ("",))[0] == name else ""), backfill,
+            Text(name + (" *" if best.get(backfill, ("",))[0] == name else "")), backfill,
             _cell(s["mean_bsld"], spread["mean_bsld"], 2),
             _cell(s["mean_wait_s"], spread["mean_wait_s"], 0),
             _cell(s["mean_response_s"], spread["mean_response_s"], 0),

@@ -63,6 +63,17 @@ def _algo_config(algo: str, config_file: Path | None, overrides: dict[str, Any])
     return config_from_dict({**fields, **given, "algo": algo})
 
 
+def _flat(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``{"env": {"reward": ...}}`` as ``{"env.reward": ...}``, for naming what changed."""
+    flat: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
 def _check_env_file(run: Path, factory: str, kwargs: dict[str, Any], resume: bool) -> None:
     """Record the environment of a fresh run; on --resume, refuse a different one."""
     from hpcpolicy.atomic import write_json
@@ -76,7 +87,7 @@ def _check_env_file(run: Path, factory: str, kwargs: dict[str, Any], resume: boo
     if not path.is_file():
         raise ConfigError(f"{path} not found: {run} was not written by `hpcpolicy train`")
     saved = json.loads(path.read_text(encoding="utf-8"))
-    old, new = saved["kwargs"], kwargs
+    old, new = _flat(saved["kwargs"]), _flat(kwargs)
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if saved["factory"] != factory or changed:
         details = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed)
@@ -116,6 +127,17 @@ def _train_in_process(cfg: PPOConfig, kwargs: dict[str, Any], run: Path, resume:
         return train(cfg, make, run, resume=resume, provenance=provenance, progress=progress)
 
 
+def _latest(metrics_csv: Path) -> dict[str, float]:
+    """The last value of each metric in a run's metrics.csv (episodes do not end every update)."""
+    import csv
+
+    latest: dict[str, float] = {}
+    with metrics_csv.open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            latest.update({k: float(v) for k, v in row.items() if v != ""})
+    return latest
+
+
 def _summary(result: TrainResult, table: Path, backfill: str) -> None:
     from rich import box
     from rich.table import Table
@@ -123,13 +145,13 @@ def _summary(result: TrainResult, table: Path, backfill: str) -> None:
     out = Table(box=box.SIMPLE_HEAD, show_header=False, pad_edge=False)
     out.add_column(style="bold")
     out.add_column()
-    row = result.last_metrics
+    row = _latest(result.run_dir / "metrics.csv")
     out.add_row("run", str(result.run_dir))
     out.add_row("steps", f"{result.global_step:,} in {result.updates:,} updates, "
                          f"{result.wall_time_s:,.1f} s")
     for key, label, fmt in SHOWN:
-        if key in row and row[key] == row[key]:
-            out.add_row(label, fmt.format(row[key]))
+        if key in row:
+            out.add_row(f"last {label}", fmt.format(row[key]))
     out.add_row("policy", str(result.run_dir / "policy"))
     console.print(out)
     if result.interrupted:
@@ -168,6 +190,9 @@ def main(
         "--k", help="Waiting jobs the policy sees (the oldest).")] = 128,
     num_envs: Annotated[int | None, typer.Option(
         "--num-envs", help="Environments per worker (default 8).")] = None,
+    split: Annotated[str, typer.Option(
+        "--split", help="Part episodes come from: train (the first --train-frac of the jobs) "
+        "or all (RLScheduler's protocol; then no later period is left unseen).")] = "train",
     train_frac: TrainFracOpt = 0.7,
     warm: Annotated[bool, typer.Option(
         "--warm", help="Start episodes with the jobs then running, not an empty machine.")
@@ -209,6 +234,9 @@ def main(
         if algo != "ddppo" and workers != 1:
             raise ConfigError(f"--workers {workers} needs --algo ddppo; --algo {algo} trains in "
                               "this process")
+        if split not in ("train", "all"):
+            raise ConfigError(f"--split {split!r}: train on the train part, or on all jobs; "
+                              "the test part is for `hpcpolicy evaluate`")
         if resume and out is None:
             raise ConfigError("--resume needs --out: the run directory to continue")
         run = out if out is not None else Path("runs") / default_run_name(algo, seed)
@@ -216,20 +244,21 @@ def main(
         if not resume:
             paths.check_new()
         env_cfg = EnvConfig(k=k, window_size=window_size, reward=reward, backfill=backfill,
-                            split="train", train_frac=train_frac, warm=warm, compat=compat,
+                            split=split, train_frac=train_frac, warm=warm, compat=compat,
                             exclusive_nodes=compat == "rlscheduler")
         options = workload_options(compat, procs_from, walltime_fallback)
         spec = None if cluster is None else str(cluster)
         workload, machine = load(table, options.to_dict(), spec, procs)
-        window_range(len(workload), "train", train_frac, window_size)
+        window_range(len(workload), split, train_frac, window_size)
         kwargs = env_kwargs(table, env_cfg, workload=options, cluster=cluster, procs=procs)
         facts = provenance(table, env_cfg, workload, machine)
         run.mkdir(parents=True, exist_ok=True)
         _check_env_file(run, ENV_FACTORY, kwargs, resume)
         if not is_quiet():
-            console.print(f"{table}: {len(workload):,} jobs; training part: the first "
-                          f"{facts['split']['jobs'][1]:,}; machine {machine.name} "
-                          f"({machine.total_cores:,} cores); run {run}")
+            lo, hi = facts["split"]["jobs"]
+            console.print(f"{table}: {len(workload):,} jobs; episodes from jobs {lo:,}..{hi - 1:,}"
+                          f" ({split}); machine {machine.name} ({machine.total_cores:,} cores); "
+                          f"run {run}")
         if algo == "ddppo":
             from hpcpolicy.rl.ddppo import launch
 

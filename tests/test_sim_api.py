@@ -63,7 +63,7 @@ def test_running_jobs_that_do_not_fit() -> None:
 
 
 def test_running_jobs_arrays_must_agree() -> None:
-    with pytest.raises(ConfigError, match="RunningJobs.end has 2 entries, procs has 1"):
+    with pytest.raises(ConfigError, match=r"RunningJobs\.end has 2 entries, procs has 1"):
         RunningJobs(procs=np.array([1]), nodes=np.array([0]), gpus=np.array([0]),
                     end=np.array([1, 2]), req_end=np.array([1]))
 

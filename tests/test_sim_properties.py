@@ -133,3 +133,41 @@ def test_check_schedule_catches_tampered_results(tamper: Any, message: str) -> N
     tamper(r)
     with pytest.raises(SimulationError, match=message):
         check_schedule(prepare(w, cluster, cfg), w, cluster, cfg, r)
+
+
+class Recorder:
+    """A Python policy (a heuristic underneath) that records every view it is shown."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.views: list[tuple[Any, ...]] = []
+
+    def bind(self, w: Workload, cluster: ClusterSpec, cfg: SimConfig) -> Any:
+        inner = AsPython(self.name).bind(w, cluster, cfg)
+        views = self.views
+
+        class Scorer:
+            def scores(self, v: Any) -> Any:
+                views.append((v.now, v.jobs.tolist(), v.free.tolist(), v.fits_now.tolist(),
+                              v.running_cores.tolist(), v.running_req_end.tolist(),
+                              v.user_share.tolist()))
+                return inner.scores(v)
+
+        return Scorer()
+
+
+@FAST
+@given(data=st.data(), cluster=clusters(), policy=st.sampled_from(policy_names()),
+       mode=st.sampled_from(MODES))
+def test_a_python_policy_sees_the_same_views_on_both_engines(
+        data: st.DataObject, cluster: ClusterSpec, policy: str, mode: str) -> None:
+    w = data.draw(job_lists(gpus=len(cluster.groups) > 1))
+    running = data.draw(running_jobs(cluster))
+    seen = []
+    for engine in ("fast", "reference"):
+        rec = Recorder(policy)
+        simulate(w, cluster, SimConfig(policy=policy, backfill=mode, engine=engine),
+                 running=running, policy=rec)
+        seen.append(rec.views)
+    assert seen[0] == seen[1]
+    assert all(len(v[4]) == len(v[5]) for v in seen[0])

@@ -90,7 +90,7 @@ EXPECTED_S1: dict[str, dict[str, list[int]]] = {
     },
     # t=100 j4 (free 1), head j2 reserved at 110 (extra 0): j1 would run past it. t=105 j2
     # (free 0); t=115 j1 and j3. Conservative plans the same: j2 [110,130), j1 and j3 130.
-    "sjf": dict.fromkeys(MODES, [0, 115, 105, 115, 100]),
+    "sjf": {mode: [0, 115, 105, 115, 100] for mode in MODES},
     "ljf": {
         # none: t=100 j3 (free 2), j1 (free 1), j2 blocked; t=130 j2; t=140 j4.
         "none": [0, 100, 130, 100, 140],
@@ -101,17 +101,17 @@ EXPECTED_S1: dict[str, dict[str, list[int]]] = {
     },
     # t=100 j1, j3 (free 1), j4 blocked (reserved at 160 with 1 extra; j2 does not fit);
     # t=120 j4 (free 0); t=130 j2. Conservative: j4 [160,170) then re-planned to 120.
-    "smallest": dict.fromkeys(MODES, [0, 100, 130, 100, 120]),
+    "smallest": {mode: [0, 100, 130, 100, 120] for mode in MODES},
     "largest": LARGEST_S1,
     "f1": FCFS_S1,
     "f2": FCFS_S1,
     "f3": FCFS_S1,
     "f4": FCFS_S1,
     # Same decisions as sjf at every pass (see the scores above).
-    "wfp3": dict.fromkeys(MODES, [0, 115, 105, 115, 100]),
+    "wfp3": {mode: [0, 115, 105, 115, 100] for mode in MODES},
     # t=100 j4, j1 (free 0), head j2 reserved at 140 (extra 0); t=105 j3 fits but runs past
     # 140; t=130 j2 (scores at 130: j2 2.75, j3 1.67); t=140 j3.
-    "unicep": dict.fromkeys(MODES, [0, 100, 130, 140, 100]),
+    "unicep": {mode: [0, 100, 130, 140, 100] for mode in MODES},
     "fairshare": LARGEST_S1,
 }
 

@@ -31,6 +31,7 @@ __all__ = [
     "QueueView",
     "ScoreKernel",
     "Scorer",
+    "running_order",
 ]
 
 F64 = npt.NDArray[np.float64]
@@ -68,6 +69,18 @@ class QueueView:
     user_share: F64
     """Each user's share of the decayed past usage of all users (sums to 1, or all 0 before
     any job has finished); see :class:`hpcpolicy.sim.types.FairshareConfig`."""
+    running_cores: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Cores held by each running job (whole nodes' cores under exclusive nodes), jobs
+    running since a warm start included, sorted by requested end, then cores."""
+    running_req_end: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """When each running job's requested walltime runs out (same order); never its actual
+    end."""
+
+
+def running_order(cores: I64, req_end: I64) -> tuple[I64, I64]:
+    """The running jobs' (cores, requested ends) in the order :class:`QueueView` lists them."""
+    order = np.lexsort((cores, req_end))
+    return np.asarray(cores)[order], np.asarray(req_end)[order]
 
 
 @runtime_checkable
@@ -89,7 +102,10 @@ class Policy(Protocol):
         True
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """Name shown in reports (a registry name, or the artifact's)."""
+        ...
 
     def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> Scorer:
         """A scorer for this workload on this cluster."""

@@ -7,7 +7,7 @@ Lower scores start first; ties go to the earlier submit, then the earlier job in
 * ``fcfs`` first come first served (``s``); ``lcfs`` the latest arrival first.
 * ``sjf`` / ``ljf`` shortest / longest requested walltime first.
 * ``smallest`` / ``largest`` fewest / most processors first.
-* ``f1``–``f4`` the functions Carastan-Santos & de Camargo obtained by regression (SC17,
+* ``f1`` to ``f4`` the functions Carastan-Santos & de Camargo obtained by regression (SC17,
   "Obtaining dynamic scheduling policies with simulation and machine learning"):
   f1 = log10(r)·n + 870·log10(s), f2 = sqrt(r)·n + 25600·log10(s),
   f3 = r·n + 6860000·log10(s), f4 = r·sqrt(n) + 530000·log10(s).
@@ -109,19 +109,20 @@ class Heuristic:
     def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> ScoreKernel:
         """Per-job coefficients of this heuristic's formula for ``workload``."""
         users = np.asarray(workload.user, dtype=np.int64)
-        common = {"submit": np.asarray(workload.submit, dtype=np.int64), "user": users,
-                  "name": self.name}
+        submit = np.asarray(workload.submit, dtype=np.int64)
         if self.name in _STATIC:
-            return ScoreKernel("static", _STATIC[self.name](workload), **common)
+            return ScoreKernel("static", _STATIC[self.name](workload), submit, users,
+                               name=self.name)
         r, n = _r(workload), _n(workload)
         if self.name == "wfp3":
-            return ScoreKernel("wfp3", n / (r * r * r), **common)
+            return ScoreKernel("wfp3", n / (r * r * r), submit, users, name=self.name)
         if self.name == "unicep":
-            return ScoreKernel("unicep", np.log2(np.maximum(n, 2.0)) * r, **common)
+            return ScoreKernel("unicep", np.log2(np.maximum(n, 2.0)) * r, submit, users,
+                               name=self.name)
         fs = cfg.fairshare
         n_users = max(len(workload.users), int(users.max(initial=-1)) + 1, 1)
-        return ScoreKernel("fairshare", fs.weight_size * n / float(cluster.total_cores),
-                           fairshare=fs, n_users=n_users, **common)
+        return ScoreKernel("fairshare", fs.weight_size * n / float(cluster.total_cores), submit,
+                           users, fairshare=fs, n_users=n_users, name=self.name)
 
 
 HEURISTICS: dict[str, Heuristic] = {

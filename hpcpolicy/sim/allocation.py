@@ -75,7 +75,10 @@ class Demands:
 class Allocator(Protocol):
     """Places jobs in node groups (first-fit now; best-fit and topology-aware later)."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """Registry name."""
+        ...
 
     def demands(self, procs: I64, nodes: I64, gpus: I64, mem_mib: I64, cluster: ClusterSpec,
                 *, exclusive: bool = False) -> Demands:
@@ -128,7 +131,7 @@ class FirstFit:
                 need[:, g, r] = col
             possible &= (need[:, g, :] <= capacity[g]).all(axis=1)
             need[~possible, g, :] = -1
-        never = ~(need[:, :, CORES] >= 0).any(axis=1)
+        never = np.asarray(~(need[:, :, CORES] >= 0).any(axis=1))
         return Demands(need=need, capacity=capacity, never_fits=never)
 
     def pick(self, need: I64, free: I64) -> int:

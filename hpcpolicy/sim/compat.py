@@ -24,6 +24,9 @@ Planning uses max(requested walltime, 1 s), as everywhere in hpcpolicy; RLSchedu
 with the request itself, which differs only for jobs requesting 0 s.
 """
 
+# The kernels are typed by numba when compiled; mypy sees untyped functions.
+# mypy: disable-error-code="no-untyped-def, no-untyped-call"
+
 from __future__ import annotations
 
 from numba import njit
@@ -31,7 +34,6 @@ from numba import njit
 from hpcpolicy.sim.fast import (
     BACKFILLED,
     BF,
-    BIG,
     DECISIONS,
     DUR,
     EVENTS,
@@ -63,6 +65,7 @@ from hpcpolicy.sim.fast import (
     _score,
     _unpack,
 )
+from hpcpolicy.sim.nbstruct import BIG
 
 __all__ = ["decide", "next_decision", "run_to_end"]
 
@@ -235,8 +238,9 @@ def _choose(ji, a, ip, fp, sc, queue, scores, fs):
 def run_to_end(J, S):
     """Run a built-in policy with RLScheduler's semantics to the end."""
     BJ, BS = _unpack(J, S)
-    ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    ji, need, a, _minc, ip, fp = BJ
+    (sc, js, _heap, plan, _tree, _wheap, queue, _order, scores, free, tmp, _prof_t, _prof_f,
+     _smin, fs) = BS
     run = plan[1]
     while _fill(ji, need, ip, sc, js, run, queue, free, fs):
         sc[PASSES] += 1
@@ -249,8 +253,9 @@ def run_to_end(J, S):
 def next_decision(J, S):
     """Number of waiting jobs to score for the next head choice; 0 at the end."""
     BJ, BS = _unpack(J, S)
-    ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    ji, need, _a, _minc, ip, _fp = BJ
+    (sc, js, _heap, plan, _tree, _wheap, queue, _order, _scores, free, _tmp, _prof_t, _prof_f,
+     _smin, fs) = BS
     if not _fill(ji, need, ip, sc, js, plan[1], queue, free, fs):
         return 0
     sc[PASSES] += 1
@@ -261,8 +266,9 @@ def next_decision(J, S):
 def decide(J, S):
     """Make the best of ``S.scores[:q]`` the head and run until it has started."""
     BJ, BS = _unpack(J, S)
-    ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    ji, need, a, _minc, ip, fp = BJ
+    (sc, js, _heap, plan, _tree, _wheap, queue, _order, scores, free, tmp, _prof_t, _prof_f,
+     _smin, fs) = BS
     sc[DECISIONS] += 1
     head = _choose(ji, a, ip, fp, sc, queue, scores, fs)
     _run_head(ji, need, ip, sc, js, plan[1], queue, free, tmp, fs, head)

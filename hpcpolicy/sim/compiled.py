@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError, SimulationError
-from hpcpolicy.policies.base import QueueView, ScoreKernel
+from hpcpolicy.policies.base import QueueView, ScoreKernel, running_order
 from hpcpolicy.sim import compat, fast
 from hpcpolicy.sim.nbstruct import BIG, heap_push, list_insert
 from hpcpolicy.sim.prepare import Prepared, prepare
@@ -78,11 +78,13 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     sc[fast.RES_HEAD] = -1
     sc[fast.SH_HEAD] = -1
     sc[fast.FIRST] = n
+    sc[fast.PLO] = sc[fast.PHI] = total  # the sorted list grows both ways from the middle
     js = np.zeros((5, total), dtype=np.int64)
     js[fast.START] = -1
     js[fast.GRP] = -1
     state = fast.State(
-        sc=sc, js=js, heap=np.zeros((2, total), np.int64), plan=np.zeros((2, total), np.int64),
+        sc=sc, js=js, heap=np.zeros((2, total), np.int64),
+        plan=np.zeros((2, 2 * total + 1), np.int64),
         tree=np.full((2, 2 * leaves), big, np.int64), wheap=np.zeros((2, waiting), np.int64),
         queue=np.zeros(n, np.int64),
         order=np.zeros(n, np.int64), scores=np.zeros(n),
@@ -103,7 +105,8 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
             continue
         sc[fast.HLEN] = heap_push(state.heap, sc[fast.HLEN], js[fast.FIN, j], j)
         if cfg.backfill != "none":
-            sc[fast.PLEN] = list_insert(state.plan, sc[fast.PLEN], js[fast.PEND, j], j)
+            sc[fast.PLO], sc[fast.PHI] = list_insert(state.plan, sc[fast.PLO], sc[fast.PHI],
+                                                     js[fast.PEND, j], j)
     return jobs, state
 
 
@@ -178,9 +181,15 @@ class Stepper:
         fits = ((need[:, :, 0] >= 0) & (need <= st.free[None]).all(axis=2)).any(axis=1)
         usage, total = st.fs[:-1], st.fs[-1]
         share = usage / total if total > 0 else np.zeros_like(usage)
+        if self.cfg.compat == "rlscheduler":
+            ids = st.plan[1, :st.sc[fast.RLEN]]
+        else:
+            ids = st.heap[1, :st.sc[fast.HLEN]]
+        cores, req_end = running_order(self.prep.need[ids, st.js[fast.GRP, ids], 0],
+                                       st.js[fast.PEND, ids])
         return QueueView(now=int(st.sc[fast.NOW]), jobs=jobs, workload=self.workload,
                          free=st.free.copy(), capacity=self.prep.capacity, fits_now=fits,
-                         user_share=share)
+                         user_share=share, running_cores=cores, running_req_end=req_end)
 
     def decide(self, scores: npt.ArrayLike) -> None:
         """Apply one float per waiting job of the last view (lowest first)."""

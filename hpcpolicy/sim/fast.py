@@ -23,6 +23,9 @@ helpers take plain arrays. Violations of the ``check`` invariants are recorded i
 (VIOL*) and raised by the caller, which can build the message.
 """
 
+# The kernels are typed by numba when compiled; mypy sees untyped functions.
+# mypy: disable-error-code="no-untyped-def, no-untyped-call, call-arg"
+
 from __future__ import annotations
 
 import math
@@ -61,9 +64,9 @@ FP_W_FS, FP_W_AGE, FP_N_USERS = range(3)
 # Rows of State.js (per job, running-at-start jobs included).
 START, FIN, PEND, GRP, BF = range(5)
 # State.sc: scalars.
-(NOW, QH, QT, NWAIT, HLEN, PLEN, NEXT, EVENTS, FINISHES, PASSES, STARTED, BACKFILLED,
+(NOW, QH, QT, NWAIT, HLEN, PLO, NEXT, EVENTS, FINISHES, PASSES, STARTED, BACKFILLED,
  DECISIONS, OVERRUNS, RES_HEAD, RES_T, RES_OVR, VIOL, VIOL_J, VIOL_T, PHASE, T0, MIDSTART,
- RLEN, SH_HEAD, SH_T, SH_G, SH_FIN, FIRST, WLEN) = range(30)
+ RLEN, SH_HEAD, SH_T, SH_G, SH_FIN, FIRST, WLEN, PHI) = range(31)
 N_SCALARS = 32
 # State.sc[VIOL] codes.
 VIOL_RESERVATION_LATER, VIOL_HEAD_LATE = 1, 2
@@ -76,10 +79,13 @@ minc (G,) smallest core demand per group; ip / fp parameters."""
 
 State = namedtuple("State", ["sc", "js", "heap", "plan", "tree", "wheap", "queue", "order",
                              "scores", "free", "tmp", "prof_t", "prof_f", "smin", "fs"])
-"""Mutable: sc scalars; js (5, N) rows START..BF; heap (2, N) and plan (2, N) as (time, job)
-rows; tree (2, 2P) the rank tree (static policies with backfilling); wheap (2, n) a heap of
+"""Mutable: sc scalars; js (5, N) rows START..BF; heap (2, N) the finish events, a heap of
+(time, job) rows; plan (2, 2N + 1) the running jobs' requested ends, a sorted list of
+(time, job) in plan[:, PLO:PHI] (the RLScheduler engine keeps its running list in plan[1]);
+tree (2, 2P) the rank tree (static policies with backfilling); wheap (2, n) a heap of
 (rank, job) (static policies without: only the best job matters); queue, order (n,) and scores
-(n,) for the other policies; free (G, 4); tmp (G + 1, 4), its last row EASY's extra resources; prof_t (P,)
+(n,) for the other policies; free (G, 4); tmp (G + 1, 4), its last row EASY's extra
+resources; prof_t (P,)
 and prof_f (P, G, 4) the conservative profile; smin (n + 1, G); fs (users + 1,) decayed usage
 per user, then the total."""
 
@@ -100,7 +106,7 @@ def _unpack(J, S):
 def _fits(need, free, j, g):
     if need[j, g, 0] < 0:
         return False
-    for r in range(4):
+    for r in range(4):  # noqa: SIM110 (plain loops compile best)
         if need[j, g, r] > free[g, r]:
             return False
     return True
@@ -117,7 +123,7 @@ def _pick(need, free, j):
 @njit(cache=True, inline="always")
 def _within(need, tmp, j, g, row):
     """Whether job j's demand in group g fits in tmp[row]."""
-    for r in range(4):
+    for r in range(4):  # noqa: SIM110 (plain loops compile best)
         if need[j, g, r] > tmp[row, r]:
             return False
     return True
@@ -189,7 +195,7 @@ def _trusted(sc, plan):
     """No running job is past its requested end and none ended late since the reservation."""
     if sc[OVERRUNS] != sc[RES_OVR]:
         return False
-    return sc[PLEN] == 0 or plan[0, 0] > sc[NOW]
+    return sc[PHI] == sc[PLO] or plan[0, sc[PLO]] > sc[NOW]
 
 
 @njit(cache=True, inline="always")
@@ -213,7 +219,7 @@ def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, backfilled
         free[g, r] -= need[j, g, r]
     sc[HLEN] = heap_push(heap, sc[HLEN], js[FIN, j], j)
     if ip[IP_BACKFILL] != NONE:
-        sc[PLEN] = list_insert(plan, sc[PLEN], js[PEND, j], j)
+        sc[PLO], sc[PHI] = list_insert(plan, sc[PLO], sc[PHI], js[PEND, j], j)
     sc[STARTED] += 1
     sc[NWAIT] -= 1
     if ip[IP_KIND] != STATIC:
@@ -249,7 +255,7 @@ def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
         for r in range(4):
             free[g, r] += need[j, g, r]
         if ip[IP_BACKFILL] != NONE:
-            sc[PLEN] = list_remove(plan, sc[PLEN], js[PEND, j], j)
+            sc[PLO], sc[PHI] = list_remove(plan, sc[PLO], sc[PHI], js[PEND, j], j)
         if js[FIN, j] > js[PEND, j]:
             sc[OVERRUNS] += 1
         if j < n and ip[IP_KIND] >= FAIRSHARE:  # only these read the usage
@@ -301,12 +307,12 @@ def _shadow(ji, need, ip, sc, js, plan, free, tmp, head):
     now = sc[NOW]
     G = free.shape[0]
     if (sc[SH_HEAD] == head and sc[SH_FIN] == sc[FINISHES]
-            and (sc[PLEN] == 0 or plan[0, 0] > now)):
+            and (sc[PHI] == sc[PLO] or plan[0, sc[PLO]] > now)):
         return sc[SH_T], sc[SH_G]
     for g in range(G):
         for r in range(4):
             tmp[g, r] = free[g, r]
-    i, size = 0, sc[PLEN]
+    i, size = sc[PLO], sc[PHI]
     t, gh = BIG, -1
     while i < size and gh < 0:
         t = max(plan[0, i], now + 1)
@@ -383,7 +389,7 @@ def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp,
 
 @njit(cache=True, inline="always")
 def _nothing_fits(minc, free):
-    for g in range(free.shape[0]):
+    for g in range(free.shape[0]):  # noqa: SIM110 (plain loops compile best)
         if free[g, 0] >= minc[g]:
             return False
     return True
@@ -406,7 +412,7 @@ def _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp
 # ---------------------------------------------------------------- conservative
 @njit(cache=True)
 def _prof_fits(prof_f, i, g, need, j):
-    for r in range(4):
+    for r in range(4):  # noqa: SIM110 (plain loops compile best)
         if need[j, g, r] > prof_f[i, g, r]:
             return False
     return True
@@ -470,7 +476,7 @@ def _profile(need, sc, js, plan, free, prof_t, prof_f):
         for r in range(4):
             prof_f[0, g, r] = free[g, r]
     size = 1
-    for i in range(sc[PLEN]):
+    for i in range(sc[PLO], sc[PHI]):
         t = max(plan[0, i], now + 1)
         if t != prof_t[size - 1]:
             prof_t[size] = t
@@ -564,8 +570,8 @@ def _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp,
 
 
 @njit(cache=True)
-def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t, prof_f,
-                      smin, order, k):
+def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t,
+                      prof_f, smin, order, k):
     if ip[IP_BACKFILL] == EASY:
         _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, order, k)
     elif ip[IP_BACKFILL] == CONSERVATIVE:
@@ -579,7 +585,8 @@ def run_to_end(J, S):
     """Run a built-in policy until every job has started and ended."""
     BJ, BS = _unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin,
+     fs) = BS
     static = ip[IP_KIND] == STATIC
     while _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
         sc[PASSES] += 1
@@ -604,8 +611,8 @@ def run_to_end(J, S):
             _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 0)
             k += 1
         if k < q:
-            _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t,
-                              prof_f, smin, view, k)
+            _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp,
+                              prof_t, prof_f, smin, view, k)
         _compact(sc, js, queue)
 
 
@@ -617,8 +624,9 @@ def next_decision(J, S):
     ``S.queue[S.sc[QH]:S.sc[QT]]``, in submit order), or 0 when the run is over.
     """
     BJ, BS = _unpack(J, S)
-    ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    ji, need, _a, _minc, ip, _fp = BJ
+    (sc, js, heap, plan, tree, wheap, queue, _order, _scores, free, _tmp, _prof_t, _prof_f,
+     _smin, fs) = BS
     while True:
         if sc[PHASE] == IN_PASS and sc[NWAIT] > 0:
             return sc[NWAIT]
@@ -633,8 +641,9 @@ def decide(J, S):
     """Apply the scores in ``S.scores[:q]``: start the best job if it fits (and stay in the
     pass for the next decision), else backfill around it and wait for the next event."""
     BJ, BS = _unpack(J, S)
-    ji, need, a, minc, ip, fp = BJ
-    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = BS
+    ji, need, _a, minc, ip, _fp = BJ
+    (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin,
+     _fs) = BS
     view = _sorted_by_scores(sc, queue, order, scores, sc[NWAIT])
     sc[DECISIONS] += 1
     head = view[0]

@@ -2,8 +2,9 @@
 
 * a binary min-heap of (time, job) pairs — finish events by actual end;
 * a sorted list of (time, job) pairs — running jobs by requested end, which EASY's shadow
-  time and the conservative profile walk in order (insertion and removal shift the tail: a
-  few hundred running jobs cost less this way than a heap walked in order);
+  time and the conservative profile walk in order. Insertion and removal shift the shorter
+  side of the list (a few hundred running jobs cost less this way than a heap walked in
+  order, which was tried);
 * a *rank tree*: a segment tree over the positions of a static policy's order (position =
   the job's rank), holding for each subtree the smallest core demand and the smallest planning
   length of the waiting jobs in it. The best waiting job is the first present leaf, and a
@@ -15,6 +16,9 @@
 
 No helper swaps array elements with a tuple assignment: numba compiles that into slow code.
 """
+
+# The kernels are typed by numba when compiled; mypy sees untyped functions.
+# mypy: disable-error-code="no-untyped-def, no-untyped-call"
 
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ BIG = np.int64(1) << np.int64(62)
 
 
 @intrinsic
-def borrow(typingctx, arr):  # type: ignore[no-untyped-def]
+def borrow(typingctx, arr):
     """The same array without its reference-count handle (meminfo = NULL).
 
     numba increments and decrements an array's reference count (an atomic operation) each
@@ -42,7 +46,7 @@ def borrow(typingctx, arr):  # type: ignore[no-untyped-def]
     if not isinstance(arr, types.Array):
         return None
 
-    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, sig, args):
         src = make_array(sig.args[0])(context, builder, args[0])
         out = make_array(sig.return_type)(context, builder)
         populate_array(out, data=src.data, shape=src.shape, strides=src.strides,
@@ -54,13 +58,13 @@ def borrow(typingctx, arr):  # type: ignore[no-untyped-def]
 
 # ---------------------------------------------------------------- (time, job) heap and list
 @njit(cache=True, inline="always")
-def before(ta, ja, tb, jb):  # type: ignore[no-untyped-def]
+def before(ta, ja, tb, jb):
     """(ta, ja) < (tb, jb) lexicographically."""
     return ta < tb or (ta == tb and ja < jb)
 
 
 @njit(cache=True, inline="always")
-def heap_push(heap, size, t, j):  # type: ignore[no-untyped-def]
+def heap_push(heap, size, t, j):
     """Push (t, j) on the heap stored in heap[0, :size] (times) and heap[1, :size] (jobs)."""
     i = size
     while i > 0:
@@ -76,7 +80,7 @@ def heap_push(heap, size, t, j):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, inline="always")
-def heap_pop(heap, size):  # type: ignore[no-untyped-def]
+def heap_pop(heap, size):
     """Remove the smallest pair (read it at heap[:, 0] first); the new size."""
     size -= 1
     t, j = heap[0, size], heap[1, size]
@@ -98,8 +102,7 @@ def heap_pop(heap, size):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, inline="always")
-def _list_find(lst, size, t, j):  # type: ignore[no-untyped-def]
-    lo, hi = 0, size
+def _list_find(lst, lo, hi, t, j):
     while lo < hi:
         mid = (lo + hi) >> 1
         if before(lst[0, mid], lst[1, mid], t, j):
@@ -110,30 +113,50 @@ def _list_find(lst, size, t, j):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, inline="always")
-def list_insert(lst, size, t, j):  # type: ignore[no-untyped-def]
-    """Insert (t, j) into the sorted list lst[:, :size]; the new size."""
-    k = _list_find(lst, size, t, j)
-    for i in range(size, k, -1):
-        lst[0, i] = lst[0, i - 1]
-        lst[1, i] = lst[1, i - 1]
-    lst[0, k] = t
-    lst[1, k] = j
-    return size + 1
+def _move(lst, dst, src):
+    lst[0, dst] = lst[0, src]
+    lst[1, dst] = lst[1, src]
 
 
 @njit(cache=True, inline="always")
-def list_remove(lst, size, t, j):  # type: ignore[no-untyped-def]
-    """Remove (t, j) from the sorted list lst[:, :size]; the new size."""
-    k = _list_find(lst, size, t, j)
-    for i in range(k, size - 1):
-        lst[0, i] = lst[0, i + 1]
-        lst[1, i] = lst[1, i + 1]
-    return size - 1
+def list_insert(lst, lo, hi, t, j):
+    """Insert (t, j) into the sorted list lst[:, lo:hi]; the new (lo, hi).
+
+    The buffer has room on both sides and the shorter side moves, so inserting (or removing)
+    near either end is cheap: the earliest requested ends leave first, the latest arrive."""
+    k = _list_find(lst, lo, hi, t, j)
+    if k - lo < hi - k:
+        for i in range(lo - 1, k - 1):
+            _move(lst, i, i + 1)
+        lo -= 1
+        k -= 1
+    else:
+        for i in range(hi, k, -1):
+            _move(lst, i, i - 1)
+        hi += 1
+    lst[0, k] = t
+    lst[1, k] = j
+    return lo, hi
+
+
+@njit(cache=True, inline="always")
+def list_remove(lst, lo, hi, t, j):
+    """Remove (t, j) from the sorted list lst[:, lo:hi]; the new (lo, hi)."""
+    k = _list_find(lst, lo, hi, t, j)
+    if k - lo < hi - 1 - k:
+        for i in range(k, lo, -1):
+            _move(lst, i, i - 1)
+        lo += 1
+    else:
+        for i in range(k, hi - 1):
+            _move(lst, i, i + 1)
+        hi -= 1
+    return lo, hi
 
 
 # ---------------------------------------------------------------- rank tree
 @njit(cache=True, inline="always")
-def tree_set(tree, pos, need, length):  # type: ignore[no-untyped-def]
+def tree_set(tree, pos, need, length):
     """Put a job (core demand ``need``, planning ``length``) at leaf ``pos``, or remove it
     (need = length = BIG). ``tree`` is (2, 2P): row 0 min demand, row 1 min length."""
     leaves = tree.shape[1] >> 1
@@ -152,13 +175,13 @@ def tree_set(tree, pos, need, length):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, inline="always")
-def _candidate(tree, i, free, span, extra):  # type: ignore[no-untyped-def]
+def _candidate(tree, i, free, span, extra):
     d = tree[0, i]
     return d <= free and (tree[1, i] <= span or d <= extra)
 
 
 @njit(cache=True, inline="always")
-def tree_find(tree, lo, free, span, extra):  # type: ignore[no-untyped-def]
+def tree_find(tree, lo, free, span, extra):
     """First leaf position >= lo holding a job that needs at most ``free`` cores and either
     runs at most ``span`` seconds or needs at most ``extra`` cores; -1 if none.
 

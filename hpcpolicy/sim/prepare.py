@@ -63,6 +63,11 @@ class Prepared:
     """(groups, 4) free resources at the start."""
 
 
+def i64(a: npt.ArrayLike) -> I64:
+    """A contiguous int64 copy (or view) of ``a``."""
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
 def _bad(ids: npt.NDArray[np.object_], mask: npt.NDArray[np.bool_]) -> str:
     shown = ", ".join(str(x) for x in ids[mask][:5])
     more = int(mask.sum()) - 5
@@ -104,7 +109,6 @@ def prepare(workload: Workload, cluster: ClusterSpec, cfg: SimConfig,
     allocator = get_allocator(cfg.allocator)
     w = workload
     n, m = len(w), len(running)
-    i64 = lambda a: np.ascontiguousarray(a, dtype=np.int64)  # noqa: E731
     run, req = i64(w.run_time), i64(w.req_walltime)
     killed = (run > req) if cfg.kill_at_limit else np.zeros(n, dtype=bool)
     dur = np.where(killed, req, run).astype(np.int64)

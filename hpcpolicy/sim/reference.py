@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from hpcpolicy.errors import ConfigError, SimulationError
-from hpcpolicy.policies.base import QueueView, Scorer
+from hpcpolicy.policies.base import QueueView, Scorer, running_order
 from hpcpolicy.sim.allocation import get_allocator
 from hpcpolicy.sim.backfill import RunningSlot, conservative_backfill, easy_backfill
 from hpcpolicy.sim.events import Event, EventQueue, Kind
@@ -64,7 +64,6 @@ class ReferenceEngine:
         self.free = prep.free0.copy()
         self.queue: list[int] = []
         self.running: dict[int, RunningSlot] = {}
-        self.end_of: dict[int, int] = {}
         self.start = np.full(prep.n, -1, dtype=np.int64)
         self.group = np.full(prep.n, -1, dtype=np.int64)
         self.backfilled = np.zeros(prep.n, dtype=bool)
@@ -84,10 +83,9 @@ class ReferenceEngine:
             j = p.n + i
             g = int(p.pre_group[i])
             self.running[j] = RunningSlot(int(p.pre_req_end[i]), g, p.need[j, g])
-            self.end_of[j] = int(p.pre_end[i])
             self.events.schedule(Event(int(p.pre_end[i]), Kind.FINISH, j, j))
-        for j in np.flatnonzero(~p.never_fits):
-            self.events.schedule(Event(int(p.submit[j]), Kind.SUBMIT, int(j), int(j)))
+        for k in np.flatnonzero(~p.never_fits).tolist():
+            self.events.schedule(Event(int(p.submit[k]), Kind.SUBMIT, k, k))
         pass_at: int | None = None
         while self.events:
             ev = self.events.pop()
@@ -130,10 +128,15 @@ class ReferenceEngine:
     def _order(self, now: int) -> list[int]:
         jobs = np.array(self.queue, dtype=np.int64)
         need = self.p.need[jobs]
-        fits = ((need[:, :, 0] >= 0) & (need <= self.free[None]).all(axis=2)).any(axis=1)
+        fits = np.asarray(
+            ((need[:, :, 0] >= 0) & (need <= self.free[None]).all(axis=2)).any(axis=1))
+        slots = list(self.running.values())
+        cores, req_end = running_order(np.array([s.need[0] for s in slots], dtype=np.int64),
+                                       np.array([s.req_end for s in slots], dtype=np.int64))
         view = QueueView(now=now, jobs=jobs, workload=self.workload, free=self.free.copy(),
                          capacity=self.p.capacity, fits_now=fits,
-                         user_share=self.usage.shares())
+                         user_share=self.usage.shares(), running_cores=cores,
+                         running_req_end=req_end)
         scores = np.asarray(self.scorer.scores(view), dtype=np.float64)
         self.counts["decisions"] += 1
         if scores.shape != jobs.shape or np.isnan(scores).any():

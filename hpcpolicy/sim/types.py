@@ -80,7 +80,8 @@ class SimConfig:
     check: bool = False
     """Check invariants while running (capacity, start >= submit, once-only starts, ...)."""
     engine: str = "fast"
-    """fast (compiled) or reference (plain Python); both give identical schedules."""
+    """fast (compiled) or reference (plain Python); both give identical schedules. The
+    ``rlscheduler`` semantics have one (compiled) implementation, used for either."""
     exclusive_nodes: bool = False
     """Jobs occupy whole nodes: max(requested nodes, ceil(procs / cores per node), ...) nodes,
     with all their cores and GPUs (RLScheduler's model; Slurm ``--exclusive``)."""

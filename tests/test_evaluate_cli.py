@@ -1,0 +1,68 @@
+"""``hpcpolicy evaluate``: the comparison table, --json, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from env_jobs import write_table
+from typer.testing import CliRunner, Result
+
+from hpcpolicy.commands import app
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_table(tmp_path_factory.mktemp("evaluate") / "jobs.parquet", 300)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, ["evaluate", *args])
+
+
+def one_line_error(result: Result) -> str:
+    assert result.exit_code == 1, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_table_and_json(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "e.json"
+    result = invoke(str(table), "--policy", "fcfs,sjf", "-p", "f1", "--backfill", "none,easy",
+                    "--windows", "3", "--window-size", "40", "--seed", "4", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    assert "mean over windows, ±std across windows" in result.output
+    assert "3 window(s) of 40 jobs from the test part (train_frac 0.7)" in result.output
+    starred = [line for line in result.output.splitlines()
+               if re.match(r"^ ?\S+ \*\s+(none|easy) ", line)]
+    assert len(starred) == 2  # one best heuristic per backfilling mode
+    doc = json.loads(out.read_text())
+    assert [(r["policy"], r["backfill"]) for r in doc["runs"]] == [
+        (p, b) for b in ("none", "easy") for p in ("fcfs", "sjf", "f1")]
+    assert all(210 <= s <= 260 for s in doc["windows"]["starts"])
+    assert set(doc["runs"][0]["spread"]["mean_bsld"]) == {"std", "min", "max"}
+    again = tmp_path / "again.json"
+    quiet = CliRunner().invoke(app, ["-q", "evaluate", str(table), "-p", "fcfs,sjf,f1", "-b",
+                                     "none,easy", "--windows", "3", "--window-size", "40",
+                                     "--seed", "4", "--json", str(again)])
+    assert quiet.exit_code == 0 and quiet.output.strip() == str(again)
+    assert json.loads(again.read_text()) == doc
+
+
+def test_errors(table: Path, tmp_path: Path) -> None:
+    assert "policy 'fifo' is neither a heuristic" in one_line_error(
+        invoke(str(table), "-p", "fcfs,fifo", "--window-size", "40"))
+    assert "the test part holds 90 jobs (of 300, train_frac 0.7), fewer than one window of " \
+           "100" in one_line_error(invoke(str(table), "--window-size", "100"))
+    assert "are not inside the test part" in one_line_error(
+        invoke(str(table), "--window-size", "40", "--window-starts", "5,220"))
+    assert "--window-starts '5,x'" in one_line_error(
+        invoke(str(table), "--window-size", "40", "--window-starts", "5,x"))
+    exists = tmp_path / "e.json"
+    exists.write_text("{}")
+    assert "already exists; pass --overwrite" in one_line_error(
+        invoke(str(table), "--json", str(exists)))
