@@ -64,20 +64,20 @@ def _time_env(make: Any, seconds: float, policy: str, seed: int) -> dict[str, An
     """One environment stepped for ``seconds`` of CPU time after a warm-up episode."""
     env = make()
     choose = _policy(policy, np.random.default_rng(seed))
-    obs, info = env.reset(seed=seed)
+    _, info = env.reset(seed=seed)
     done = False
     while not done:  # warm-up: JIT compilation, caches
-        obs, _, done, _, info = env.step(choose(info["action_mask"]))
-    obs, info = env.reset()
+        _, _, done, _, info = env.step(choose(info["action_mask"]))
+    _, info = env.reset()
     decisions = episodes = 0
     cpu0, wall0 = time.process_time(), time.perf_counter()
     while time.process_time() - cpu0 < seconds:
         for _ in range(256):
-            obs, _, done, _, info = env.step(choose(info["action_mask"]))
+            _, _, done, _, info = env.step(choose(info["action_mask"]))
             decisions += 1
             if done:
                 episodes += 1
-                obs, info = env.reset()
+                _, info = env.reset()
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     return {"decisions": decisions, "episodes": episodes, "cpu_s": cpu, "wall_s": wall,
             "decisions_per_cpu_s": decisions / cpu, "decisions_per_wall_s": decisions / wall}
@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{c['vector_8_envs']['decisions_per_cpu_s']:,.0f} in 8 envs)" for c in cases)
     print(f"env decisions per CPU-second, K={args.k}, {args.window_size}-job windows, "
           f"policy {args.policy}: {parts}; target {TARGET:,} -> "
-          f"{'met' if out['meets_target'] else 'NOT met'} [load {out['conditions']['loadavg_1m']:.1f}]"
-          f" -> {args.out}")
+          f"{'met' if out['meets_target'] else 'NOT met'} "
+          f"[load {out['conditions']['loadavg_1m']:.1f}] -> {args.out}")
     return 0
 
 

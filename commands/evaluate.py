@@ -1,4 +1,4 @@
-"""``hpcpolicy evaluate``: heuristics and trained policies on identical windows of the test period."""
+"""``hpcpolicy evaluate``: heuristics and trained policies on the same windows of a later period."""
 
 from __future__ import annotations
 

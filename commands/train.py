@@ -106,8 +106,7 @@ def _train_in_process(cfg: PPOConfig, kwargs: dict[str, Any], run: Path, resume:
     """PPO in this process, with a live progress line on stderr."""
     import functools
 
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hpcpolicy.env.factory import make_env
     from hpcpolicy.rl.ppo import train

@@ -32,7 +32,9 @@ class NodeGroup:
     gpu_type: str | None = None
     """GPU type name (a100, v100, ...), None for CPU nodes."""
     gpu_speed: float = 1.0
-    """Speed of this GPU type relative to the reference type (run times scale by 1/speed)."""
+    """Speed of this GPU type relative to the reference type (run times scale by 1/speed).
+    Reserved for the GPU-aware engine: the current simulator replays logged run times as they
+    are, whatever the group's speed."""
     rack: str | None = None
     """Rack name, for topology-aware allocation."""
 

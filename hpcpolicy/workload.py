@@ -246,6 +246,8 @@ class Workload:
         opts = options or WorkloadOptions()
         frame, label = _scan(source)
         table = _resolve(frame, opts).collect()
+        if not table["submit"].is_sorted():  # logs are usually in submit order already
+            table = table.sort("submit", maintain_order=True)
         if table.height == 0:
             raise InputFormatError(f"{label}: the job table is empty; there is nothing to replay")
         return _assemble(cls, table, label, opts)
@@ -383,27 +385,33 @@ def _codes(values: pl.Series) -> tuple[I32, tuple[str, ...]]:
     return codes.astype(np.int32), tuple(names)
 
 
-def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
-              opts: WorkloadOptions) -> Workload:
+def _split(table: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, tuple[str, ...]]]:
+    """The kept jobs, and the dropped jobs' ids by reason (reasons in alphabetical order)."""
     import polars as pl
 
-    kept = table.filter(pl.col("reason").is_null())
+    if table["reason"].null_count() == table.height:
+        return table, {}
     lost = table.filter(pl.col("reason").is_not_null())
     dropped = {
         str(reason): tuple(ids)
         for reason, ids in lost.group_by("reason", maintain_order=True)
         .agg(pl.col("job_id")).sort("reason").iter_rows()
     }
+    return table.filter(pl.col("reason").is_null()), dropped
+
+
+def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
+              opts: WorkloadOptions) -> Workload:
+    """The workload from the resolved table (already in submit order)."""
+    kept, dropped = _split(table)
     if kept.height == 0:
         counts = ", ".join(f"{k}: {len(v)}" for k, v in dropped.items())
         raise ConfigError(f"{label}: all {table.height} jobs were dropped ({counts}); "
                           "see `hpcpolicy simulate --help` for the options that keep them")
     walltime, wall_note = _walltime(kept, label, opts)
-    kept = kept.with_columns(walltime.alias("walltime")).sort("submit", maintain_order=True)
     origin = int(kept["submit"][0])
     users, user_names = _codes(kept["user"])
     parts, part_names = _codes(kept["partition"])
-    logged = kept["logged"]
     source_col = {"requested": "req_cpus", "allocated": "alloc_cpus", "max": "max(req_cpus, "
                   "alloc_cpus)"}[opts.procs_from]
     notes = [f"processors from {source_col}"]
@@ -419,22 +427,21 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         notes.append(wall_note)
     notes += [f"dropped {len(ids)} jobs: {DROP_REASONS[r]}" for r, ids in dropped.items()]
 
-    def i64(name: str) -> I64:
-        return np.asarray(kept[name].to_numpy(), dtype=np.int64)
+    def i64(column: pl.Series) -> I64:
+        return np.asarray(column.to_numpy(), dtype=np.int64)
 
     return cls(
-        job_id=kept["job_id"].to_numpy().astype(object),
-        submit=i64("submit") - origin,
-        run_time=i64("run"),
-        req_walltime=i64("walltime"),
-        procs=i64("procs"),
-        nodes=i64("nodes"),
-        gpus=i64("gpus"),
-        mem_mib=i64("mem"),
+        job_id=kept["job_id"].to_numpy().astype(object, copy=False),
+        submit=i64(kept["submit"] - origin),
+        run_time=i64(kept["run"]),
+        req_walltime=i64(walltime),
+        procs=i64(kept["procs"]),
+        nodes=i64(kept["nodes"]),
+        gpus=i64(kept["gpus"]),
+        mem_mib=i64(kept["mem"]),
         user=users,
         partition=parts,
-        logged_start=np.where(logged.is_null().to_numpy(), -1,
-                              logged.fill_null(0).to_numpy() - origin).astype(np.int64),
+        logged_start=i64((kept["logged"] - origin).fill_null(-1)),
         users=user_names,
         partitions=part_names,
         origin=origin,

@@ -9,12 +9,12 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
-from env_jobs import CLUSTER, random_workload  # noqa: E402
+from env_jobs import CLUSTER, random_workload
 
-from hpcpolicy.env import EnvConfig  # noqa: E402
-from hpcpolicy.env.rewards import REWARD_TERMS, format_reward, parse_reward  # noqa: E402
-from hpcpolicy.env.scheduling import SchedulingEnv  # noqa: E402
-from hpcpolicy.errors import ConfigError  # noqa: E402
+from hpcpolicy.env import EnvConfig
+from hpcpolicy.env.rewards import REWARD_TERMS, format_reward, parse_reward
+from hpcpolicy.env.scheduling import SchedulingEnv
+from hpcpolicy.errors import ConfigError
 
 WORKLOAD = random_workload(200, seed=7)
 BASE = EnvConfig(k=8, window_size=60, split="all", baselines=())
@@ -24,12 +24,12 @@ METRIC = {"bsld": ("bsld", -1.0), "wait": ("wait_s", -1 / 3600), "response":
 
 def _episode(cfg: EnvConfig, seed: int) -> tuple[list[float], dict[str, float]]:
     env = SchedulingEnv(WORKLOAD, CLUSTER, cfg)
-    obs, info = env.reset(seed=seed)
+    _, info = env.reset(seed=seed)
     rng = np.random.default_rng(seed)
     rewards, done = [], False
     while not done:
         valid = np.flatnonzero(info["action_mask"])
-        obs, reward, done, _, info = env.step(int(rng.choice(valid)))
+        _, reward, done, _, info = env.step(int(rng.choice(valid)))
         rewards.append(reward)
     return rewards, info["episode_metrics"]
 

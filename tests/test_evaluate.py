@@ -38,7 +38,7 @@ def test_every_policy_runs_on_the_same_windows_of_the_test_part() -> None:
                                    "min": min(per_window), "max": max(per_window)}
     best = ev.best_heuristics()
     assert set(best) == {"none", "easy"}
-    for backfill, (name, bsld) in best.items():
+    for backfill, (_, bsld) in best.items():
         assert bsld == min(r.summary["mean_bsld"] for r in ev.runs
                            if r.config.backfill == backfill)
     assert all(ev.versus_best(r) is None for r in ev.runs)  # no learned policy here
@@ -66,7 +66,7 @@ def test_the_split_decides_where_windows_may_lie() -> None:
                                           r"part \(windows of 50 jobs start at 280\.\.350\)"):
         evaluate(WORKLOAD, CLUSTER, EvaluateConfig(policies=("fcfs",), window_size=50,
                                                    starts=(100,)))
-    with pytest.raises(ConfigError, match="the test part holds 120 jobs .* fewer than one window"):
+    with pytest.raises(ConfigError, match=r"the test part holds 120 jobs .* fewer than one window"):
         evaluate(WORKLOAD, CLUSTER, EvaluateConfig(policies=("fcfs",), window_size=200))
 
 

@@ -102,7 +102,7 @@ def test_policy_specs_resolve_to_heuristics_or_artifacts(policy_dir: Path,
     with pytest.raises(ConfigError, match=r"policy 'fifo' is neither a heuristic \(fcfs, .*\) "
                                           r"nor a trained policy directory"):
         resolve_policy("fifo")
-    with pytest.raises(ArtifactError, match="no manifest.json"):
+    with pytest.raises(ArtifactError, match=r"no manifest\.json"):
         resolve_policy(str(tmp_path))
 
 
@@ -114,5 +114,5 @@ def test_a_policy_trained_on_other_features_is_refused(policy_dir: Path, tmp_pat
     manifest = json.loads((other / "manifest.json").read_text())
     manifest["observation"]["job_features"][0]["name"] = "queue_position"
     (other / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(ArtifactError, match="trained on job features .*'queue_position'"):
+    with pytest.raises(ArtifactError, match=r"trained on job features .*'queue_position'"):
         LearnedPolicy(other)

@@ -13,11 +13,11 @@ pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 pytest.importorskip("onnxruntime")
 
-from env_jobs import write_table  # noqa: E402
-from typer.testing import CliRunner, Result  # noqa: E402
+from env_jobs import write_table
+from typer.testing import CliRunner, Result
 
-from hpcpolicy.atomic import file_sha256  # noqa: E402
-from hpcpolicy.commands import app  # noqa: E402
+from hpcpolicy.atomic import file_sha256
+from hpcpolicy.commands import app
 
 TINY = ["--steps", "256", "--num-envs", "2", "--window-size", "40", "--k", "8", "--seed", "3"]
 
@@ -71,6 +71,7 @@ def test_ppo_run_writes_a_policy_that_evaluate_replays(table: Path, tmp_path: Pa
     assert [r["global_step"] for r in rows] == ["64", "128", "192", "256"]
     assert {"env/bsld", "env/best_heuristic_bsld", "env/bsld_vs_best"} <= set(rows[0])
     assert any(r["env/bsld"] for r in rows)  # episodes of 40 jobs end within the budget
+    assert {r["env/invalid_actions"] for r in rows} <= {"", "0"}  # masked slots never chosen
 
     out = tmp_path / "eval.json"
     result = invoke("evaluate", str(table), "--policy", f"sjf,{run / 'policy'}", "--backfill",

@@ -158,7 +158,8 @@ class SchedulingEnv(gym.Env[Obs, int]):
         """Make the job in slot ``action`` the head; run to the next decision."""
         driver, meter = self._driver, self._meter
         if driver is None or meter is None:
-            raise SimulationError("step() before reset(): call reset() to start an episode")
+            raise SimulationError("step() with no episode in progress (before reset(), or after "
+                                  "the episode ended): call reset() to start one")
         slot = int(action)
         if not (0 <= slot < self.config.k and self._obs["mask"][slot]):
             self._invalid += 1

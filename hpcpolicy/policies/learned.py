@@ -35,13 +35,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.env.driver import head_scores
+from hpcpolicy.env.observe import Observer
 from hpcpolicy.errors import ArtifactError, ConfigError
 from hpcpolicy.policies.base import Policy, QueueView
 
 if TYPE_CHECKING:
     from hpcpolicy.artifact import LoadedPolicy
     from hpcpolicy.cluster import ClusterSpec
-    from hpcpolicy.env.observe import Observer
     from hpcpolicy.sim.prepare import Prepared
     from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
     from hpcpolicy.workload import Workload
@@ -92,8 +93,6 @@ class LearnedScorer:
 
     def scores(self, view: QueueView) -> F64:
         """The chosen job first (score -1), the others in submit order."""
-        from hpcpolicy.env.driver import head_scores
-
         cores, req_end = self._running.update(view)
         k = self._observer.k
         obs = self._observer.observe(view.now, view.jobs, view.fits_now[:k], view.free, cores,
@@ -137,7 +136,6 @@ class LearnedPolicy:
 
     def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> LearnedScorer:
         """A scorer for one run of ``workload`` on ``cluster``."""
-        from hpcpolicy.env.observe import Observer
         from hpcpolicy.sim.prepare import prepare
 
         prep = prepare(workload, cluster, cfg)

@@ -1,0 +1,231 @@
+"""The learning bar: a DD-PPO policy against the best heuristic on a later period of the trace.
+
+Protocol (issue 4), per trace (lublin_256 and HPC2N from ../shared/data) and per backfilling
+mode (none and EASY):
+
+1. train with ``hpcpolicy train --algo ddppo`` on the earliest ``--train-frac`` (70 %) of the
+   jobs, episodes of ``--train-window`` consecutive jobs;
+2. evaluate with :func:`hpcpolicy.evaluate.evaluate` on ``--windows`` (>= 10) windows of
+   ``--window-size`` (1,024) jobs drawn from the later 30 %, against FCFS, SJF, F1, WFP3 and
+   UNICEP with the same backfilling, all on identical windows (cold starts, as RLScheduler);
+3. the bar: the policy's mean bounded slowdown is at least 10 % below the best heuristic's.
+
+Budget: ``--minutes`` of training per trace (default 30, the issue's limit on a 2-core
+machine), shared equally by the backfilling modes. Each run first measures its own steady
+steps/s in a short calibration run (its time counts against the budget), sets ``--steps`` so
+that training fits the rest, and is stopped like a Ctrl-C (the trainer checkpoints and exports
+its policy) if it still overruns. ``--steps N`` instead gives a fixed budget per policy.
+The wall time of every run is reported.
+
+``--rlscheduler`` adds RLScheduler's own protocol on lublin_256: their conventions
+(``--compat rlscheduler``: processors, perfect estimates, their backfilling and machine
+model), training on the whole trace as they do, evaluation on their ten fixed windows, so
+that the policy can be set beside their published average bounded slowdowns (with their
+backfilling: RL 58.64, SJF 73.31, F1 75.07; without: SJF 277.35, F1 258.37).
+
+Writes JSON (default ``benchmarks/results/train_quality.json``) and prints one line. Run on an
+idle machine: training throughput, hence quality within a time budget, depends on it.
+
+Usage:
+    python benchmarks/train_quality.py                       # the bar, 30 min per trace
+    python benchmarks/train_quality.py --steps 4096 --windows 2 --window-size 256   # a try
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
+
+HEURISTICS = ("fcfs", "sjf", "f1", "wfp3", "unicep")
+BAR = -0.10
+"""Required change of mean bounded slowdown against the best heuristic (10 % lower)."""
+WORKLOAD_OPTIONS = {"lublin_256": ["--walltime-fallback", "runtime"], "HPC2N": []}
+"""Per trace: how to build its workload (the Lublin model has no requested walltimes)."""
+RLSCHEDULER_STARTS = (1981, 2714, 2756, 3316, 4022, 4299, 5228, 7085, 7762, 8850)
+RLSCHEDULER_PUBLISHED = {"easy": {"rl": 58.64, "sjf": 73.31, "f1": 75.07},
+                         "none": {"sjf": 277.35, "f1": 258.37}}
+MARGIN_S = 10.0
+"""Seconds kept free at the end of a time budget: a stopped run still exports its policy."""
+DEFAULT_PPO = {"num_envs": 8, "num_steps": 256, "num_minibatches": 8, "update_epochs": 4,
+               "learning_rate": 3e-4, "ent_coef": 0.01, "checkpoint_every": 5}
+"""PPO fields of every run (``--config`` JSON overrides them)."""
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).with_name("hpcpolicy")
+    return [str(script)] if script.exists() else [
+        sys.executable, "-c", "from hpcpolicy.commands import main; main()"]
+
+
+def _steady_sps(run: Path) -> float:
+    """Steps per second over updates 2.. of a run's metrics.csv (the first has start-up)."""
+    with (run / "metrics.csv").open(newline="") as f:
+        rows = [(float(r["global_step"]), float(r["wall_time_s"])) for r in csv.DictReader(f)]
+    (s0, t0), (s1, t1) = rows[0], rows[-1]
+    return (s1 - s0) / (t1 - t0)
+
+
+def _train(args: list[str], deadline_s: float | None) -> float:
+    """Run ``hpcpolicy train ARGS``; Ctrl-C it (its whole process group) at the deadline.
+
+    Returns the wall time. The trainer answers SIGINT by finishing the update, checkpointing
+    and exporting the policy, as after a Ctrl-C in a terminal.
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen([*_cli(), "-q", "train", *args], start_new_session=True)
+    try:
+        proc.wait(timeout=deadline_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait()
+    if proc.returncode != 0:
+        raise SystemExit(f"hpcpolicy train {' '.join(args)} failed (exit {proc.returncode})")
+    return time.perf_counter() - start
+
+
+def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: dict[str, Any],
+                 a: argparse.Namespace, budget_s: float | None) -> dict[str, Any]:
+    """Train one policy within ``budget_s`` (calibrated) or ``a.steps``; its facts."""
+    config = run.parent / f"{run.name}.ppo.json"
+    run.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps(cfg))
+    common = [str(table), "--algo", "ddppo", "--workers", str(a.workers), "--seed",
+              str(a.seed), "--backfill", backfill, "--window-size", str(a.train_window),
+              "--train-frac", str(a.train_frac), "--config", str(config), *extra]
+    batch = a.workers * cfg["num_envs"] * cfg["num_steps"]
+    calibration = 0.0
+    steps = a.steps
+    deadline = None
+    if steps is None:
+        assert budget_s is not None
+        probe = run.parent / f"{run.name}.calibration"
+        calibration = _train([*common, "--steps", str(3 * batch), "-o", str(probe)], None)
+        sps = _steady_sps(probe)
+        # start-up (imports, workers, JIT) and the final export, as the calibration run had
+        fixed = calibration - json.loads((probe / "result.json").read_text())["wall_time_s"]
+        left = budget_s - calibration
+        steps = max(batch, int(sps * (left - fixed - MARGIN_S)) // batch * batch)
+        deadline = max(left - MARGIN_S, 60.0)
+    wall = _train([*common, "--steps", str(steps), "-o", str(run)], deadline)
+    result = json.loads((run / "result.json").read_text())
+    return {"run": str(run), "steps_budget": steps, "global_step": result["global_step"],
+            "updates": result["updates"], "interrupted": result["interrupted"],
+            "train_wall_s": wall, "calibration_wall_s": calibration,
+            "train_time_s": result["wall_time_s"]}
+
+
+def evaluate_policy(table: Path, policy: Path, backfill: str, options: dict[str, Any],
+                    a: argparse.Namespace, compat: str | None = None,
+                    starts: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """The policy and the heuristics on identical windows; the bar's figures."""
+    from hpcpolicy.env.factory import load
+    from hpcpolicy.evaluate import EvaluateConfig, evaluate
+
+    workload, machine = load(table, options)
+    cfg = EvaluateConfig(policies=(*HEURISTICS, str(policy)), backfills=(backfill,),
+                         windows=a.windows, window_size=a.window_size, seed=a.seed,
+                         split="all" if starts else "test", train_frac=a.train_frac,
+                         starts=starts, compat=compat, exclusive_nodes=compat == "rlscheduler")
+    ev = evaluate(workload, machine, cfg)
+    name, best = ev.best_heuristics()[backfill]
+    learned = ev.runs[-1]
+    change = ev.versus_best(learned)
+    return {
+        "windows": list(ev.starts), "window_size": a.window_size,
+        "mean_bsld": {r.config.policy if r is not learned else "learned": r.summary["mean_bsld"]
+                      for r in ev.runs},
+        "learned_spread": ev.spread(learned)["mean_bsld"],
+        "best_heuristic": name, "best_heuristic_bsld": best, "change_vs_best": change,
+        "meets_bar": change is not None and change <= BAR,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", default="lublin_256,HPC2N", help="comma-separated")
+    parser.add_argument("--backfills", default="none,easy", help="comma-separated")
+    parser.add_argument("--minutes", type=float, default=30.0,
+                        help="training budget per trace (all its backfilling modes)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="fixed steps per policy instead of a time budget")
+    parser.add_argument("--workers", type=int, default=2, help="DD-PPO workers")
+    parser.add_argument("--train-window", type=int, default=256, help="jobs per episode")
+    parser.add_argument("--train-frac", type=float, default=0.7)
+    parser.add_argument("--windows", type=int, default=10, help="evaluation windows")
+    parser.add_argument("--window-size", type=int, default=1024, help="jobs per window")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--config", type=Path, default=None,
+                        help="JSON of PPO fields overriding the defaults of this script")
+    parser.add_argument("--rlscheduler", action="store_true",
+                        help="also RLScheduler's protocol on lublin_256 (see above)")
+    parser.add_argument("--cache", type=Path,
+                        default=Path(tempfile.gettempdir()) / "hpcpolicy-bench")
+    parser.add_argument("--runs", type=Path, default=None,
+                        help="where the runs go (default: a new temporary directory)")
+    parser.add_argument("--out", type=Path,
+                        default=ROOT / "benchmarks/results/train_quality.json")
+    a = parser.parse_args(argv)
+
+    from hpcpolicy.atomic import write_json
+    from hpcpolicy.commands.evaluate import workload_options
+
+    cfg = {**DEFAULT_PPO, **(json.loads(a.config.read_text()) if a.config else {})}
+    runs_dir = a.runs or Path(tempfile.mkdtemp(prefix="hpcpolicy-quality-"))
+    backfills = a.backfills.split(",")
+    budget = None if a.steps is not None else a.minutes * 60.0 / len(backfills)
+    results: list[dict[str, Any]] = []
+    for trace in a.traces.split(","):
+        table = ingest_trace(trace, a.cache)
+        extra = WORKLOAD_OPTIONS[trace]
+        options = workload_options(None, None, extra[1] if extra else None).to_dict()
+        for backfill in backfills:
+            run = runs_dir / f"{trace}-{backfill}"
+            row = {"trace": trace, "backfill": backfill, "protocol": "chronological split",
+                   **train_policy(table, run, backfill, extra, cfg, a, budget)}
+            row.update(evaluate_policy(table, run / "policy", backfill, options, a))
+            results.append(row)
+    if a.rlscheduler:
+        table = ingest_trace("lublin_256", a.cache)
+        options = workload_options("rlscheduler", None, None).to_dict()
+        for backfill in backfills:
+            run = runs_dir / f"rlscheduler-{backfill}"
+            row = {"trace": "lublin_256", "backfill": backfill, "protocol": "rlscheduler",
+                   "published": RLSCHEDULER_PUBLISHED[backfill],
+                   **train_policy(table, run, backfill, ["--compat", "rlscheduler", "--split",
+                                                         "all"], cfg, a, budget)}
+            row.update(evaluate_policy(table, run / "policy", backfill, options, a,
+                                       compat="rlscheduler", starts=RLSCHEDULER_STARTS))
+            results.append(row)
+    out = {"benchmark": "train_quality", "bar_change_vs_best": BAR, "ppo": cfg,
+           "workers": a.workers, "train_window": a.train_window, "train_frac": a.train_frac,
+           "minutes_per_trace": None if a.steps is not None else a.minutes,
+           "steps_per_policy": a.steps, "seed": a.seed, "results": results,
+           "meets_bar": all(r["meets_bar"] for r in results if r["protocol"] != "rlscheduler"),
+           "conditions": {"cpu_count": os.cpu_count(), "loadavg_1m": os.getloadavg()[0]}}
+    write_json(a.out, out)
+    parts = "; ".join(
+        f"{r['trace']}{'/rlscheduler' if r['protocol'] == 'rlscheduler' else ''} "
+        f"{r['backfill']}: {r['mean_bsld']['learned']:.2f} vs {r['best_heuristic']} "
+        f"{r['best_heuristic_bsld']:.2f} ({r['change_vs_best']:+.1%}, "
+        f"{r['train_wall_s'] + r['calibration_wall_s']:.0f} s)" for r in results)
+    print(f"train quality (mean bsld, learned vs best heuristic, {a.windows} x "
+          f"{a.window_size}-job windows): {parts}; bar {BAR:+.0%} -> "
+          f"{'met' if out['meets_bar'] else 'NOT met'} -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
