@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
+
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
 from hpcpolicy.commands._options import SeedOpt
-from rich.markup import escape
 
 __all__ = ["main"]
 
@@ -34,7 +35,6 @@ def main(
         hpcpolicy demo -o /tmp/demo --jobs 20000 --seed 7
     """
     from hpcpolicy.commands.stats import render_profile
-
     from hpcpolicy.demo import DemoConfig, DemoStep, run_demo
 
     quiet = is_quiet()

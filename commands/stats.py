@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import JsonOutOpt
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._options import JsonOutOpt
 
 __all__ = ["main", "render_profile"]
 

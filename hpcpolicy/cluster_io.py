@@ -172,7 +172,7 @@ def header_facts(table: str | Path) -> dict[str, int]:
 
     Only positive values the headers state are returned; inputs whose headers disagree raise.
     """
-    from hpcpolicy.stats import open_job_table  # checks file, schema version and columns
+    from hpcpolicy.table import open_job_table  # checks file, schema version and columns
 
     headers = open_job_table(table).headers
     facts: dict[str, int] = {}

@@ -36,102 +36,18 @@ from typing import Any
 import polars as pl
 
 from hpcpolicy.atomic import write_text
-from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
+from hpcpolicy.errors import ConfigError
 from hpcpolicy.ingest.config import check_time_zone
-from hpcpolicy.schema import JOB_STATES, METADATA_PREFIX, SCHEMA_VERSION, polars_schema
+from hpcpolicy.schema import JOB_STATES
+from hpcpolicy.table import JobTable, open_job_table
 
-__all__ = ["PERCENTILES", "WEEKDAYS", "JobTable", "open_job_table", "profile", "save_profile"]
+__all__ = ["PERCENTILES", "WEEKDAYS", "profile", "save_profile"]
 
 PERCENTILES: tuple[float, ...] = (0.10, 0.25, 0.50, 0.75, 0.90, 0.99)
 """Percentiles of every distribution (linear interpolation, as numpy's default)."""
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _TZ_KEYS = ("timezonestring",)
-
-
-@dataclass(frozen=True)
-class JobTable:
-    """A checked job table: its lazy frame and what its Parquet metadata says."""
-
-    path: Path
-    """The Parquet file."""
-    frame: pl.LazyFrame
-    """Lazy scan of the table (canonical columns, checked)."""
-    metadata: dict[str, str]
-    """The ``hpcpolicy.*`` key-value metadata, prefix removed."""
-
-    @property
-    def headers(self) -> list[dict[str, Any]]:
-        """Header facts of each source log (SWF ``MaxProcs``, ...), as ingest stored them."""
-        return _json_list(self.metadata.get("header"))
-
-
-def _json_list(text: str | None) -> list[dict[str, Any]]:
-    try:
-        value = json.loads(text) if text else []
-    except json.JSONDecodeError:
-        return []
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def open_job_table(path: str | Path) -> JobTable:
-    """Open a job table written by ``hpcpolicy ingest`` and check it is one this version reads.
-
-    Args:
-        path: the ``NAME.parquet`` file.
-
-    Returns:
-        The lazy table and its metadata; nothing but the footer has been read.
-
-    Raises:
-        InputFormatError: the file is missing or is a folder.
-        SchemaValidationError: not a Parquet file, not a job table, a table of another major
-            schema version, or canonical columns missing or of the wrong type.
-
-    Example:
-        >>> table = open_job_table("jobs.parquet")  # doctest: +SKIP
-        >>> table.metadata["schema_version"]  # doctest: +SKIP
-        '1.0'
-    """
-    path = Path(path)
-    if not path.exists():
-        raise InputFormatError(f"{path}: no such file; make one with `hpcpolicy ingest LOG -o "
-                               f"{path}`")
-    if path.is_dir():
-        raise InputFormatError(f"{path}: is a folder; give the NAME.parquet job table inside it")
-    remake = f"make one with `hpcpolicy ingest LOG -o {path.name}`"
-    try:
-        raw = pl.read_parquet_metadata(path)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise SchemaValidationError(
-            f"{path}: not a Parquet file ({str(exc).splitlines()[0]}); {remake}"
-        ) from None
-    meta = {k[len(METADATA_PREFIX):]: v for k, v in raw.items() if k.startswith(METADATA_PREFIX)}
-    version = meta.get("schema_version")
-    if version is None:
-        raise SchemaValidationError(
-            f"{path}: a Parquet file but not an hpcpolicy job table (no "
-            f"{METADATA_PREFIX}schema_version metadata); {remake}"
-        )
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise SchemaValidationError(
-            f"{path}: job-table schema {version}, but this hpcpolicy reads schema "
-            f"{SCHEMA_VERSION.split('.')[0]}.x; re-ingest the log with this version "
-            f"(`hpcpolicy ingest LOG -o {path.name} --overwrite`)"
-        )
-    frame = pl.scan_parquet(path)
-    found = frame.collect_schema()
-    wrong = [
-        f"{name} ({'missing' if name not in found else f'{found[name]}, expected {dtype}'})"
-        for name, dtype in polars_schema().items()
-        if found.get(name) != dtype
-    ]
-    if wrong:
-        raise SchemaValidationError(
-            f"{path}: not a valid job table (schema {version}): columns {', '.join(wrong)}; "
-            f"{remake} --overwrite"
-        )
-    return JobTable(path=path, frame=frame, metadata=meta)
 
 
 def _header_value(entries: list[dict[str, Any]], keys: tuple[str, ...]) -> list[Any]:
@@ -351,7 +267,7 @@ def profile(path: str | Path, *, procs: int | None = None, cluster: str | Path |
         A dict with fixed key order; see the module docstring for the conventions.
 
     Raises:
-        InputFormatError, SchemaValidationError: see :func:`open_job_table`.
+        InputFormatError, SchemaValidationError: see :func:`hpcpolicy.table.open_job_table`.
         ConfigError: ``procs`` < 1 or given with ``cluster``, a bad cluster file, headers
             that disagree on the machine size, ``top_users`` < 1 or an unknown ``tz``.
 

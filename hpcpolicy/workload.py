@@ -271,7 +271,7 @@ def _scan(source: str | Path | pl.DataFrame | pl.LazyFrame) -> tuple[pl.LazyFram
     elif isinstance(source, pl.LazyFrame):
         frame, label = source, "job table"
     else:
-        from hpcpolicy.stats import open_job_table  # checks file, schema version and columns
+        from hpcpolicy.table import open_job_table  # checks file, schema version and columns
 
         frame, label = open_job_table(source).frame, str(source)
     try:

@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 import typer.main
-from hpcpolicy.commands import app
 from typer.testing import CliRunner, Result
 
+from hpcpolicy.commands import app
 from hpcpolicy.schema import SCHEMA_VERSION, polars_schema
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,10 +8,10 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hpcpolicy.commands import app
 from typer.testing import CliRunner
 
 import hpcpolicy.generate
+from hpcpolicy.commands import app
 from hpcpolicy.demo import DEMO_STEPS, DemoConfig, DemoContext, DemoStep, run_demo
 from hpcpolicy.errors import ConfigError, InputFormatError
 from hpcpolicy.ingest import pipeline

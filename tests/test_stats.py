@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from hpcpolicy.commands import app
 from job_tables import T0, job_table, write_job_table
 from typer.testing import CliRunner
 
+from hpcpolicy.commands import app
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
 from hpcpolicy.schema import SCHEMA_VERSION
-from hpcpolicy.stats import PERCENTILES, open_job_table, profile, save_profile
+from hpcpolicy.stats import PERCENTILES, profile, save_profile
+from hpcpolicy.table import open_job_table
 
 MON = 2 * 86400 + 12 * 3600  # T0 is Fri 2024-03-01 12:00 UTC; this is Mon 03-04 00:00 UTC
 H, D = 3600, 86400
