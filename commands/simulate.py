@@ -62,7 +62,8 @@ def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
                                           show_default=False, dir_okay=False)],
     policy: Annotated[list[str] | None, typer.Option(
-        "--policy", "-p", help="Policy to replay; repeat to compare several.")] = None,
+        "--policy", "-p", help="Policy to replay: a heuristic name or a trained policy folder "
+        "(runs/NAME/policy); repeat to compare several.")] = None,
     backfill: Annotated[list[str] | None, typer.Option(
         "--backfill", "-b", help="none, easy or conservative; repeat to compare (every "
         "policy x backfill combination runs on the same jobs).")] = None,
@@ -127,18 +128,18 @@ def main(
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.errors import ConfigError
-    from hpcpolicy.policies import policy_names
+    from hpcpolicy.policies.learned import LearnedPolicy, policy_simulator, resolve_policy
     from hpcpolicy.sim.metrics import write_outcomes
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import WindowConfig, replay, to_document
     from hpcpolicy.workload import Workload, WorkloadOptions
 
     with fail_cleanly():
-        policies, backfills = policy or ["fcfs"], backfill or ["none"]
-        unknown = [p for p in policies if p not in policy_names()]
-        if unknown:
-            raise ConfigError(f"unknown policy {', '.join(map(repr, unknown))}; valid "
-                              f"policies: {', '.join(policy_names())}")
+        backfills = backfill or ["none"]
+        resolved = {spec: resolve_policy(spec) for spec in policy or ["fcfs"]}
+        # a heuristic runs under its registry name, a trained policy under its path
+        policies = {spec if isinstance(p, LearnedPolicy) else p.name: p
+                    for spec, p in resolved.items()}
         for path in (p for p in (json_out, out) if p is not None):
             if path.exists() and not overwrite:
                 raise ConfigError(f"{path} already exists; pass --overwrite to replace it")
@@ -161,7 +162,8 @@ def main(
         if not is_quiet():
             _describe(table, workload, machine)
         runs = _with_progress(lambda step: replay(workload, machine, configs, wcfg,
-                                                  utilization_end=util_end, on_step=step))
+                                                  utilization_end=util_end, on_step=step,
+                                                  simulate=policy_simulator(policies)))
         if json_out is not None:
             write_json(json_out, to_document(runs, source=str(table), workload=workload,
                                              cluster=machine, windows=wcfg))

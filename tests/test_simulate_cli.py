@@ -76,7 +76,7 @@ def test_cluster_spec_typo(tmp_path: Path) -> None:
 
 def test_unknown_policy_lists_the_valid_ones(tmp_path: Path) -> None:
     line = one_line_error(invoke(str(jobs_parquet(tmp_path)), "-p", "fifo"))
-    assert "unknown policy 'fifo'; valid policies: " in line
+    assert "policy 'fifo' is neither a heuristic (" in line
     assert all(name in line for name in ("fcfs", "sjf", "f1", "wfp3", "unicep"))
 
 

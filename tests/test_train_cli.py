@@ -81,6 +81,13 @@ def test_ppo_run_writes_a_policy_that_evaluate_replays(table: Path, tmp_path: Pa
     assert [r["kind"] for r in doc["runs"]] == ["heuristic", "learned"]
     assert doc["runs"][1]["bsld_vs_best_heuristic"] is not None
 
+    sim = tmp_path / "sim.json"
+    result = invoke("simulate", str(table), "-p", "sjf", "-p", str(run / "policy"), "-b", "easy",
+                    "--walltime-fallback", "runtime", "--json", str(sim))
+    assert result.exit_code == 0, result.output
+    policies = [r["config"]["policy"] for r in json.loads(sim.read_text())["runs"]]
+    assert policies == ["sjf", str(run / "policy")]
+
 
 def test_resume_continues_to_the_uninterrupted_run(table: Path, tmp_path: Path) -> None:
     """A run stopped at 128 steps and resumed to 256 equals one run of 256 (the learning rate
