@@ -104,12 +104,12 @@ def test_easy_scans_in_queue_order() -> None:
 
 def test_profile_steps_and_reservations() -> None:
     p = Profile(0, free(1), [slot(20, 2), slot(50, 1)])
-    assert p.times == [0, 20, 50]
-    assert [f[0, 0] for f in p.free] == [1, 3, 4]
+    assert p.times.tolist() == [0, 20, 50]
+    assert p.free[:, 0, 0].tolist() == [1, 3, 4]
     assert p.earliest(cores(3)[0], 10) == (20, 0)
     p.reserve(20, 10, 0, cores(3)[0][0])
-    assert p.times == [0, 20, 30, 50]
-    assert [f[0, 0] for f in p.free] == [1, 0, 3, 4]
+    assert p.times.tolist() == [0, 20, 30, 50]
+    assert p.free[:, 0, 0].tolist() == [1, 0, 3, 4]
     # A 2-core job of 25 s cannot start at 30 (it would need [30, 55)): 30 -> 3 free, ok;
     # 50 -> 4 free, ok: it fits at 30.
     assert p.earliest(cores(2)[0], 25) == (30, 0)

@@ -113,7 +113,7 @@ def test_the_easy_check_catches_a_backfill_that_delays_the_head(
     w = workload([(0, 100, 100, 2), (1, 50, 50, 3), (2, 200, 200, 1), (3, 200, 200, 1),
                   (4, 50, 50, 1)])
     cfg = SimConfig(backfill="easy", engine="reference", check=True)
-    with pytest.raises(SimulationError, match="EASY moved the reservation of head job 1"):
+    with pytest.raises(SimulationError, match="EASY moved the reservation of head job b later"):
         simulate(w, ClusterSpec.homogeneous(4), cfg)
 
 

@@ -67,10 +67,6 @@ class Demands:
     never_fits: npt.NDArray[np.bool_]
     """(jobs,) True where no group can ever hold the job."""
 
-    def allowed(self) -> npt.NDArray[np.bool_]:
-        """(jobs, groups) True where the job can run in the group."""
-        return np.asarray(self.need[:, :, CORES] >= 0)
-
 
 class Allocator(Protocol):
     """Places jobs in node groups (first-fit now; best-fit and topology-aware later)."""
@@ -105,6 +101,7 @@ class FirstFit:
         n, ngroups = len(procs), len(cluster.groups)
         need = np.empty((n, ngroups, 4), dtype=np.int64)
         capacity = np.empty((ngroups, 4), dtype=np.int64)
+        placed = bool((nodes > 0).any())  # some jobs ask for a number of nodes
         for g, grp in enumerate(cluster.groups):
             capacity[g] = (grp.count * grp.cores, grp.count * grp.gpus,
                            grp.count * grp.mem_mib, grp.count)
@@ -115,22 +112,23 @@ class FirstFit:
                 if grp.mem_mib:
                     k = np.maximum(k, _ceil_div(mem, grp.mem_mib))
                 cols = (k * grp.cores, k * grp.gpus, k * grp.mem_mib, k)
-                possible = (gpus == 0) | (grp.gpus > 0)
             else:
-                per_node = np.maximum(nodes, 1)
-                cols = (procs, gpus, mem if grp.mem_mib else np.zeros_like(mem),
-                        np.zeros_like(nodes))
+                zero = np.zeros(n, dtype=np.int64)
+                cols = (procs, gpus, mem if grp.mem_mib else zero, zero)
+            need[:, g, :] = np.stack(cols, axis=1)
+            possible = ((cols[0] <= capacity[g, 0]) & (cols[1] <= capacity[g, 1])
+                        & (cols[2] <= capacity[g, 2]) & (cols[3] <= capacity[g, 3]))
+            if not grp.gpus:
+                possible &= gpus == 0
+            if placed and not exclusive:
                 # A request for n nodes must fit on n nodes of this group; without a node
                 # count (0) the job's cores may spread over any nodes.
-                possible = (nodes == 0) | (
-                    (nodes <= grp.count)
-                    & (_ceil_div(procs, per_node) <= grp.cores)
-                    & (_ceil_div(gpus, per_node) <= grp.gpus))
-                possible &= (gpus == 0) | (grp.gpus > 0)
-            for r, col in enumerate(cols):
-                need[:, g, r] = col
-            possible &= (need[:, g, :] <= capacity[g]).all(axis=1)
-            need[~possible, g, :] = -1
+                per_node = np.maximum(nodes, 1)
+                possible &= (nodes == 0) | ((nodes <= grp.count)
+                                            & (_ceil_div(procs, per_node) <= grp.cores)
+                                            & (_ceil_div(gpus, per_node) <= grp.gpus))
+            if not possible.all():
+                need[~possible, g, :] = -1
         never = np.asarray(~(need[:, :, CORES] >= 0).any(axis=1))
         return Demands(need=need, capacity=capacity, never_fits=never)
 

@@ -22,7 +22,6 @@ The compiled engine re-implements both on arrays; a test keeps the two identical
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -164,27 +163,25 @@ def easy_backfill(now: int, queue: Sequence[int], need: I64, length: I64, free: 
 class Profile:
     """Free resources over time, as a step function.
 
-    Breakpoints ``t_0 = now < t_1 < ...``; ``free(i)`` holds on ``[t_i, t_(i+1))`` and the
-    last one forever after.
+    ``times[i]`` are the breakpoints (``times[0] = now``); ``free[i]`` (groups x 4) holds on
+    ``[times[i], times[i + 1])`` and the last one forever after.
 
     Example:
         >>> import numpy as np
         >>> p = Profile(0, np.array([[2, 0, 0, 0]]), [RunningSlot(30, 0, np.array([2, 0, 0, 0]))])
         >>> p.earliest(np.array([[4, 0, 0, 0]]), 10)
         (30, 0)
-        >>> p.reserve(30, 10, 0, np.array([4, 0, 0, 0])); p.times
+        >>> p.reserve(30, 10, 0, np.array([4, 0, 0, 0])); p.times.tolist()
         [0, 30, 40]
     """
 
     def __init__(self, now: int, free: I64, running: Sequence[RunningSlot]) -> None:
-        self.times: list[int] = [now]
-        self.free: list[I64] = [free.copy()]
-        for slot in sorted(running, key=lambda s: planned_end(s, now)):
-            t = planned_end(slot, now)
-            if t != self.times[-1]:
-                self.times.append(t)
-                self.free.append(self.free[-1].copy())
-            self.free[-1][slot.group] += slot.need
+        ends = {planned_end(s, now) for s in running}
+        self.times: I64 = np.array([now, *sorted(ends)], dtype=np.int64)
+        self.free: I64 = np.repeat(free[None], len(self.times), axis=0)
+        for slot in running:
+            k = int(np.searchsorted(self.times, planned_end(slot, now)))
+            self.free[k:, slot.group] += slot.need
 
     def earliest(self, need: I64, length: int) -> tuple[int, int]:
         """Earliest (time, group) where a (groups, 4) demand fits for ``length`` seconds;
@@ -201,32 +198,25 @@ class Profile:
         return best
 
     def _earliest_in(self, g: int, d: I64, length: int) -> int:
-        i = 0
-        while i < len(self.times):
-            if not fits(d, self.free[i][g]):
-                i += 1
-                continue
-            end = self.times[i] + length
-            k = i + 1
-            while k < len(self.times) and self.times[k] < end:
-                if not fits(d, self.free[k][g]):
-                    break
-                k += 1
-            else:
-                return self.times[i]
-            i = k + 1
-        raise ValueError("the demand exceeds the group's capacity")
+        # Breakpoint i works if d fits on every step from times[i] until times[i] + length,
+        # i.e. on steps i .. last[i] - 1 (last[i] = first breakpoint at or after the end).
+        ok = np.asarray((self.free[:, g, :] >= d).all(axis=1))
+        last = np.searchsorted(self.times, self.times + length)
+        misses = np.concatenate([[0], np.cumsum(~ok)])  # misses before each step
+        works = ok & (misses[last] == misses[: len(ok)])
+        if not works.any():
+            raise ValueError("the demand exceeds the group's capacity")
+        return int(self.times[int(np.argmax(works))])
 
     def reserve(self, start: int, length: int, g: int, d: I64) -> None:
         """Take ``d`` from group ``g`` on ``[start, start + length)``; ``start`` must be a
         breakpoint (as :meth:`earliest` returns)."""
         end = start + length
-        k = bisect.bisect_left(self.times, end)
+        k = int(np.searchsorted(self.times, end))
         if k == len(self.times) or self.times[k] != end:
-            self.times.insert(k, end)
-            self.free.insert(k, self.free[k - 1].copy())
-        for i in range(self.times.index(start), k):
-            self.free[i][g] -= d
+            self.times = np.insert(self.times, k, end)
+            self.free = np.insert(self.free, k, self.free[k - 1], axis=0)
+        self.free[int(np.searchsorted(self.times, start)):k, g] -= d
 
 
 def conservative_backfill(now: int, queue: Sequence[int], need: I64, length: I64, free: I64,
@@ -237,21 +227,29 @@ def conservative_backfill(now: int, queue: Sequence[int], need: I64, length: I64
     Args: as :func:`easy_backfill`.
 
     Returns:
-        (jobs to start now as (job, group), every job's reservation as job -> (time, group)).
+        (jobs to start now as (job, group), reservations as job -> (time, group)). Placing
+        stops once no job left in the queue could start now (each needs more cores than are
+        free now in every group): their reservations could not change what starts now, so
+        only the jobs before that point have one.
 
     Example:
         >>> import numpy as np
         >>> need = np.array([[[4, 0, 0, 0]], [[1, 0, 0, 0]], [[1, 0, 0, 0]]])
-        >>> slot = RunningSlot(100, 0, np.array([3, 0, 0, 0]))
+        >>> slot = RunningSlot(100, 0, np.array([2, 0, 0, 0]))
         >>> starts, res = conservative_backfill(0, [0, 1, 2], need, np.array([10, 50, 500]),
-        ...                                     np.array([[1, 0, 0, 0]]), [slot])
+        ...                                     np.array([[2, 0, 0, 0]]), [slot])
         >>> starts, res[2]    # job 2 would overlap the head's reservation: it waits
         ([(1, 0)], (110, 0))
     """
     profile = Profile(now, free, running)
     starts: list[tuple[int, int]] = []
     reservations: dict[int, tuple[int, int]] = {}
-    for j in queue:
+    cores = need[np.asarray(queue, dtype=np.int64), :, 0].astype(float)
+    cores[cores < 0] = np.inf
+    cheapest = np.minimum.accumulate(cores[::-1], axis=0)[::-1]  # per group, from i on
+    for i, j in enumerate(queue):
+        if (profile.free[0, :, 0] < cheapest[i]).all():
+            break
         t, g = profile.earliest(need[j], int(length[j]))
         profile.reserve(t, int(length[j]), g, need[j, g])
         reservations[int(j)] = (t, g)

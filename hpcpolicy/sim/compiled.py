@@ -68,10 +68,14 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     fp = np.array([fs.weight_fairshare, fs.weight_age, float(prep.n_users)])
     jobs = fast.Jobs(ji=ji, need=prep.need, a=a, minc=minc, ip=ip, fp=fp)
 
+    # Arrays a run does not use are allocated with one element.
     total = n + m
-    static = kind == fast.STATIC and cfg.compat != "rlscheduler"
+    rls = cfg.compat == "rlscheduler"
+    static = kind == fast.STATIC and not rls
     leaves = 1 << max(n - 1, 0).bit_length() if static and cfg.backfill != "none" else 1
     waiting = n if static and cfg.backfill == "none" else 1
+    listed = 1 if static else n  # the submit-order queue
+    plan = total if rls else 2 * total + 1 if cfg.backfill != "none" else 1
     conservative = cfg.backfill == "conservative"
     prof = total + n + 2 if conservative else 1
     sc = np.zeros(fast.N_SCALARS, dtype=np.int64)
@@ -83,11 +87,11 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     js[fast.START] = -1
     js[fast.GRP] = -1
     state = fast.State(
-        sc=sc, js=js, heap=np.zeros((2, total), np.int64),
-        plan=np.zeros((2, 2 * total + 1), np.int64),
+        sc=sc, js=js, heap=np.zeros((2, 1 if rls else total), np.int64),
+        plan=np.zeros((2, plan), np.int64),
         tree=np.full((2, 2 * leaves), big, np.int64), wheap=np.zeros((2, waiting), np.int64),
-        queue=np.zeros(n, np.int64),
-        order=np.zeros(n, np.int64), scores=np.zeros(n),
+        queue=np.zeros(listed, np.int64), order=np.zeros(listed, np.int64),
+        scores=np.zeros(listed),
         free=prep.free0.copy(), tmp=np.zeros((ngroups + 1, 4), np.int64),
         prof_t=np.zeros(prof, np.int64), prof_f=np.zeros((prof, ngroups, 4), np.int64),
         smin=np.zeros((n + 1 if conservative else 1, ngroups), np.int64),
@@ -118,12 +122,16 @@ def _functions(cfg: SimConfig) -> tuple[Callable[..., Any], Callable[..., Any],
     return mod.run_to_end, mod.next_decision, mod.decide
 
 
-def raw_outcome(prep: Prepared, state: Any) -> dict[str, Any]:
-    """Per-job arrays and counters of a finished compiled run."""
+def raw_outcome(prep: Prepared, state: Any, job_ids: npt.NDArray[np.object_]) -> dict[str, Any]:
+    """Per-job arrays and counters of a finished compiled run.
+
+    Raises:
+        SimulationError: the run broke an invariant (under ``check``).
+    """
     n = prep.n
     sc = state.sc
     if sc[fast.VIOL]:
-        msg = _VIOLATIONS[int(sc[fast.VIOL])].format(job=int(sc[fast.VIOL_J]),
+        msg = _VIOLATIONS[int(sc[fast.VIOL])].format(job=job_ids[int(sc[fast.VIOL_J])],
                                                      t=int(sc[fast.VIOL_T]),
                                                      res=int(sc[fast.RES_T]))
         raise SimulationError(f"invariant violated: {msg}")
@@ -136,11 +144,12 @@ def raw_outcome(prep: Prepared, state: Any) -> dict[str, Any]:
     }
 
 
-def run_compiled(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel) -> dict[str, Any]:
+def run_compiled(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel,
+                 job_ids: npt.NDArray[np.object_]) -> dict[str, Any]:
     """Run a built-in policy to the end inside compiled code."""
     jobs, state = build(prep, cfg, kernel)
     _functions(cfg)[0](jobs, state)
-    return raw_outcome(prep, state)
+    return raw_outcome(prep, state, job_ids)
 
 
 class Stepper:
@@ -203,7 +212,7 @@ class Stepper:
 
     def outcome(self) -> dict[str, Any]:
         """Raw per-job arrays (see :func:`raw_outcome`)."""
-        return raw_outcome(self.prep, self.state)
+        return raw_outcome(self.prep, self.state, self.workload.job_id)
 
     def result(self) -> Any:
         """The :class:`~hpcpolicy.sim.types.SimResult` of the finished run."""

@@ -80,7 +80,7 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
         outcome = ReferenceEngine(prep, cfg, scorer, workload).run()
         name = "reference"
     elif isinstance(scorer, ScoreKernel):
-        outcome = run_compiled(prep, cfg, scorer)
+        outcome = run_compiled(prep, cfg, scorer, workload.job_id)
         name = "rlscheduler" if cfg.compat == "rlscheduler" else cfg.engine
     else:
         stepper = Stepper(workload, cluster, cfg, running=running)

@@ -53,10 +53,6 @@ class EventQueue:
         """Add an event."""
         heapq.heappush(self._heap, event)
 
-    def peek(self) -> Event | None:
-        """The next event without removing it, or None when empty."""
-        return self._heap[0] if self._heap else None
-
     def pop(self) -> Event:
         """Remove and return the next event."""
         return heapq.heappop(self._heap)

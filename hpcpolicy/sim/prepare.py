@@ -88,10 +88,10 @@ def _validate(w: Workload) -> None:
         first = int(np.argmax(np.diff(w.submit) < 0)) + 1
         raise ConfigError(f"workload is not sorted by submit time (job {w.job_id[first]} "
                           "comes after a later submit); build it with Workload.from_table")
-    ids = np.asarray(w.job_id, dtype=object)
     for name in ("run_time", "req_walltime", "procs", "nodes", "gpus", "mem_mib"):
         bad = np.asarray(getattr(w, name)) < 0
         if bad.any():
+            ids = np.asarray(w.job_id, dtype=object)
             raise ConfigError(f"workload column {name} is negative for job(s) {_bad(ids, bad)}; "
                               "resolve unknown values when building the workload")
 

@@ -165,7 +165,8 @@ class ReferenceEngine:
             # promise made to the head is settled.
             if self.reserved[0] == j and self._trusted(now) and now > self.reserved[1]:
                 raise SimulationError(
-                    f"invariant violated: EASY started head job {j} at t={now} s, after its "
+                    f"invariant violated: EASY started head job {self.workload.job_id[j]} at "
+                    f"t={now} s, after its "
                     f"reservation at t={self.reserved[1]} s, although no job ran past its "
                     "requested walltime")
             self.reserved = None
@@ -192,6 +193,7 @@ class ReferenceEngine:
         if (self.reserved and self.reserved[0] == head and self._trusted(now)
                 and shadow > self.reserved[1]):
             raise SimulationError(
-                f"invariant violated: EASY moved the reservation of head job {head} later "
+                f"invariant violated: EASY moved the reservation of head job "
+                f"{self.workload.job_id[head]} later "
                 f"(at t={now} s) although no job ran past its requested walltime")
         self.reserved = (head, shadow, self.overruns)
