@@ -22,7 +22,6 @@ from hpcpolicy.errors import ArtifactError, ConfigError  # noqa: E402
 from hpcpolicy.policies.base import Policy  # noqa: E402
 from hpcpolicy.policies.learned import (  # noqa: E402
     LearnedPolicy,
-    _RunningFromViews,
     resolve_policy,
 )
 from hpcpolicy.rl.networks import ActorCritic  # noqa: E402
@@ -73,16 +72,15 @@ def test_simulate_replays_the_choices_the_env_makes(policy_dir: Path, backfill: 
 
 
 @pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
-def test_running_jobs_followed_from_views_match_the_engine(backfill: str) -> None:
+def test_running_jobs_in_the_views_match_the_engine(backfill: str) -> None:
     window = WORKLOAD.take(np.arange(40, 140))
     cfg = SimConfig(backfill=backfill)
     stepper, driver = Stepper(window, CLUSTER, cfg), EngineDriver(window, CLUSTER, cfg)
-    follow = _RunningFromViews(stepper.prep)
     rng = np.random.default_rng(0)
     checked = 0
     while (view := stepper.next_decision()) is not None:
         assert driver.advance() == len(view.jobs)
-        cores, req_end = follow.update(view)
+        cores, req_end = view.running_cores, view.running_req_end
         expected = driver.running()
         order, exp_order = np.argsort(req_end, kind="stable"), np.argsort(expected[1],
                                                                           kind="stable")

@@ -8,17 +8,9 @@ job that becomes the queue head, exactly as in the training environment: it sees
 (:mod:`hpcpolicy.env.observe`); the chosen job goes first, the others follow in submit order
 (:func:`hpcpolicy.env.driver.head_scores`), and the configured backfilling runs around it.
 
-Running jobs. :class:`~hpcpolicy.policies.base.QueueView` does not list the running jobs,
-whose cores and requested ends three cluster features need. Until it does, the scorer
-follows them from one view to the next: a job that leaves the queue between two decisions
-started at the first of them (exact in the project's engine, where jobs only start when a
-decision is applied), and a started job is running until its replayed end (start + logged run
-time, cut at the request under ``kill_at_limit``), which the scheduler learns when the job
-ends. The run time is read only for that, never shown to the network. This is exactly what the
-training environment sees for cold windows on a single-group cluster. It is an approximation
-when the view sequence hides something: jobs already running at a warm start (unknown: left
-out), RLScheduler-compatible runs (jobs backfilled between decisions), and clusters of several
-node groups (a job's cores are counted in the first group that can hold it).
+Running jobs: the cluster features read the running jobs' cores and requested ends from
+:class:`~hpcpolicy.policies.base.QueueView`, which the engine fills at every decision (warm-start
+jobs included), so the policy sees in ``simulate`` what it saw in training.
 
 Example:
     >>> from hpcpolicy.policies.learned import resolve_policy
@@ -43,7 +35,6 @@ from hpcpolicy.policies.base import Policy, QueueView
 if TYPE_CHECKING:
     from hpcpolicy.artifact import LoadedPolicy
     from hpcpolicy.cluster import ClusterSpec
-    from hpcpolicy.sim.prepare import Prepared
     from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
     from hpcpolicy.workload import Workload
 
@@ -53,50 +44,18 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
 
-class _RunningFromViews:
-    """The running jobs as successive queue views reveal them (see the module docstring)."""
-
-    def __init__(self, prep: Prepared) -> None:
-        cores = prep.need[:prep.n, :, 0]
-        first_group = np.argmax(cores >= 0, axis=1)
-        self._cores = cores[np.arange(prep.n), first_group]
-        self._dur, self._length = prep.dur, prep.length
-        self._mark = np.zeros(prep.n, dtype=bool)
-        self._prev: I64 = np.zeros(0, dtype=np.int64)
-        self._prev_now = 0
-        self._ids: I64 = np.zeros(0, dtype=np.int64)
-        self._start: I64 = np.zeros(0, dtype=np.int64)
-
-    def update(self, view: QueueView) -> tuple[I64, I64]:
-        """Cores and requested ends of the jobs running at ``view.now``."""
-        waiting = view.jobs
-        self._mark[waiting] = True
-        started = self._prev[~self._mark[self._prev]]
-        self._mark[waiting] = False
-        if started.size:
-            self._ids = np.concatenate([self._ids, started])
-            self._start = np.concatenate([self._start,
-                                          np.full(started.size, self._prev_now, np.int64)])
-        running = self._start + self._dur[self._ids] > view.now
-        self._ids, self._start = self._ids[running], self._start[running]
-        self._prev, self._prev_now = waiting, view.now
-        return self._cores[self._ids], self._start + self._length[self._ids]
-
-
 class LearnedScorer:
     """A :class:`LearnedPolicy` bound to one run: one head choice per decision."""
 
-    def __init__(self, artifact: LoadedPolicy, observer: Observer, prep: Prepared) -> None:
+    def __init__(self, artifact: LoadedPolicy, observer: Observer) -> None:
         self._artifact = artifact
         self._observer = observer
-        self._running = _RunningFromViews(prep)
 
     def scores(self, view: QueueView) -> F64:
         """The chosen job first (score -1), the others in submit order."""
-        cores, req_end = self._running.update(view)
         k = self._observer.k
-        obs = self._observer.observe(view.now, view.jobs, view.fits_now[:k], view.free, cores,
-                                     req_end)
+        obs = self._observer.observe(view.now, view.jobs, view.fits_now[:k], view.free,
+                                     view.running_cores, view.running_req_end)
         slot = self._artifact.choose(obs["jobs"], obs["cluster"], obs["mask"])
         if not obs["mask"][slot]:
             raise ArtifactError(f"{self._artifact.path}: the policy scored no waiting job above "
@@ -139,7 +98,7 @@ class LearnedPolicy:
         from hpcpolicy.sim.prepare import prepare
 
         prep = prepare(workload, cluster, cfg)
-        return LearnedScorer(self.artifact, Observer(workload, prep.capacity, self.k), prep)
+        return LearnedScorer(self.artifact, Observer(workload, prep.capacity, self.k))
 
 
 def resolve_policy(spec: str) -> Policy:
