@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
-__all__ = ["console", "err_console", "fail_cleanly", "is_quiet", "set_verbosity"]
+__all__ = [
+    "console",
+    "err_console",
+    "fail_cleanly",
+    "is_quiet",
+    "set_verbosity",
+    "with_progress",
+]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -40,3 +48,23 @@ def fail_cleanly() -> Iterator[None]:
         # Messages hold text from the user's files: print it as text, never as markup.
         err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+Step = Callable[[str, int, int], None]
+
+
+def with_progress(work: Callable[[Step | None], Any], what: str) -> Any:
+    """Run ``work(step)`` under a transient progress bar on stderr (none under --quiet);
+    ``step(label, done, total)`` updates it."""
+    if is_quiet():
+        return work(None)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
+        task = bar.add_task(what, total=None)
+
+        def step(label: str, done: int, total: int) -> None:
+            bar.update(task, description=f"{what} {label}", completed=done, total=total)
+
+        return work(step)

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-__all__ = ["JsonOutOpt", "OverwriteOpt", "SeedOpt"]
+if TYPE_CHECKING:
+    from hpcpolicy.workload import WorkloadOptions
+
+__all__ = [
+    "ClusterOpt",
+    "CompatOpt",
+    "JsonOutOpt",
+    "OverwriteOpt",
+    "ProcsFromOpt",
+    "ProcsOpt",
+    "SeedOpt",
+    "WalltimeFallbackOpt",
+    "parse_window_starts",
+    "workload_options",
+]
 
 SeedOpt = Annotated[
     int, typer.Option("--seed", help="Random seed; the same inputs and seed give the same output.")
@@ -19,3 +33,44 @@ JsonOutOpt = Annotated[
     Path | None,
     typer.Option("--json", help="Also write the result as JSON to this file.", dir_okay=False),
 ]
+
+# Workload and machine options, spelled the same in simulate, evaluate and train.
+ClusterOpt = Annotated[Path | None, typer.Option(
+    "--cluster", help="Cluster spec (TOML/JSON, see examples/); default: the log header's "
+    "MaxProcs/MaxNodes.", dir_okay=False)]
+ProcsOpt = Annotated[int | None, typer.Option(
+    "--procs", help="Replay on a machine of N processors instead.")]
+ProcsFromOpt = Annotated[str | None, typer.Option(
+    "--procs-from", help="Job size from requested, allocated or max (of the two) processors; "
+    "default requested.")]
+WalltimeFallbackOpt = Annotated[str | None, typer.Option(
+    "--walltime-fallback", help="Planning time of jobs without a requested walltime: runtime "
+    "(perfect estimates), max (longest request in the partition), error, or SECONDS; default "
+    "auto: max, or an error when no job has a request.")]
+CompatOpt = Annotated[str | None, typer.Option(
+    "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
+    "options override; see README).")]
+
+
+def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,
+                     drop_zero_runtime: bool | None = None) -> WorkloadOptions:
+    """The workload conventions the options above select."""
+    from hpcpolicy.workload import WorkloadOptions
+
+    return WorkloadOptions.preset(
+        compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
+        walltime_fallback=None if walltime_fallback is None
+        else WorkloadOptions.parse_walltime_fallback(walltime_fallback))
+
+
+def parse_window_starts(text: str | None) -> tuple[int, ...] | None:
+    """``--window-starts`` (comma-separated 0-based job indices) as a tuple, or None."""
+    from hpcpolicy.errors import ConfigError
+
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
+    except ValueError:
+        raise ConfigError(f"--window-starts {text!r}: give 0-based job indices separated by "
+                          "commas, e.g. 1981,2714,2756") from None

@@ -7,30 +7,25 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import JsonOutOpt, OverwriteOpt, SeedOpt
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._options import (
+    ClusterOpt,
+    CompatOpt,
+    JsonOutOpt,
+    OverwriteOpt,
+    ProcsFromOpt,
+    ProcsOpt,
+    SeedOpt,
+    WalltimeFallbackOpt,
+    parse_window_starts,
+    workload_options,
+)
 
 if TYPE_CHECKING:
     from hpcpolicy.evaluate import Evaluation
-    from hpcpolicy.workload import WorkloadOptions
 
-__all__ = ["ClusterOpt", "CompatOpt", "ProcsFromOpt", "ProcsOpt", "SplitOpt", "TrainFracOpt",
-           "WalltimeFallbackOpt", "main", "with_progress", "workload_options"]
+__all__ = ["SplitOpt", "TrainFracOpt", "main"]
 
-# Workload and machine options, as `hpcpolicy simulate` spells them (shared with `train`).
-ClusterOpt = Annotated[Path | None, typer.Option(
-    "--cluster", help="Cluster spec (TOML/JSON, see examples/); default: the log header's "
-    "MaxProcs/MaxNodes.", dir_okay=False)]
-ProcsOpt = Annotated[int | None, typer.Option(
-    "--procs", help="Replay on a machine of N processors instead.")]
-ProcsFromOpt = Annotated[str | None, typer.Option(
-    "--procs-from", help="Job size from requested, allocated or max (of the two) processors; "
-    "default requested.")]
-WalltimeFallbackOpt = Annotated[str | None, typer.Option(
-    "--walltime-fallback", help="Planning time of jobs without a requested walltime: runtime "
-    "(perfect estimates), max (longest request in the partition), error, or SECONDS.")]
-CompatOpt = Annotated[str | None, typer.Option(
-    "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (see README).")]
 SplitOpt = Annotated[str, typer.Option(
     "--split", help="Part of the chronological split: test (the later jobs), train (the "
     "earlier train-frac), or all.")]
@@ -38,51 +33,10 @@ TrainFracOpt = Annotated[float, typer.Option(
     "--train-frac", help="Share of the jobs, earliest first, in the training part.")]
 
 
-def workload_options(compat: str | None, procs_from: str | None,
-                     walltime_fallback: str | None) -> WorkloadOptions:
-    """The workload conventions the options above select."""
-    from hpcpolicy.workload import WorkloadOptions
-
-    return WorkloadOptions.preset(
-        compat, procs_from=procs_from,
-        walltime_fallback=None if walltime_fallback is None
-        else WorkloadOptions.parse_walltime_fallback(walltime_fallback))
-
-
 def _listed(values: list[str] | None, default: list[str]) -> tuple[str, ...]:
     """Repeated and/or comma-separated option values, in order."""
     items = [part.strip() for value in (values or default) for part in value.split(",")]
     return tuple(item for item in items if item)
-
-
-def _starts(text: str | None) -> tuple[int, ...] | None:
-    """``--window-starts`` as job indices."""
-    from hpcpolicy.errors import ConfigError
-
-    if text is None:
-        return None
-    try:
-        return tuple(int(part) for part in _listed([text], []))
-    except ValueError:
-        raise ConfigError(f"--window-starts {text!r}: give 0-based job indices separated by "
-                          "commas, e.g. 7500,8200,9100") from None
-
-
-def with_progress(work: Any, what: str) -> Any:
-    """Run ``work(step)`` under a transient progress bar on stderr (none under --quiet);
-    ``step(label, done, total)`` updates it."""
-    if is_quiet():
-        return work(None)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as bar:
-        task = bar.add_task(what, total=None)
-
-        def step(label: str, done: int, total: int) -> None:
-            bar.update(task, description=f"{what} {label}", completed=done, total=total)
-
-        return work(step)
 
 
 def _cell(value: Any, spread: dict[str, Any], digits: int) -> str:
@@ -185,7 +139,7 @@ def main(
         cfg = EvaluateConfig(
             policies=_listed(policy, ["fcfs,sjf,f1"]), backfills=_listed(backfill, ["none"]),
             windows=windows, window_size=window_size, seed=seed, split=split,
-            train_frac=train_frac, starts=_starts(window_starts), warm=warm,
+            train_frac=train_frac, starts=parse_window_starts(window_starts), warm=warm,
             compat=compat, kill_at_limit=kill_at_limit, exclusive_nodes=compat == "rlscheduler")
         options = workload_options(compat, procs_from, walltime_fallback)
         workload, machine = load(table, options.to_dict(),

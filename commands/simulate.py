@@ -8,25 +8,24 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import JsonOutOpt, OverwriteOpt, SeedOpt
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._options import (
+    ClusterOpt,
+    CompatOpt,
+    JsonOutOpt,
+    OverwriteOpt,
+    ProcsFromOpt,
+    ProcsOpt,
+    SeedOpt,
+    WalltimeFallbackOpt,
+    parse_window_starts,
+    workload_options,
+)
 
 if TYPE_CHECKING:
     from hpcpolicy.sim.windows import Replay
 
 __all__ = ["main"]
-
-
-def _parse_starts(text: str | None) -> tuple[int, ...] | None:
-    from hpcpolicy.errors import ConfigError
-
-    if text is None:
-        return None
-    try:
-        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
-    except ValueError:
-        raise ConfigError(f"--window-starts {text!r}: give 0-based job indices separated by "
-                          "commas, e.g. 1981,2714,2756") from None
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -67,24 +66,14 @@ def main(
     backfill: Annotated[list[str] | None, typer.Option(
         "--backfill", "-b", help="none, easy or conservative; repeat to compare (every "
         "policy x backfill combination runs on the same jobs).")] = None,
-    cluster: Annotated[Path | None, typer.Option(
-        "--cluster", help="Cluster spec (TOML/JSON, see examples/); default: the log "
-        "header's MaxProcs/MaxNodes.", dir_okay=False)] = None,
-    procs: Annotated[int | None, typer.Option(
-        "--procs", help="Replay on a machine of N processors instead.")] = None,
-    procs_from: Annotated[str | None, typer.Option(
-        "--procs-from", help="Job size from requested, allocated or max (of the two) "
-        "processors; default requested.")] = None,
-    walltime_fallback: Annotated[str | None, typer.Option(
-        "--walltime-fallback", help="Planning time of jobs without a requested walltime: "
-        "runtime (perfect estimates), max (longest request in the partition), error, or "
-        "SECONDS; default auto: max, or an error when no job has a request.")] = None,
+    cluster: ClusterOpt = None,
+    procs: ProcsOpt = None,
+    procs_from: ProcsFromOpt = None,
+    walltime_fallback: WalltimeFallbackOpt = None,
     drop_zero_runtime: Annotated[bool | None, typer.Option(
         "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
         "0; default keep.", show_default=False)] = None,
-    compat: Annotated[str | None, typer.Option(
-        "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt "
-        "(explicit options override; see README).")] = None,
+    compat: CompatOpt = None,
     windows: Annotated[int | None, typer.Option(
         "--windows", help="Replay N random windows of consecutive jobs instead of the whole "
         "workload (RLScheduler protocol).")] = None,
@@ -132,7 +121,7 @@ def main(
     from hpcpolicy.sim.metrics import write_outcomes
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import WindowConfig, replay, to_document
-    from hpcpolicy.workload import Workload, WorkloadOptions
+    from hpcpolicy.workload import Workload
 
     with fail_cleanly():
         backfills = backfill or ["none"]
@@ -143,16 +132,13 @@ def main(
         for path in (p for p in (json_out, out) if p is not None):
             if path.exists() and not overwrite:
                 raise ConfigError(f"{path} already exists; pass --overwrite to replace it")
-        starts = _parse_starts(window_starts)
+        starts = parse_window_starts(window_starts)
         windowed = windows is not None or starts is not None
         if not windowed and (window_size is not None or warm):
             raise ConfigError("--window-size and --warm need --windows N or --window-starts")
         wcfg = WindowConfig(size=window_size or 1024, count=windows or 10, seed=seed,
                             starts=starts, warm=warm) if windowed else None
-        options = WorkloadOptions.preset(
-            compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
-            walltime_fallback=None if walltime_fallback is None
-            else WorkloadOptions.parse_walltime_fallback(walltime_fallback))
+        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime)
         configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
                              check=check, engine=engine, exclusive_nodes=compat == "rlscheduler")
                    for p in policies for b in backfills]
@@ -161,9 +147,10 @@ def main(
         workload = Workload.from_table(table, options=options)
         if not is_quiet():
             _describe(table, workload, machine)
-        runs = _with_progress(lambda step: replay(workload, machine, configs, wcfg,
+        runs = with_progress(lambda step: replay(workload, machine, configs, wcfg,
                                                   utilization_end=util_end, on_step=step,
-                                                  simulate=policy_simulator(policies)))
+                                                  simulate=policy_simulator(policies)),
+                             "simulating")
         if json_out is not None:
             write_json(json_out, to_document(runs, source=str(table), workload=workload,
                                              cluster=machine, windows=wcfg))
@@ -210,18 +197,3 @@ def _describe(table: Path, workload: Any, machine: Any) -> None:
         _note(note)
 
 
-def _with_progress(work: Any) -> Any:
-    """Run ``work(step)`` under a progress bar on stderr (none under --quiet)."""
-    if is_quiet():
-        return work(None)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task("simulating", total=None)
-
-        def step(label: str, done: int, total: int) -> None:
-            bar.update(task, description=f"simulating {label}", completed=done, total=total)
-
-        return work(step)

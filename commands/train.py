@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import SeedOpt
-from hpcpolicy.commands.evaluate import (
+from hpcpolicy.commands._options import (
     ClusterOpt,
     CompatOpt,
     ProcsFromOpt,
     ProcsOpt,
-    TrainFracOpt,
+    SeedOpt,
     WalltimeFallbackOpt,
     workload_options,
 )
+from hpcpolicy.commands.evaluate import TrainFracOpt
 
 if TYPE_CHECKING:
     from hpcpolicy.rl.config import PPOConfig
