@@ -34,6 +34,7 @@ def main(
 
         hpcpolicy demo -o /tmp/demo --jobs 20000 --seed 7
     """
+    from hpcpolicy.commands.simulate import render_runs
     from hpcpolicy.commands.stats import render_profile
     from hpcpolicy.demo import DemoConfig, DemoStep, run_demo
 
@@ -58,6 +59,7 @@ def main(
             console.print(str(path), markup=False, soft_wrap=True)
         return
     render_profile(ctx.results["stats"], console)
+    render_runs(ctx.results["compare"], windowed=False)
     report = ctx.results["ingest"]
     console.print(f"ingest: {report.rows_read:,} rows read = {report.jobs_kept:,} jobs kept + "
                   f"{report.rows_rejected:,} rejected + {report.steps_folded:,} steps folded")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import console, duration, fail_cleanly, is_quiet, with_progress
 from hpcpolicy.commands._options import (
     ClusterOpt,
     CompatOpt,
@@ -25,19 +25,28 @@ from hpcpolicy.commands._options import (
 if TYPE_CHECKING:
     from hpcpolicy.sim.windows import Replay
 
-__all__ = ["main"]
+__all__ = ["main", "render_runs"]
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def _print(runs: list[Replay], windowed: bool) -> None:
+def _wait(value: Any) -> str:
+    return "-" if value is None else duration(value)
+
+
+def _bsld(value: Any) -> str:
+    return _fmt(value, 2 if value is None or value < 1000 else 0)
+
+
+def render_runs(runs: list[Replay], windowed: bool) -> None:
+    """The comparison table of ``runs`` (one row per policy x backfill), and engine time."""
     from rich import box
     from rich.table import Table
 
     title = "mean over windows" if windowed else "whole workload"
-    table = Table(title=f"simulate ({title}; waits in seconds)", title_justify="left",
+    table = Table(title=f"simulate ({title})", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
     for col in ("policy", "backfill", "jobs", "mean wait", "p95 wait", "mean bsld",
                 "p95 bsld", "util"):
@@ -47,8 +56,8 @@ def _print(runs: list[Replay], windowed: bool) -> None:
     for run in runs:
         s = run.summary
         table.add_row(
-            run.config.policy, run.config.backfill, f"{s['jobs']:,}", _fmt(s["mean_wait_s"]),
-            _fmt(s["p95_wait_s"]), _fmt(s["mean_bsld"], 2), _fmt(s["p95_bsld"], 2),
+            run.config.policy, run.config.backfill, f"{s['jobs']:,}", _wait(s["mean_wait_s"]),
+            _wait(s["p95_wait_s"]), _bsld(s["mean_bsld"]), _bsld(s["p95_bsld"]),
             _fmt(s["utilization"], 3),
         )
     console.print(table)
@@ -162,7 +171,7 @@ def main(
         for path in (p for p in (json_out, out) if p is not None):
             console.print(str(path))
         return
-    _print(runs, wcfg is not None)
+    render_runs(runs, wcfg is not None)
     _report(runs, wcfg, check)
 
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, duration, fail_cleanly, is_quiet
 from hpcpolicy.commands._options import JsonOutOpt
 
 __all__ = ["main", "render_profile"]
@@ -27,16 +27,6 @@ _DISTRIBUTIONS = (
     ("wait", ("wait_time_s",), "s"),
     ("requested / run", ("over_request", "factor"), "x"),
 )
-
-
-def _duration(seconds: float) -> str:
-    if round(seconds) < 60:
-        return f"{seconds:.0f}s"
-    if round(seconds / 60) < 60:
-        return f"{seconds / 60:.0f}m"
-    if round(seconds / 360) < 240:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 86400:.1f}d"
 
 
 def _count(value: float) -> str:
@@ -57,7 +47,7 @@ def _value(value: float | None, unit: str) -> str:
     if value is None:
         return "—"
     if unit == "s":
-        return _duration(value)
+        return duration(value)
     if unit == "x":
         return f"{value:.2f}" if value < 100 else _count(value)
     return _count(value)

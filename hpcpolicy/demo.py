@@ -2,12 +2,13 @@
 
 The demo is a list of :class:`DemoStep` run in order over a shared :class:`DemoContext`; each
 step reads the files earlier steps recorded and records its own. Today the steps are
-generate -> ingest -> stats; later steps (simulate, train, what-if) are appended to
-:data:`DEMO_STEPS`. Every output goes to one folder, and a rerun replaces its own outputs.
+generate -> ingest -> stats -> compare heuristics; later steps (train, what-if) are appended
+to :data:`DEMO_STEPS`. Every output goes to one folder, and a rerun replaces its own outputs.
 
 Files written in ``out_dir``: ``workload.swf`` (the generated log), ``jobs.parquet``,
-``jobs.rejects.parquet``, ``jobs.ingest.json`` (the ingest), ``stats.json`` (the profile) and
-``demo.json`` (config, steps run and files, for the record).
+``jobs.rejects.parquet``, ``jobs.ingest.json`` (the ingest), ``stats.json`` (the profile),
+``compare.json`` (heuristics replayed on the workload, :data:`COMPARE_POLICIES` x
+:data:`COMPARE_BACKFILLS`) and ``demo.json`` (config, steps run and files, for the record).
 """
 
 from __future__ import annotations
@@ -21,7 +22,20 @@ from typing import Any
 from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["DEMO_STEPS", "DemoConfig", "DemoContext", "DemoStep", "run_demo"]
+__all__ = [
+    "COMPARE_BACKFILLS",
+    "COMPARE_POLICIES",
+    "DEMO_STEPS",
+    "DemoConfig",
+    "DemoContext",
+    "DemoStep",
+    "run_demo",
+]
+
+COMPARE_POLICIES = ("fcfs", "sjf", "f1")
+"""Heuristics the demo compares."""
+COMPARE_BACKFILLS = ("none", "easy")
+"""Backfilling modes the demo compares."""
 
 
 @dataclass(frozen=True)
@@ -108,12 +122,33 @@ def _stats(ctx: DemoContext) -> dict[str, Any]:
     return result
 
 
+def _compare(ctx: DemoContext) -> list[Any]:
+    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.sim.types import SimConfig
+    from hpcpolicy.sim.windows import replay, to_document
+    from hpcpolicy.workload import Workload, WorkloadOptions
+
+    table = ctx.files["jobs"]
+    # The Lublin model has no requested times: plan with the real ones ("perfect estimates").
+    workload = Workload.from_table(table, options=WorkloadOptions(walltime_fallback="runtime"))
+    cluster = resolve_cluster(spec=None, procs=None, table=table)
+    configs = [SimConfig(policy=p, backfill=b) for p in COMPARE_POLICIES
+               for b in COMPARE_BACKFILLS]
+    runs = replay(workload, cluster, configs)
+    doc = to_document(runs, source=str(table), workload=workload, cluster=cluster, windows=None)
+    path = ctx.cfg.out_dir / "compare.json"
+    write_json(path, doc)
+    ctx.files["compare"] = path
+    return runs
+
+
 DEMO_STEPS: tuple[DemoStep, ...] = (
     DemoStep("generate", "generate a synthetic workload", _generate),
     DemoStep("ingest", "ingest it into a job table", _ingest),
     DemoStep("stats", "profile the workload", _stats),
+    DemoStep("compare", "replay it under FCFS, SJF and F1, with and without EASY", _compare),
 )
-"""The demo's steps, in order; later issues append simulate, train and what-if."""
+"""The demo's steps, in order; later issues append train and what-if."""
 
 
 def run_demo(

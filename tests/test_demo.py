@@ -31,8 +31,8 @@ def test_config_is_checked_field_by_field(tmp_path: Path) -> None:
     assert DemoConfig(out_dir=str(tmp_path)).out_dir == tmp_path  # type: ignore[arg-type]
 
 
-def test_the_demo_is_generate_ingest_stats() -> None:
-    assert [s.name for s in DEMO_STEPS] == ["generate", "ingest", "stats"]
+def test_the_demo_is_generate_ingest_stats_compare() -> None:
+    assert [s.name for s in DEMO_STEPS] == ["generate", "ingest", "stats", "compare"]
 
 
 def _step(name: str, log: list[str]) -> DemoStep:
@@ -103,7 +103,7 @@ def fake_generate_and_read(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _check_demo_folder(out: Path, jobs: int) -> dict[str, Any]:
     names = {"workload.swf", "jobs.parquet", "jobs.rejects.parquet", "jobs.ingest.json",
-             "stats.json", "demo.json"}
+             "stats.json", "compare.json", "demo.json"}
     assert names <= {p.name for p in out.iterdir()}
     assert not [p for p in out.iterdir() if p.name.endswith(".part")]
     report: dict[str, Any] = json.loads((out / "jobs.ingest.json").read_text())
@@ -114,6 +114,10 @@ def _check_demo_folder(out: Path, jobs: int) -> dict[str, Any]:
     stats = json.loads((out / "stats.json").read_text())
     assert stats["jobs"] == report["jobs_kept"]
     assert stats["load"]["machine_procs"] is not None
+    compare = json.loads((out / "compare.json").read_text())
+    runs = [(r["config"]["policy"], r["config"]["backfill"]) for r in compare["runs"]]
+    assert runs == [(p, b) for p in ("fcfs", "sjf", "f1") for b in ("none", "easy")]
+    assert {r["summary"]["jobs"] for r in compare["runs"]} == {report["jobs_kept"]}
     return report
 
 
@@ -125,8 +129,8 @@ def test_demo_generates_ingests_and_profiles(tmp_path: Path) -> None:
     assert (report["rows_read"], report["jobs_kept"], report["steps_folded"],
             report["rows_rejected"]) == (81, 40, 40, 1)
     assert ctx.results["stats"]["load"]["machine_procs"] == 64  # the fake reader's header
-    assert sorted(ctx.files) == ["ingest_report", "jobs", "record", "rejects", "stats",
-                                 "workload"]
+    assert sorted(ctx.files) == ["compare", "ingest_report", "jobs", "record", "rejects",
+                                 "stats", "workload"]
 
 
 @pytest.mark.usefixtures("fake_generate_and_read")
@@ -145,8 +149,8 @@ def test_demo_command_shows_progress_stats_and_files(tmp_path: Path) -> None:
     out = tmp_path / "d"
     result = CliRunner().invoke(app, ["demo", "-o", str(out), "--jobs", "30", "--seed", "2"])
     assert result.exit_code == 0, result.output
-    for text in ("[1/3] generate", "[3/3] profile", "workload profile", "30 jobs kept",
-                 "stats.json", "demo.json"):
+    for text in ("[1/4] generate", "[3/4] profile", "[4/4] replay", "workload profile",
+                 "mean bsld", "30 jobs kept", "stats.json", "compare.json", "demo.json"):
         assert text in result.stdout, text
     quiet = CliRunner().invoke(app, ["-q", "demo", "-o", str(out), "--jobs", "30"])
     assert quiet.exit_code == 0, quiet.output

@@ -128,7 +128,7 @@ def test_single_run_table_json_and_outcomes(tmp_path: Path) -> None:
     table, doc_path, out = jobs_parquet(tmp_path), tmp_path / "s.json", tmp_path / "o.parquet"
     result = invoke(str(table), "--json", str(doc_path), "-o", str(out))
     assert result.exit_code == 0, result.output
-    assert "fcfs" in result.stdout and "72.9" in result.stdout  # mean wait 510 / 7
+    assert "fcfs" in result.stdout and "1.2m" in result.stdout  # mean wait 510 / 7 s
     assert "1 jobs need more than the machine has" in result.stdout  # job 4: 8 of 4 procs
     doc = json.loads(doc_path.read_text())
     jsonschema.validate(doc, schemas.load("sim_summary"))
