@@ -150,7 +150,8 @@ def test_demo_command_shows_progress_stats_and_files(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "-o", str(out), "--jobs", "30", "--seed", "2"])
     assert result.exit_code == 0, result.output
     for text in ("[1/4] generate", "[3/4] profile", "[4/4] replay", "workload profile",
-                 "mean bsld", "30 jobs kept", "stats.json", "compare.json", "demo.json"):
+                 "simulate (whole workload)", "30 jobs kept", "stats.json", "compare.json",
+                 "demo.json"):
         assert text in result.stdout, text
     quiet = CliRunner().invoke(app, ["-q", "demo", "-o", str(out), "--jobs", "30"])
     assert quiet.exit_code == 0, quiet.output
