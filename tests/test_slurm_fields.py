@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import polars as pl
 import pytest
 
+from hpcpolicy.ingest import sacct_parse
 from hpcpolicy.ingest import slurm_fields as sf
 
 
@@ -54,30 +56,43 @@ def test_duration_garbage_is_bad(text: str) -> None:
     assert got.row(0) == (None, True)
 
 
+def _naive(texts: list[str], tsep: str = "T") -> pl.Series:
+    """The texts read by the scan's timestamp parser (null unless it reads a time)."""
+    words = [w.encode() for w in sf.MISSING if w]
+    packed = np.frombuffer(b"".join(words), dtype=np.uint8)
+    ends = np.cumsum([len(w) for w in words]).astype(np.int64)
+    seconds = []
+    for text in texts:
+        buf = np.frombuffer(text.encode(), dtype=np.uint8)
+        status, value = sacct_parse.timestamp(buf, 0, len(buf), ord(tsep), packed, ends)
+        seconds.append(value if status == sacct_parse.OK else None)
+    return (pl.Series("t", seconds, dtype=pl.Int64) * 1000).cast(pl.Datetime("ms"))
+
+
 def test_timestamps_utc_and_missing_words() -> None:
-    fmt = sf.TIME_FORMATS["iso"]
-    got = _eval(["2024-03-01T10:05:00", "Unknown", "None", "", "2024-13-45T99:00:00"],
-                lambda t: sf.to_timestamp(t, fmt, "UTC"))
+    naive = _naive(["2024-03-01T10:05:00", "Unknown", "None", "", "2024-13-45T99:00:00"])
+    got = pl.select(sf.to_utc(pl.lit(naive), "UTC"))["t"].to_list()
     assert got == [datetime(2024, 3, 1, 10, 5, tzinfo=UTC), None, None, None, None]
     present = _eval(["x", "Unknown", "None", "", None], sf.is_present)
     assert present == [True, False, False, False, False]
 
 
 def test_local_time_converted_to_utc_with_dst() -> None:
-    fmt, tz = sf.TIME_FORMATS["iso"], "Europe/Stockholm"
+    tz = "Europe/Stockholm"
     # winter: UTC+1; summer: UTC+2; 2024-10-27 02:30 happens twice (earlier = UTC+2);
     # 2024-03-31 02:30 never happens (clocks jump from 02:00 to 03:00)
-    texts = ["2024-01-15T12:00:00", "2024-07-15T12:00:00", "2024-10-27T02:30:00",
-             "2024-03-31T02:30:00"]
-    got = _eval(texts, lambda t: sf.to_timestamp(t, fmt, tz))
+    naive = _naive(["2024-01-15T12:00:00", "2024-07-15T12:00:00", "2024-10-27T02:30:00",
+                    "2024-03-31T02:30:00"])
+    got = pl.select(sf.to_utc(pl.lit(naive), tz))["t"].to_list()
     assert got == [datetime(2024, 1, 15, 11, tzinfo=UTC), datetime(2024, 7, 15, 10, tzinfo=UTC),
                    datetime(2024, 10, 27, 0, 30, tzinfo=UTC), None]
-    assert _eval(texts, lambda t: sf.is_ambiguous_local(t, fmt, tz)) == [False, False, True, False]
+    ambiguous = pl.select(sf.is_ambiguous_local(pl.lit(naive), tz))["t"].to_list()
+    assert ambiguous == [False, False, True, False]
 
 
 def test_space_separated_timestamps() -> None:
-    got = _eval(["2024-03-01 10:05:00"], lambda t: sf.to_timestamp(t, sf.TIME_FORMATS["space"],
-                                                                    "UTC"))
+    naive = _naive(["2024-03-01 10:05:00"], tsep=" ")
+    got = pl.select(sf.to_utc(pl.lit(naive), "UTC"))["t"].to_list()
     assert got == [datetime(2024, 3, 1, 10, 5, tzinfo=UTC)]
 
 
@@ -104,31 +119,6 @@ def test_req_mem_whole_node_and_garbage() -> None:
     parts = out["p"].to_list()
     assert parts[0] == {"1": "0", "2": "", "3": "n"}  # 0n: all memory of each node
     assert parts[1] == {"1": None, "2": None, "3": None}
-
-
-@pytest.mark.parametrize(
-    ("tres", "mem", "gpu_first"),
-    [
-        ("billing=8,cpu=8,mem=32000M,node=2", 32000.0, {"1": None, "2": None}),
-        ("billing=4,cpu=4,gres/gpu:a100=2,gres/gpu=2,mem=64G,node=1", 65536.0,
-         {"1": "a100", "2": "2"}),
-        ("cpu=1,gres/gpu=4,gres/gpumem=40G,mem=1.5G,node=1", 1536.0, {"1": None, "2": "4"}),
-        ("cpu=1,node=1", None, {"1": None, "2": None}),
-    ],
-)
-def test_tres_lists(tres: str, mem: float | None, gpu_first: dict[str, str | None]) -> None:
-    frame = pl.DataFrame({"t": [tres]})
-    got = frame.select(
-        mem=sf.size_mib(sf.tres_mem_parts(pl.col("t")), pl.lit(1), pl.lit(1)),
-        gpu=sf.tres_gpu_first(pl.col("t")),
-        plain=sf.tres_entry(pl.col("t"), "gres/gpu"),
-        cpu=sf.to_int(sf.tres_entry(pl.col("t"), "cpu")),
-    ).row(0, named=True)
-    assert got["mem"] == mem
-    assert got["gpu"] == gpu_first
-    assert got["plain"] == ("2" if "gres/gpu=2" in tres else "4" if "gres/gpu=4" in tres
-                            else None)
-    assert got["cpu"] == int(tres.split("cpu=")[1].split(",")[0])
 
 
 @pytest.mark.parametrize(

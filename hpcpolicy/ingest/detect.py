@@ -1,4 +1,8 @@
-"""Recognise an input's format from its first bytes, and open plain or gzipped text."""
+"""Recognise an input's format from its first bytes, and open plain or gzipped text.
+
+A UTF-8 byte order mark at the start of a file (as some Windows tools write) is not part of
+its text: :func:`head_text` drops it, so a header after it is recognised as usual.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,10 @@ from pathlib import Path
 
 from hpcpolicy.errors import InputFormatError
 
-__all__ = ["detect_format", "head_text", "is_gzip"]
+__all__ = ["BOM", "detect_format", "head_text", "is_gzip"]
+
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte order mark."""
 
 _SACCT_KEYS = ("jobid", "jobidraw", "submit", "state", "elapsed", "ncpus", "reqcpus", "timelimit")
 _SWF_DATA = re.compile(r"^\s*-?\d+(\.\d+)?(\s+-?\d+(\.\d+)?){17}\s*$")
@@ -22,7 +29,8 @@ def is_gzip(path: Path) -> bool:
 
 
 def head_text(path: Path, size: int = 65536) -> str:
-    """Up to ``size`` bytes from the start of a plain or gzipped file, decoded leniently.
+    """Up to ``size`` bytes from the start of a plain or gzipped file, decoded leniently,
+    without a byte order mark.
 
     Raises:
         InputFormatError: the file is missing, empty, or a broken gzip stream.
@@ -43,6 +51,7 @@ def head_text(path: Path, size: int = 65536) -> str:
             f"{path}: cannot decompress ({exc}); the gzip file is truncated or damaged, "
             "download or copy it again"
         ) from None
+    data = data.removeprefix(BOM)
     if not data.strip():
         raise InputFormatError(f"{path}: the file is empty; nothing to ingest")
     return data.decode("utf-8", errors="replace")

@@ -3,6 +3,13 @@
 One streaming pass (``polars.collect_all`` over lazy sinks that share the reader's scan) writes
 ``NAME.parquet`` and ``NAME.rejects.parquet`` to temporary files and counts rows by reason;
 only when the counts balance are the temporaries renamed and ``NAME.ingest.json`` written.
+A reader whose rules need the whole file may ask for a second pass (``ReaderPlan.after_pass``).
+The SHA-256 of each input is computed in a background thread while the pass runs (hashlib
+works without the GIL); the Parquet metadata that holds it is written when the pass ends.
+
+The job table is compressed with zstd at level :data:`ZSTD_LEVEL`: on 3 M sacct jobs level 1
+took 2.07 CPU-seconds and 78 MB, Polars' default level 3 2.38 s and 75 MB, lz4 1.93 s and
+130 MB, no compression 1.55 s and 212 MB (benchmarks/ingest.py inputs, 2-core machine).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import importlib
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +32,7 @@ from hpcpolicy.atomic import atomic_path, file_sha256, write_json
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.detect import detect_format, head_text
-from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, ReaderPlan
+from hpcpolicy.ingest.plan import REPAIR_PREFIX, ROWS, STEP_FOLDED, PassCheck, ReaderPlan
 from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION
 
 __all__ = ["READERS", "IngestReport", "ingest", "output_paths"]
@@ -36,6 +44,8 @@ READERS: dict[str, str] = {
 """Format name -> ``module:function`` building a :class:`ReaderPlan` (imported on use)."""
 
 REJECT_COLUMNS = ("source_file", "line", "job_id", "reason", "raw")
+ZSTD_LEVEL = 1
+"""zstd level of the job table (see the module docstring for the trade-off)."""
 
 
 @dataclass
@@ -90,6 +100,7 @@ def _conform(plan: ReaderPlan) -> pl.LazyFrame:
         pl.col("_line").cast(pl.Int64),
         pl.col("_raw").cast(pl.String),
         pl.col("_reason").cast(pl.String),
+        (pl.col(ROWS) if ROWS in names else pl.lit(1)).cast(pl.Int64).alias(ROWS),
         *[pl.col(r).cast(pl.Boolean) for r in repairs],
     )
 
@@ -161,7 +172,35 @@ def ingest(
         raise ConfigError(f"{', '.join(existing)} already exist; pass --overwrite to replace")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hpcpolicy-sha256")
+    try:
+        hashes = [hasher.submit(file_sha256, Path(p)) for p in inputs]
+        plans, sources = _plans(inputs, cfg, stage)
+        timings["plan"] = time.perf_counter() - t0
 
+        t1 = time.perf_counter()
+        stage("reading, cleaning and writing (one streaming pass)")
+        with _staged(paths) as tmp:
+            count_df, checks = _write(plans, sources, hashes, cfg, tmp, inputs)
+            if any(c.rerun for c in checks):
+                stage("reading again: records of a job found later in the file")
+                plans = [c.rerun or p for c, p in zip(checks, plans, strict=True)]
+                count_df, again = _write(plans, sources, hashes, cfg, tmp, inputs)
+                checks += again
+            timings["read_clean_write"] = time.perf_counter() - t1
+            notes = [n for c in checks for n in c.notes]
+            report = _report(paths, count_df, sources, plans, cfg, notes)
+            _check_rejects(report, inputs, cfg)
+    finally:
+        hasher.shutdown(cancel_futures=True)
+    report.timings_s = {**timings, "total": time.perf_counter() - t0}
+    write_json(paths["report"], report.to_dict())
+    return report
+
+
+def _plans(inputs: Sequence[str | Path], cfg: IngestConfig,
+           stage: Callable[[str], None]) -> tuple[list[ReaderPlan], list[dict[str, Any]]]:
+    """The reader plan and the source facts of each input (hashes are added later)."""
     plans: list[ReaderPlan] = []
     sources: list[dict[str, Any]] = []
     for raw_path in inputs:
@@ -178,12 +217,22 @@ def ingest(
             "path": str(path),
             "format": fmt,
             "bytes": path.stat().st_size,
-            "sha256": file_sha256(path),
             "header": plan.header,
             "inferred": plan.inferred,
         })
-    timings["plan"] = time.perf_counter() - t0
+    return plans, sources
 
+
+def _write(
+    plans: list[ReaderPlan],
+    sources: list[dict[str, Any]],
+    hashes: list[Future[str]],
+    cfg: IngestConfig,
+    tmp: dict[str, Path],
+    inputs: Sequence[str | Path],
+) -> tuple[pl.DataFrame, list[PassCheck]]:
+    """One streaming pass: write jobs and rejects to ``tmp``; return the counts by file and
+    reason (with time span and repairs) and each reader's check of the pass."""
     frames = [_conform(p) for p in plans]
     frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
     repair_cols = [n for n in frame.collect_schema().names() if n.startswith(REPAIR_PREFIX)]
@@ -192,51 +241,60 @@ def ingest(
     # One aggregate for counts, time span and repairs: a fourth query on the shared frame
     # would make Polars compute the whole frame a second time.
     counts = frame.group_by("_file", "_reason").agg(
-        pl.len().alias("n"),
+        pl.col(ROWS).sum().alias("n"),
         pl.col("submit_time").min().alias("first_submit"),
         pl.col("submit_time").max().alias("last_submit"),
         pl.col("end_time").max().alias("last_end"),
         *[pl.col(r).fill_null(False).sum().alias(r) for r in repair_cols],
     )
 
-    t1 = time.perf_counter()
-    stage("reading, cleaning and writing (one streaming pass)")
-    with _staged(paths) as tmp:
-        jobs_sink = kept.select([c.name for c in JOB_COLUMNS]).sink_parquet(
-            tmp["jobs"], metadata=_metadata(plans, sources, cfg), lazy=True
-        )
-        rejects_sink = rejected.select(
-            pl.col("_file").alias("source_file"),
-            pl.col("_line").alias("line"),
-            pl.col("job_id"),
-            pl.col("_reason").alias("reason"),
-            pl.col("_raw").alias("raw"),
-        ).sink_parquet(tmp["rejects"], lazy=True)
-        try:
-            _, _, count_df = pl.collect_all([jobs_sink, rejects_sink, counts])
-        except pl.exceptions.ComputeError as exc:
-            raise InputFormatError(f"{', '.join(map(str, inputs))}: {exc}") from None
-        timings["read_clean_write"] = time.perf_counter() - t1
-        summary_df = count_df.filter(pl.col("_reason").is_null()).select(
-            pl.col("first_submit").min(), pl.col("last_submit").max(), pl.col("last_end").max(),
-            *[pl.col(r).sum() for r in repair_cols],
-        )
-        report = _report(paths, count_df, summary_df, repair_cols, sources, plans, cfg)
-        _check_rejects(report, inputs, cfg)
-    report.timings_s = {**timings, "total": time.perf_counter() - t0}
-    write_json(paths["report"], report.to_dict())
-    return report
+    def metadata(_context: object) -> dict[str, str]:  # called as the file is finished
+        return _metadata(plans, _hashed(sources, hashes), cfg)
+
+    jobs_sink = kept.select([c.name for c in JOB_COLUMNS]).sink_parquet(
+        tmp["jobs"], metadata=metadata, compression="zstd", compression_level=ZSTD_LEVEL,
+        lazy=True)
+    # The few rejected rows are copied out of the reader's text: Polars strings can be views
+    # into one buffer per batch, and the rejects sink would keep every batch's buffer alive
+    # until it has a row group's worth of rows (1.6 GB of 10 M sacct rows, 0 rejected).
+    rejects_sink = rejected.select(
+        pl.col("_file").alias("source_file"),
+        pl.col("_line").alias("line"),
+        *[pl.concat_str(pl.col(c), pl.lit("")).alias(name)
+          for c, name in (("job_id", "job_id"), ("_reason", "reason"), ("_raw", "raw"))],
+    ).sink_parquet(tmp["rejects"], lazy=True)
+    try:
+        _, _, count_df = pl.collect_all([jobs_sink, rejects_sink, counts])
+    except pl.exceptions.ComputeError as exc:
+        raise InputFormatError(f"{', '.join(map(str, inputs))}: {exc}") from None
+    read = count_df.group_by("_file").agg(pl.col("n").sum())
+    rows = dict(zip(read["_file"], read["n"], strict=True))
+    checks = [p.after_pass(int(rows.get(src["path"], 0))) if p.after_pass else PassCheck()
+              for p, src in zip(plans, sources, strict=True)]
+    _hashed(sources, hashes)
+    return count_df, checks
+
+
+def _hashed(sources: list[dict[str, Any]], hashes: list[Future[str]]) -> list[dict[str, Any]]:
+    """``sources`` with each file's SHA-256 (waiting for the background hashes)."""
+    for src, digest in zip(sources, hashes, strict=True):
+        src["sha256"] = digest.result()
+    return sources
 
 
 def _report(
     paths: dict[str, Path],
     count_df: pl.DataFrame,
-    summary_df: pl.DataFrame,
-    repair_cols: list[str],
     sources: list[dict[str, Any]],
     plans: list[ReaderPlan],
     cfg: IngestConfig,
+    pass_notes: list[str],
 ) -> IngestReport:
+    repair_cols = [c for c in count_df.columns if c.startswith(REPAIR_PREFIX)]
+    summary_df = count_df.filter(pl.col("_reason").is_null()).select(
+        pl.col("first_submit").min(), pl.col("last_submit").max(), pl.col("last_end").max(),
+        *[pl.col(r).sum() for r in repair_cols],
+    )
     by_reason: dict[str, int] = {}
     for src in sources:
         rows = count_df.filter(pl.col("_file") == src["path"])
@@ -261,7 +319,7 @@ def _report(
         time_span={k: _iso(row[k]) for k in ("first_submit", "last_submit", "last_end")},
         timings_s={},
         config=cfg.to_dict(),
-        notes=[n for p in plans for n in p.notes],
+        notes=list(dict.fromkeys([n for p in plans for n in p.notes] + pass_notes)),
     )
     assert report.rows_read == report.jobs_kept + report.rows_rejected + report.steps_folded
     return report

@@ -24,6 +24,8 @@ REJECT_REASONS: dict[str, str] = {
     "sacct --duplicates); the last record is kept",
     "orphan_step": "a step row whose job row is not in the file",
     "non_utf8": "the row holds bytes that are not valid UTF-8",
+    "control_chars": "the row holds nearly every ASCII control character (binary data, not a "
+    "line of text)",
     "swf_bad_status": "the SWF status field is not a whole number from -1 to 5",
     "swf_fractional_id": "an SWF id field (user, group, executable, queue, partition, "
     "preceding job) is not a whole number",

@@ -38,24 +38,17 @@ Example:
 
 from __future__ import annotations
 
-import weakref
 from pathlib import Path
 
 import polars as pl
 
 from hpcpolicy.ingest import slurm_fields as sf
 from hpcpolicy.ingest.config import IngestConfig
-from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, ReaderPlan
+from hpcpolicy.ingest.plan import REPAIR_PREFIX, PassCheck, ReaderPlan
 from hpcpolicy.ingest.sacct_columns import COUNT_MIN, Columns, build_columns
-from hpcpolicy.ingest.sacct_layout import read_layout
-from hpcpolicy.ingest.sacct_scan import (
-    SacctRecords,
-    id_text,
-    line_source,
-    scan_records,
-    split_fields,
-    step_flag,
-)
+from hpcpolicy.ingest.sacct_fields import Fields
+from hpcpolicy.ingest.sacct_layout import SacctLayout, read_layout
+from hpcpolicy.ingest.sacct_scan import Known, PassLog, scan_sacct, settle
 
 __all__ = ["CHECKS", "plan_sacct"]
 
@@ -64,47 +57,40 @@ CHECKS = (
     "bad_timestamp", "bad_duration", "bad_number", "absurd_value", "end_before_start",
     "start_before_submit",
 )
-"""Reject checks in the order they are applied: the first one that fails names the reason."""
+"""Reject checks in the order they are applied: the first one that fails names the reason
+(the first two are applied by the scan, :mod:`hpcpolicy.ingest.sacct_scan`)."""
 
 
-def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
+def _id_index(layout: SacctLayout) -> int | None:
+    i = layout.index("JobID")
+    return i if i is not None else layout.index("JobIDRaw")
+
+
+def plan_sacct(path: Path, cfg: IngestConfig, known: Known | None = None) -> ReaderPlan:
     """Plan the ingest of one sacct export (see the module docstring for the rules).
 
     Args:
         path: the export, plain or gzipped.
         cfg: ingest options (``tz`` is the zone of the export's timestamps).
+        known: for a second pass, the superseded records and orphan steps the first found.
 
     Returns:
-        A plan whose frame has one row per data line.
+        A plan whose frame has one row per data line (the steps folded into their jobs as
+        one row per chunk of the file), and whose ``after_pass`` finds the superseded
+        records and orphan steps of the whole file.
 
     Raises:
         InputFormatError: wrong separator, no header, a required column missing, timestamps
             in an unsupported form, or a file that cannot be read to its end.
     """
     layout = read_layout(path, cfg.sacct_columns)
-    records = scan_records(path, layout)
-    rows = line_source(records.text, layout, records.lossy).with_columns(
-        pl.lit(str(path)).alias("_file"))
-    id_index = layout.index("JobID")
-    if id_index is None:
-        id_index = layout.index("JobIDRaw")
-    raw = pl.col("_raw")
-    if id_index is None:
-        jobs, steps = rows, None
-    else:
-        rows = rows.with_columns(step_flag(raw, layout, id_index).alias("_step"))
-        jobs = rows.filter(~pl.col("_step")).with_columns(_jid=id_text(raw, layout, id_index))
-        orphan = pl.col("_line").is_in(records.orphan_lines.implode())
-        steps = rows.filter(pl.col("_step")).select(
-            "_file", "_line", "_raw",
-            id_text(raw, layout, id_index).alias("job_id"),
-            pl.when(orphan).then(pl.lit("orphan_step")).otherwise(pl.lit(STEP_FOLDED))
-            .alias("_reason"),
-        )
-    fields = split_fields(jobs, raw, layout)
-    cols = build_columns(fields, cfg, layout, None if id_index is None else pl.col("_jid"))
-    frame = cols.apply(fields.with_fields())
-    frame = frame.with_columns(_reason=_reason(cols, records))
+    fields = Fields(layout)
+    id_index = _id_index(layout)
+    jid = None if id_index is None else fields.get(layout.columns[id_index])
+    cols = build_columns(fields, cfg, layout, jid)
+    rows, log = scan_sacct(path, layout, fields, known)
+    frame = cols.apply(rows.with_columns(pl.lit(str(path)).alias("_file")))
+    frame = frame.with_columns(_reason=_reason(cols, known))
     kept = pl.col("_reason").is_null()
     cols.repair("sacct_zero_request", (pl.col("req_cpus") == 0) | (pl.col("req_nodes") == 0))
     frame = frame.with_columns(
@@ -112,18 +98,11 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
           for c, low in COUNT_MIN.items()],
         **{f"{REPAIR_PREFIX}{code}": kept & flag for code, flag in cols.repairs.items()},
     )
-    if steps is not None:  # job rows first, then step rows: one row per input line
-        frame = pl.concat([frame, steps], how="diagonal_relaxed")
     notes = list(dict.fromkeys(cols.notes))
     if cfg.tz == "UTC":
         notes.append("timestamps were read as UTC: sacct prints the local time of the machine "
                      "it ran on, so pass --tz (e.g. --tz Europe/Stockholm) unless that is UTC")
-    if records.copies:
-        notes.append(
-            f"{records.copies} rows are exact copies of an earlier row; with no job id they "
-            "cannot be told apart from identical jobs (e.g. array tasks), so all are kept"
-        )
-    plan = ReaderPlan(
+    return ReaderPlan(
         frame=frame,
         source_format="sacct",
         header={"columns": list(layout.columns), "style": layout.style,
@@ -131,10 +110,25 @@ def plan_sacct(path: Path, cfg: IngestConfig) -> ReaderPlan:
         inferred={**cols.inferred, "time_zone": cfg.tz,
                   "time_format": sf.TIME_FORMATS[layout.time_format]},
         notes=notes,
+        after_pass=lambda _rows: _after_pass(path, cfg, log, known, id_index is not None),
     )
-    if records.lossy:  # the decoded copy lives as long as the plan that reads it
-        weakref.finalize(plan, records.text.unlink, missing_ok=True)
-    return plan
+
+
+def _after_pass(path: Path, cfg: IngestConfig, log: PassLog, known: Known | None,
+                has_ids: bool) -> PassCheck:
+    """Whether the pass stands, or a second pass must apply superseded records and orphan
+    steps (a second pass is final: the file has not changed)."""
+    settled = settle(log, has_ids)
+    if settled.copies:
+        return PassCheck(notes=(
+            f"{settled.copies} rows are exact copies of an earlier row; with no job id they "
+            "cannot be told apart from identical jobs (e.g. array tasks), so all are kept",))
+    found = settled.known
+    if known is not None or not (len(found.superseded) or len(found.orphans)):
+        return PassCheck()
+    return PassCheck(rerun=plan_sacct(path, cfg, found), notes=(
+        f"{path.name}: {len(found.superseded)} superseded records and {len(found.orphans)} "
+        "orphan steps are only known once the whole file is read: it was read twice",))
 
 
 def _any(exprs: list[pl.Expr]) -> pl.Expr:
@@ -144,18 +138,18 @@ def _any(exprs: list[pl.Expr]) -> pl.Expr:
     return out.fill_null(False)
 
 
-def _reason(cols: Columns, records: SacctRecords) -> pl.Expr:
-    """The ``_reason`` of each job row: the first failed check, or null (kept)."""
+def _reason(cols: Columns, known: Known | None) -> pl.Expr:
+    """The ``_reason`` of each row: the scan's verdict, else the first failed check, else
+    null (kept)."""
     checks = {name: list(exprs) for name, exprs in cols.checks.items()}
-    checks.setdefault("non_utf8", []).append(pl.col("_bad_bytes"))
-    checks.setdefault("field_count", []).append(~pl.col("_ok"))
-    if records.superseded_lines.len():
+    if known is not None and len(known.superseded):
         checks.setdefault("duplicate_superseded", []).append(
-            pl.col("_line").is_in(records.superseded_lines.implode()))
+            pl.col("_line").is_in(pl.Series("_line", known.superseded).implode()))
     counts = [pl.col(c) for c in COUNT_MIN]
     checks.setdefault("absurd_value", []).append(
         (pl.min_horizontal(counts) < 0) | (pl.max_horizontal(counts) > sf.MAX_COUNT))
     checks.setdefault("end_before_start", []).append(pl.col("end_time") < pl.col("start_time"))
     checks.setdefault("start_before_submit", []).append(
         pl.col("start_time") < pl.col("submit_time"))
-    return sf.first_of([(_any(checks[name]), name) for name in CHECKS if checks.get(name)])
+    first = sf.first_of([(_any(checks[name]), name) for name in CHECKS if checks.get(name)])
+    return pl.coalesce(pl.col("_scan_reason"), first)

@@ -1,7 +1,8 @@
-"""The job-table columns of a sacct export, built from its split fields in three stages.
+"""The job-table columns of a sacct export, built from its fields in three stages.
 
-1. *leaves*: every expensive parse (cast, timestamp, regex) of a field, stored once as a
-   ``_p_*`` column;
+1. *leaves*: every expensive parse of a field (cast, regex; numbers, timestamps and TRES
+   entries come parsed by the scan, see :class:`hpcpolicy.ingest.sacct_fields.Fields`),
+   stored once as a ``_p_*`` column;
 2. *values*: the job-table columns that combine leaves with cheap expressions;
 3. *derived*: columns that need stage-2 columns (allocations of jobs that started, total
    memory from per-CPU requests, run and wait times).
@@ -23,8 +24,9 @@ import polars as pl
 
 from hpcpolicy.ingest import slurm_fields as sf
 from hpcpolicy.ingest.config import IngestConfig
+from hpcpolicy.ingest.sacct_fields import Fields
 from hpcpolicy.ingest.sacct_layout import SacctLayout
-from hpcpolicy.ingest.sacct_scan import Fields
+from hpcpolicy.ingest.sacct_parse import EMPTY
 from hpcpolicy.schema import TIMESTAMP_DTYPE
 
 __all__ = ["COUNT_MIN", "Columns", "build_columns"]
@@ -95,44 +97,54 @@ class Columns:
     def integer(self, *names: str) -> pl.Expr | None:
         """The first of ``names`` the export has, as a whole number (bad text rejected)."""
         for name in names:
-            t = self.fields.get(name)
-            if t is not None:
-                value = self.leaf(name, sf.to_int(t))
-                self.check("bad_number", value.is_null() & sf.has_text(t))
-                return value
+            parsed = self.fields.integer(name)
+            if parsed is not None:
+                value, bad = parsed
+                self.check("bad_number", bad)
+                return self.leaf(name, value)
         return None
 
     def timestamp(self, name: str) -> pl.Expr | None:
         """Column ``name`` as a UTC timestamp (bad and absurd ones rejected)."""
-        t = self.fields.get(name)
-        if t is None:
+        parsed = self.fields.time(name)
+        if parsed is None:
             return None
-        fmt, tz = sf.TIME_FORMATS[self.layout.time_format], self.cfg.tz
-        value = self.leaf(name, sf.to_timestamp(t, fmt, tz))
-        self.check("bad_timestamp", value.is_null() & sf.is_present(t))
+        naive, status = parsed
+        tz = self.cfg.tz
+        value = self.leaf(name, sf.to_utc(naive, tz))
+        self.check("bad_timestamp", value.is_null() & (status != EMPTY))
         self.check("absurd_value", ~value.is_between(_utc(_TIME_RANGE[0]), _utc(_TIME_RANGE[1]),
                                                      closed="left"))
         if tz != "UTC":
             self.repair("sacct_ambiguous_local_time",
-                        self.leaf(f"{name}_ambiguous", sf.is_ambiguous_local(t, fmt, tz)))
+                        self.leaf(f"{name}_ambiguous", sf.is_ambiguous_local(naive, tz)))
         return value
 
-    def tres_count(self, tres: pl.Expr, key: str, kind: str) -> pl.Expr:
-        """The whole-number TRES entry ``key`` (``cpu``, ``node``), null when absent."""
-        value = self.leaf(f"{kind}_tres_{key}", sf.to_int(sf.tres_entry(tres, key)))
-        self.check("bad_number", value.is_null() & tres.str.contains(rf"(?:^|,){key}="))
+    def missing(self, name: str) -> pl.Expr:
+        """True where timestamp column ``name`` is empty, a "not known" word, or absent."""
+        parsed = self.fields.time(name)
+        return pl.lit(True) if parsed is None else parsed[1] == EMPTY
+
+    def tres_count(self, tres: str, key: str, kind: str) -> pl.Expr:
+        """The whole-number entry ``key`` (``cpu``, ``node``) of TRES column ``tres``, null
+        when absent."""
+        entry = self.fields.entry(tres, key)
+        assert entry is not None, tres  # a column of the export
+        text, present = entry
+        value = self.leaf(f"{kind}_tres_{key}", sf.to_int(text))
+        self.check("bad_number", value.is_null() & present)
         return value
 
-    def gpus(self, tres: pl.Expr | None, kind: str) -> tuple[pl.Expr, pl.Expr]:
-        """(GPU count, GPU type) of a TRES list: 0 and null when it names no GPU."""
-        if tres is None:
+    def gpus(self, tres: str | None, kind: str) -> tuple[pl.Expr, pl.Expr]:
+        """(GPU count, GPU type) of TRES column ``tres``: 0 and null when it names no GPU."""
+        gpu = None if tres is None else self.fields.gpu(tres)
+        nonempty = None if tres is None else self.fields.nonempty(tres)
+        if gpu is None or nonempty is None:
             return _null(), _null(pl.String())
-        first = self.leaf(f"{kind}_gpu_first", sf.tres_gpu_first(tres))
-        plain = self.leaf(f"{kind}_gpu_plain", sf.tres_entry(tres, "gres/gpu"))
-        count_text = plain.fill_null(first.struct.field("2"))
-        count = count_text.cast(pl.Int64, strict=False)
-        self.check("bad_number", count_text.is_not_null() & count.is_null())
-        return pl.when(sf.has_text(tres)).then(count.fill_null(0)), first.struct.field("1")
+        gpu_type, count_text, found = gpu
+        count = self.leaf(f"{kind}_gpus", count_text.cast(pl.Int64, strict=False))
+        self.check("bad_number", found & count.is_null())
+        return pl.when(nonempty).then(count.fill_null(0)), gpu_type
 
 
 def _job_ids(c: Columns, jid: pl.Expr | None) -> None:
@@ -186,13 +198,13 @@ def _times(c: Columns) -> None:
                       ("start_time", "Start"), ("end_time", "End")):
         value = c.timestamp(name)
         c.values[col] = value if value is not None else _null(TIMESTAMP_DTYPE)
-    submit = c.text("Submit")
-    c.check("no_submit_time", ~sf.is_present(submit) if submit is not None else pl.lit(True))
+    c.check("no_submit_time", c.missing("Submit"))
 
 
 def _walltime(c: Columns) -> None:
     """req_walltime_s from TimelimitRaw (minutes) or Timelimit; unset words are null."""
-    raw, t = c.text("TimelimitRaw"), c.text("Timelimit")
+    raw = c.text("TimelimitRaw")
+    t = None if raw is not None else c.text("Timelimit")
     if raw is not None:
         seconds = c.leaf("TimelimitRaw", sf.to_int(raw)) * 60
         c.check("bad_duration", seconds.is_null() & sf.has_text(raw)
@@ -211,13 +223,14 @@ def _walltime(c: Columns) -> None:
     c.values["req_walltime_s"] = pl.when(seconds.is_between(1, sf.MAX_DURATION_S)).then(seconds)
 
 
-def _memory(c: Columns, tres: pl.Expr | None) -> None:
+def _memory(c: Columns, tres: str | None) -> None:
     """req_mem_mib (derived): ReqTRES mem= (a total), else ReqMem (per CPU, node or job)."""
     mem: pl.Expr = _null(pl.Float64())
     has_tres_mem: pl.Expr = pl.lit(False)
-    if tres is not None:
-        has_tres_mem = c.leaf("tres_has_mem", tres.str.contains(r"(?:^|,)mem=").fill_null(False))
-        mem = sf.size_mib(c.leaf("tres_mem", sf.tres_mem_parts(tres)), pl.lit(1), pl.lit(1))
+    entry = None if tres is None else c.fields.entry(tres, "mem")
+    if entry is not None:
+        text, has_tres_mem = entry
+        mem = sf.size_mib(c.leaf("tres_mem", sf.size_parts(text)), pl.lit(1), pl.lit(1))
         c.check("bad_number", has_tres_mem & mem.is_null())
     req_mem = c.text("ReqMem")
     if req_mem is not None:
@@ -239,8 +252,13 @@ def _memory(c: Columns, tres: pl.Expr | None) -> None:
     c.derived["req_mem_mib"] = pl.when(total <= sf.MAX_MEM_MIB).then(total.cast(pl.Int64))
 
 
+def _tres(c: Columns, name: str) -> str | None:
+    """``name`` if the export has this TRES column."""
+    return name if c.layout.index(name) is not None else None
+
+
 def _requests(c: Columns) -> None:
-    tres = c.text("ReqTRES")
+    tres = _tres(c, "ReqTRES")
     for col, name, key in (("req_cpus", "ReqCPUS", "cpu"), ("req_nodes", "ReqNodes", "node")):
         value = c.integer(name)
         if value is None and tres is not None:
@@ -252,7 +270,7 @@ def _requests(c: Columns) -> None:
 
 
 def _outcome(c: Columns) -> None:
-    tres = c.text("AllocTRES")
+    tres = _tres(c, "AllocTRES")
     start = c.leaves.get("_p_Start")
     started = pl.col("_p_Start").is_not_null() if start is not None else pl.lit(True)
     for col, names, key in (("alloc_cpus", ("AllocCPUS", "NCPUS"), "cpu"),

@@ -1,268 +1,354 @@
-"""Lines and fields of a sacct export, and the one global pass that finds superseded records.
+"""The rows of a sacct export as a lazy frame, and what a whole pass learns about the file.
 
-The rows of an export are read as whole lines (so that a rejected row keeps its exact text)
-and split into fields with vectorised string expressions. Which records are superseded
-(``sacct --duplicates`` prints every requeued run of a job; only the last one is kept) and
-which step rows have no job row is a property of the whole file, so :func:`scan_records`
-reads the job-id column once before the main pass and hands it the line numbers concerned.
-Its memory grows with the number of rows (14 bytes each), not with their width.
+:func:`scan_sacct` streams the file through the compiled scanner
+(:mod:`hpcpolicy.ingest.sacct_kernel`) chunk by chunk and hands Polars, per chunk, one frame:
+a row per job row or rejected line, with its raw text and the text of the fields the job-table
+expressions read (:class:`Fields`), and one row standing for all the step rows of the chunk
+that were folded into their jobs (``_rows`` = how many).
+
+Two rules need the whole file: a job's record is superseded by a later record of the same job
+(``sacct --duplicates``), and a step is an orphan when its job has no row anywhere. The scan
+keeps a 128-bit key per job row (and per step that does not follow its job row) in a
+:class:`PassLog`; :func:`settle` reads it after the pass. In the usual export neither rule
+applies and the one pass stands; otherwise the pass is run again, told the lines concerned.
+Keys are two independent 64-bit hashes of the job id: two different ids share one with a
+chance below 10^-20 in a file of 10^8 rows.
 
 Example:
     >>> from pathlib import Path
     >>> from hpcpolicy.ingest.sacct_layout import read_layout
     >>> layout = read_layout(Path("sacct.txt"))  # doctest: +SKIP
-    >>> records = scan_records(Path("sacct.txt"), layout)  # doctest: +SKIP
-    >>> records.superseded_lines.len()  # doctest: +SKIP
-    0
+    >>> fields = Fields(layout)
+    >>> state = fields.get("State")  # doctest: +SKIP
+    >>> frame, log = scan_sacct(Path("sacct.txt"), layout, fields)  # doctest: +SKIP
+    >>> frame.select(state).collect()  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import codecs
-import gzip
-import os
-import tempfile
-import zlib
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import polars as pl
+from polars.io.plugins import register_io_source
 
-from hpcpolicy.errors import InputFormatError
-from hpcpolicy.ingest.detect import is_gzip
+from hpcpolicy.ingest import sacct_kernel as kernel
+from hpcpolicy.ingest.plan import STEP_FOLDED
+from hpcpolicy.ingest.sacct_fields import Fields
 from hpcpolicy.ingest.sacct_layout import SacctLayout
+from hpcpolicy.ingest.slurm_fields import TIME_FORMATS
+from hpcpolicy.ingest.text_chunks import CHUNK_BYTES, WORKERS, LineChunks, scan_pieces
 
-__all__ = [
-    "Fields",
-    "SacctRecords",
-    "decoded_copy",
-    "id_text",
-    "line_source",
-    "scan_records",
-    "split_fields",
-    "step_flag",
-]
+__all__ = ["REASONS", "Known", "PassLog", "Settled", "scan_sacct", "settle"]
 
-_CSV_FIELD = r',(?:"(?:[^"]|"")*"|[^,"]*)'
-"""One CSV field with its leading comma (the line is read with a comma put in front)."""
+REASONS: tuple[str | None, ...] = (None, "non_utf8", "field_count", "orphan_step", STEP_FOLDED,
+                                   "control_chars")
+"""``_scan_reason`` by the kernel's code (None: a job row, to be checked by the expressions)."""
 
-
-def line_source(path: Path, layout: SacctLayout, lossy: bool) -> pl.LazyFrame:
-    """The export's data rows: ``_line`` (1-based line number), ``_raw`` (the exact text) and
-    ``_bad_bytes`` (True where a ``lossy`` copy shows a replaced byte, U+FFFD).
-
-    Header lines (the first one and repeats of it in concatenated exports) and empty lines
-    are not rows (a line of spaces is a row, rejected for its field count).
-    """
-    frame = pl.scan_lines(path, name="_raw", row_index_name="_line", row_index_offset=1)
-    bad = pl.col("_raw").str.contains("\ufffd", literal=True) if lossy else pl.lit(False)
-    frame = frame.select(pl.col("_line").cast(pl.Int64), pl.col("_raw"), bad.alias("_bad_bytes"))
-    keep = (pl.col("_line") >= layout.first_row) & (pl.col("_raw").str.len_bytes() > 0)
-    if layout.header_line is not None:
-        keep &= pl.col("_raw") != layout.header_line
-    return frame.filter(keep)
-
-
-def decoded_copy(path: Path) -> Path:
-    """A UTF-8 copy of a file that is not valid UTF-8 (plain or gzipped), each bad byte
-    replaced by U+FFFD and every line where it was. The caller deletes it."""
-    fd, name = tempfile.mkstemp(prefix=f"hpcpolicy-{path.name[:40]}-", suffix=".utf8")
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    opener = gzip.open if is_gzip(path) else open
-    try:
-        with opener(path, "rb") as src, os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            while chunk := src.read(1 << 22):
-                out.write(decoder.decode(chunk))
-            out.write(decoder.decode(b"", final=True))
-    except (OSError, EOFError, zlib.error) as exc:
-        Path(name).unlink(missing_ok=True)
-        raise _unreadable(path, exc) from None
-    return Path(name)
-
-
-def id_text(raw: pl.Expr, layout: SacctLayout, index: int) -> pl.Expr:
-    """Field ``index`` of each line without splitting the rest (the job id of every row)."""
-    if layout.style == "csv":
-        return _csv_field(pl.concat_str(pl.lit(","), raw).str.extract_all(_CSV_FIELD), index)
-    return raw.str.extract(rf"^(?:[^|]*\|){{{index}}}([^|]*)", 1)
-
-
-def step_flag(raw: pl.Expr, layout: SacctLayout, index: int) -> pl.Expr:
-    """True for step rows (``123.batch``): the id field (column ``index``) holds a ``.``."""
-    if layout.style != "csv" and index == 0:  # the usual layout: two byte searches per line
-        dot, bar = raw.str.find(".", literal=True), raw.str.find("|", literal=True)
-        return (dot < bar).fill_null(False)
-    return id_text(raw, layout, index).str.contains(".", literal=True).fill_null(False)
-
-
-def _csv_field(matches: pl.Expr, index: int) -> pl.Expr:
-    """Field ``index`` (unquoted) of a list of :data:`_CSV_FIELD` matches."""
-    m = matches.list.get(index, null_on_oob=True).str.slice(1)
-    quoted = m.str.starts_with('"')
-    return pl.when(quoted).then(
-        m.str.slice(1, m.str.len_chars() - 2).str.replace_all('""', '"', literal=True)
-    ).otherwise(m)
+ROWS_PER_CALL = 1 << 16
+"""Rows (and loose step keys) one kernel call writes at most: one frame."""
+_OUT_BYTES = 2 * CHUNK_BYTES
+_STYLES = {"parsable2": kernel.PARSABLE2, "parsable": kernel.PARSABLE, "csv": kernel.CSV}
+_SEPARATORS = tuple(b for b in range(31, 0, -1) if b not in (9, 10, 13))
+"""Control bytes that may separate the fields handed to Polars, in order of preference."""
 
 
 @dataclass(frozen=True)
-class Fields:
-    """The split fields of the rows that are parsed (job rows), and their validity.
+class Known:
+    """What a first pass found, for a second pass to apply."""
 
-    :meth:`get` hands out references to per-field columns; :meth:`with_fields` adds the
-    columns asked for, each taken out of the split list once.
-    """
-
-    frame: pl.LazyFrame
-    """The input frame with the split fields added as a list in column ``_f``."""
-    valid: pl.Expr
-    """True where the row has exactly the layout's number of fields."""
-    layout: SacctLayout
-    used: dict[str, pl.Expr] = field(default_factory=dict)
-    """Field columns handed out by :meth:`get` -> how to take them out of ``_f``."""
-
-    def get(self, name: str) -> pl.Expr | None:
-        """Text of column ``name`` (null for rows not parsed), or None if the export lacks
-        the column."""
-        i = self.layout.index(name)
-        if i is None:
-            return None
-        key = f"_t{i}"
-        if self.layout.style == "csv":
-            self.used[key] = _csv_field(pl.col("_f"), i)
-        else:
-            self.used[key] = pl.col("_f").list.get(i, null_on_oob=True)
-        return pl.col(key)
-
-    def with_fields(self) -> pl.LazyFrame:
-        """:attr:`frame` with ``_ok`` (:attr:`valid`) and the field columns handed out."""
-        return self.frame.with_columns(self.valid.alias("_ok"), **self.used)
-
-
-def split_fields(frame: pl.LazyFrame, text: pl.Expr, layout: SacctLayout) -> Fields:
-    """Split ``text`` (a line, or null for rows not to parse) into the layout's fields.
-
-    A ``|`` inside a field (a job name such as ``pre|post``) adds a field and a line break
-    inside one removes some: either way the count is wrong and the row is not valid, so it
-    is never parsed with its fields shifted.
-    """
-    n = layout.n_fields
-    if layout.style == "csv":
-        line = pl.concat_str(pl.lit(","), text)
-        frame = frame.with_columns(line.str.extract_all(_CSV_FIELD).alias("_f"))
-        covered = pl.col("_f").list.eval(pl.element().str.len_bytes()).list.sum()
-        valid = (pl.col("_f").list.len() == n) & (covered == line.str.len_bytes())
-    else:
-        frame = frame.with_columns(text.str.split("|").alias("_f"))
-        last = pl.col("_f").list.get(n - 1, null_on_oob=True)
-        valid = pl.col("_f").list.len() == n
-        if layout.style == "parsable":
-            valid &= last == ""
-    return Fields(frame, valid.fill_null(False), layout)
+    superseded: npt.NDArray[np.int64]
+    """Sorted lines of job records that a later record of the same job supersedes."""
+    orphans: npt.NDArray[np.int64]
+    """Sorted lines of steps whose job has no row."""
 
 
 @dataclass(frozen=True)
-class SacctRecords:
-    """What the pass over the job-id column found."""
+class Settled:
+    """The whole-file facts of one pass (see :func:`settle`)."""
 
-    text: Path
-    """The file to read rows from: the export itself, or a decoded copy when it is not valid
-    UTF-8 (see ``lossy``; the plan deletes the copy when it is done with)."""
-    lossy: bool
-    """``text`` is a copy with bad bytes replaced; rows holding one are rejected."""
-    superseded_lines: pl.Series
-    """Lines of job records followed later in the file by another record of the same job."""
-    orphan_lines: pl.Series
-    """Lines of step records whose job record is nowhere in the file."""
+    known: Known
     copies: int | None
-    """Without a job-id column: rows that are exact copies of an earlier row (kept, since
-    identical jobs cannot be told apart from copies); None when ids exist."""
+    """Without a job-id column: rows that are exact copies of an earlier row; else None."""
 
 
-def _id_column(layout: SacctLayout) -> int | None:
-    i = layout.index("JobID")
-    return i if i is not None else layout.index("JobIDRaw")
+@dataclass
+class PassLog:
+    """The keys the last complete pass of :func:`scan_sacct` gathered (None before one)."""
+
+    keys: npt.NDArray[np.uint64] | None = None
+    """(h1, h2) of each job row with an id (each row, in an export without ids)."""
+    key_lines: npt.NDArray[np.int64] | None = None
+    loose: npt.NDArray[np.uint64] | None = None
+    """(h1, h2) of the job part of each step that does not follow a row of its job."""
+    loose_lines: npt.NDArray[np.int64] | None = None
 
 
-def _unreadable(path: Path, exc: BaseException) -> InputFormatError:
-    return InputFormatError(
-        f"{path}: cannot read to the end ({exc}); the file (or its gzip stream) is "
-        "truncated or damaged: copy or download it again"
-    )
+def _sep_pair(clash: int) -> tuple[int, int] | None:
+    free = [b for b in _SEPARATORS if not (clash >> b) & 1]
+    return (free[0], free[1]) if len(free) >= 2 else None
 
 
-def _collect(path: Path, query: pl.LazyFrame) -> pl.DataFrame:
-    """Run the pass; a broken file becomes a one-line InputFormatError."""
-    try:
-        return query.collect(engine="streaming")
-    except OSError as exc:
-        raise _unreadable(path, exc) from None
+@dataclass
+class _Chunk:
+    """What the kernel made of one piece of the file."""
+
+    frames: list[pl.DataFrame]
+    keys: npt.NDArray[np.uint64]
+    key_lines: npt.NDArray[np.int64]
+    loose: npt.NDArray[np.uint64]
+    loose_lines: npt.NDArray[np.int64]
+    lines: int
+    """Lines the piece holds."""
 
 
-def scan_records(path: Path, layout: SacctLayout) -> SacctRecords:
-    """Read the job-id column once and find superseded and orphan records.
+class _Batches:
+    """One pass over the file: frames of rows, keys gathered into a :class:`PassLog`.
 
-    Several records of one job id (``sacct --duplicates``, or exactly repeated rows) keep the
-    last one in file order. A step (``123.batch``) whose job ``123`` has no row is an orphan.
-    Records are matched on ``JobID`` (else ``JobIDRaw``) through a 64-bit hash; the few rows
-    whose hashes repeat are compared exactly in a second, filtered read. Steps are checked
-    against the job row before them first and against all job rows only when that differs,
-    so the whole pass keeps 14 bytes per row.
+    Pieces of the file are scanned by two threads at once (:func:`hpcpolicy.ingest.text_chunks.
+    scan_pieces`; the kernel and Polars' CSV reader run without the GIL). A piece is scanned
+    on its own: a step at its start whose job row ends the piece before is kept as a loose
+    key, matched once the file is read; a second pass, which must find orphan steps by line,
+    numbers lines from the file's start.
+    """
+
+    def __init__(self, path: Path, layout: SacctLayout, fields: Fields, known: Known | None,
+                 id_index: int | None) -> None:
+        self.path = path
+        self.used = np.array(fields.indexes(), dtype=np.int64)
+        self.runs = kernel.runs_of(self.used)
+        self.parsed, self.words, self.word_ends, self.n_missing = fields.spec()
+        self.names = ["_raw", *fields.text_columns(), "_end"]
+        self.schema = dict.fromkeys(self.names, pl.String)
+        self.numbers = fields.number_columns()
+        self.layout = np.array([_STYLES[layout.style], layout.n_fields,
+                                -1 if id_index is None else id_index, layout.first_row,
+                                _SEPARATORS[0], _SEPARATORS[1],
+                                ord(TIME_FORMATS[layout.time_format][8])], dtype=np.int64)
+        header = (layout.header_line or "").encode()
+        self.header = np.frombuffer(header, dtype=np.uint8)
+        self.orphans = (known.orphans if known is not None else np.empty(0, dtype=np.int64))
+        self.gathered: list[_Chunk] = []
+        self.local = threading.local()
+
+    def frames(self) -> Iterator[pl.DataFrame]:
+        """The frames of the whole file, in order."""
+        chunks = LineChunks(self.path, "a sacct export", buffers=WORKERS + 2)
+        numbered = len(self.orphans) > 0  # orphans are found by absolute line number
+        for chunk, offset in scan_pieces(chunks, self._chunk, numbered):
+            yield from self._done(chunk, offset)
+
+    def _done(self, chunk: _Chunk, offset: int) -> list[pl.DataFrame]:
+        """The frames of a scanned piece, its lines numbered from the file's start by adding
+        ``offset`` (its keys are kept for :meth:`record`)."""
+        frames, chunk.frames = chunk.frames, []
+        if offset:
+            chunk.key_lines += offset
+            chunk.loose_lines += offset
+            frames = [f.with_columns(pl.col("_line") + offset) for f in frames]
+        self.gathered.append(chunk)  # the keys only: the frames are the caller's
+        return frames
+
+    def record(self, log: PassLog) -> None:
+        """Put the keys of the (complete) pass into ``log``."""
+        keys, lines = np.empty((0, 2), dtype=np.uint64), np.empty(0, dtype=np.int64)
+        log.keys = np.concatenate([keys, *[c.keys for c in self.gathered]])
+        log.key_lines = np.concatenate([lines, *[c.key_lines for c in self.gathered]])
+        log.loose = np.concatenate([keys, *[c.loose for c in self.gathered]])
+        log.loose_lines = np.concatenate([lines, *[c.loose_lines for c in self.gathered]])
+
+    def _buffers(self) -> tuple[npt.NDArray[Any], ...]:
+        """This thread's output arrays (reused: what a frame keeps is copied out of them)."""
+        if not hasattr(self.local, "arrays"):
+            self.local.arrays = (
+                np.empty(_OUT_BYTES, dtype=np.uint8),
+                np.empty(ROWS_PER_CALL, dtype=np.int64), np.empty(ROWS_PER_CALL, dtype=np.uint8),
+                np.zeros((len(self.numbers), ROWS_PER_CALL + 1), dtype=np.int64),
+                np.zeros((len(self.parsed), ROWS_PER_CALL + 1), dtype=np.uint8),
+                np.empty((ROWS_PER_CALL, 2), dtype=np.uint64),
+                np.empty(ROWS_PER_CALL, dtype=np.int64),
+                np.empty((ROWS_PER_CALL, 2), dtype=np.uint64),
+                np.empty(ROWS_PER_CALL, dtype=np.int64))
+        return self.local.arrays  # type: ignore[no-any-return]
+
+    def _chunk(self, buf: npt.NDArray[np.uint8], end: int, first_line: int,
+               first_piece: bool) -> _Chunk:
+        """Scan ``buf[:end]``, numbering its lines from ``first_line + 1``."""
+        layout = self.layout.copy()
+        if not first_piece:  # lines before the first data row are all in the first piece
+            layout[3] = 0
+        state = np.zeros(len(kernel.STATE_FIELDS), dtype=np.uint64)
+        state[0] = first_line
+        state[1] = np.searchsorted(self.orphans, first_line + 1)
+        out, line_no, code, nums, flags, keys, key_lines, loose, loose_lines = self._buffers()
+        lanes = buf.view(np.uint64)
+        frames, found = [], []
+        pos = 0
+        while pos < end:
+            sep, cr_sub = int(layout[4]), int(layout[5])
+            o = len(self.names)  # a first row of nulls: the CSV reader drops a byte order mark
+            out[:o - 1] = sep
+            out[o - 1] = 10
+            pos, rows, o, n_keys, n_loose, folded, ctrl, clash = kernel.scan_chunk(
+                buf, lanes, pos, end, layout, self.header, self.used, self.runs, self.parsed,
+                self.words, self.word_ends, self.n_missing, self.orphans, state, out, o,
+                line_no, code, nums, flags, keys, key_lines, loose, loose_lines)
+            found.append((keys[:n_keys].copy(), key_lines[:n_keys].copy(),
+                          loose[:n_loose].copy(), loose_lines[:n_loose].copy()))
+            pair = _sep_pair(clash) if clash >= 0 else None
+            if pair is not None:
+                layout[4], layout[5] = pair
+            if rows or folded:
+                if folded:  # the row of the folded steps: no text, no numbers
+                    out[o:o + len(self.names) - 1] = sep
+                    out[o + len(self.names) - 1] = 10
+                    o += len(self.names)
+                    nums[:, rows] = 0
+                    flags[:, rows] = 0
+                n = rows + (folded > 0)
+                frames.append(self._frame(out[:o], sep, cr_sub, int(ctrl),
+                                          line_no[:rows].copy(), code[:rows].copy(), folded,
+                                          nums[:, :n].copy(), flags[:, :n].copy()))
+            if clash >= 0 and pair is None:  # no two separators left: a row of its own
+                pos = self._control_row(buf, pos, end, state, frames)
+        keys_, key_lines_, loose_, loose_lines_ = (np.concatenate(p)
+                                                   for p in zip(*found, strict=True))
+        return _Chunk(frames, keys_, key_lines_, loose_, loose_lines_,
+                      lines=int(state[0]) - first_line)
+
+    def _control_row(self, buf: npt.NDArray[np.uint8], pos: int, end: int,
+                     state: npt.NDArray[np.uint64], frames: list[pl.DataFrame]) -> int:
+        """Reject the line at ``buf[pos]``, which holds nearly every control byte, as
+        ``control_chars`` (its text kept exactly); return where the next line starts."""
+        stop = bytes(buf[pos:end]).find(b"\n")
+        stop = end if stop < 0 else pos + stop
+        raw = bytes(buf[pos:stop]).removesuffix(b"\r").decode("utf-8", errors="replace")
+        state[0] += 1
+        row = {name: None for name in self.schema if name != "_end"}
+        frames.append(pl.DataFrame(
+            {**row, "_raw": raw, "_line": int(state[0]), "_rows": 1,
+             "_scan_reason": "control_chars", **dict.fromkeys(self.numbers, 0),
+             **{f"_f{j}": 0 for j in range(len(self.parsed))}},
+            schema={**dict.fromkeys(row, pl.String), "_line": pl.Int64, "_rows": pl.Int64,
+                    "_scan_reason": pl.String, **dict.fromkeys(self.numbers, pl.Int64),
+                    **{f"_f{j}": pl.UInt8 for j in range(len(self.parsed))}}))
+        return stop + 1
+
+    def _frame(self, text: npt.NDArray[np.uint8], sep: int, cr_sub: int, ctrl: int,
+               line_no: npt.NDArray[np.int64], code: npt.NDArray[np.uint8], folded: int,
+               nums: npt.NDArray[np.int64], flags: npt.NDArray[np.uint8]) -> pl.DataFrame:
+        """The rows written by one kernel call (+ the row of the folded steps) as a frame."""
+        frame = pl.read_csv(text.tobytes(), separator=chr(sep), has_header=False,
+                            quote_char=None, schema=self.schema).slice(1).drop("_end")
+        if (ctrl >> 13) & 1:  # \r was written as another control byte
+            frame = frame.with_columns(pl.all().str.replace_all(chr(cr_sub), "\r", literal=True))
+        n = len(line_no)
+        if folded:
+            line_no = np.append(line_no, 0)
+            code = np.append(code, REASONS.index(STEP_FOLDED)).astype(np.uint8)
+        counts = np.ones(len(line_no), dtype=np.int64)
+        counts[n:] = folded
+        lines = pl.Series(line_no)
+        return frame.with_columns(
+            _line=lines.scatter(n, None) if folded else lines,
+            _rows=pl.Series(counts),
+            _scan_reason=_REASON_NAMES.gather(code),
+            **{name: pl.Series(nums[k]) for k, name in enumerate(self.numbers)},
+            **{f"_f{j}": pl.Series(flags[j]) for j in range(len(flags))},
+        )
+
+
+_REASON_NAMES = pl.Series("_scan_reason", REASONS, dtype=pl.String)
+
+
+def scan_sacct(path: Path, layout: SacctLayout, fields: Fields,
+               known: Known | None = None) -> tuple[pl.LazyFrame, PassLog]:
+    """A lazy frame of the export's rows, and the log its passes fill.
+
+    Columns: ``_line`` (1-based line number; null on the row of folded steps), ``_rows``
+    (input rows the row stands for: 1, or the folded steps), ``_scan_reason`` (a reason from
+    :data:`REASONS`), ``_raw`` (the line's text, U+FFFD for bytes that are not UTF-8) and the
+    columns of ``fields.used`` (text of job rows; only the job id for rejected rows). Take
+    every field needed from ``fields`` before calling.
+
+    Args:
+        path: the export (plain or gzipped).
+        layout: its layout.
+        fields: the fields to copy.
+        known: what a first pass found (superseded records, orphan steps), or None.
+
+    Returns:
+        The frame, and a :class:`PassLog` that a complete pass updates.
 
     Raises:
-        InputFormatError: the file cannot be read to its end (truncated gzip, I/O error).
+        InputFormatError: when the frame is collected, if the file cannot be read to its end.
     """
-    index = _id_column(layout)
-    text, lossy = path, False
-    try:
-        frame = _collect(path, _key_query(path, layout, index))
-    except pl.exceptions.ComputeError as exc:
-        if "utf8" not in str(exc).lower() and "utf-8" not in str(exc).lower():
-            raise InputFormatError(f"{path}: {exc}") from None
-        text, lossy = decoded_copy(path), True
-        frame = _collect(path, _key_query(text, layout, index))
-    empty = pl.Series("_line", [], dtype=pl.Int64)
-    if index is None:
-        copies = frame.height - frame["_hash"].n_unique()
-        return SacctRecords(text, lossy, empty, empty, copies)
-    jobs = frame.filter(~pl.col("_step") & ~pl.col("_empty"))
-    candidates = jobs.filter(pl.col("_hash").is_duplicated())["_line"]
+    id_index = layout.index("JobID")
+    if id_index is None:
+        id_index = layout.index("JobIDRaw")
+    if id_index is not None:
+        fields.get(layout.columns[id_index])
+    log = PassLog()
+    schema = pl.Schema({
+        "_raw": pl.String, **dict.fromkeys(fields.text_columns(), pl.String),
+        "_line": pl.Int64, "_rows": pl.Int64, "_scan_reason": pl.String,
+        **dict.fromkeys(fields.number_columns(), pl.Int64),
+        **{f"_f{j}": pl.UInt8 for j in range(len(fields.parsed))},
+    })
+
+    def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
+               batch_size: int | None) -> Iterator[pl.DataFrame]:
+        batches = _Batches(path, layout, fields, known, id_index)
+        left = n_rows
+        for df in batches.frames():
+            if predicate is not None:
+                df = df.filter(predicate)
+            if with_columns is not None:
+                df = df.select(with_columns)
+            if left is not None:
+                df = df.head(left)
+                left -= df.height
+            yield df
+            if left is not None and left <= 0:
+                return
+        batches.record(log)
+
+    frame = register_io_source(source, schema=schema, is_pure=True,
+                               explain_name="sacct", explain_detail=str(path))
+    return frame, log
+
+
+def settle(log: PassLog, has_ids: bool) -> Settled:
+    """The whole-file facts of the pass that filled ``log``.
+
+    Raises:
+        AssertionError: the pass did not read the whole file.
+    """
+    if log.keys is None or log.key_lines is None or log.loose is None or log.loose_lines is None:
+        raise AssertionError("the sacct pass did not read the whole file")
+    h1, h2, lines = log.keys[:, 0], log.keys[:, 1], log.key_lines
+    empty = np.empty(0, dtype=np.int64)
+    if not has_ids:
+        keys = pl.DataFrame({"h1": h1, "h2": h2})
+        return Settled(Known(empty, empty), keys.height - keys.n_unique())
+    ordered = np.sort(h1)
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
     superseded = empty
-    if candidates.len():
-        keys = _collect(path, line_source(text, layout, lossy).filter(
-            pl.col("_line").is_in(candidates.cast(pl.Int64).implode())
-        ).select("_line", id_text(pl.col("_raw"), layout, index).alias("_key")))
-        superseded = keys.filter(~pl.col("_key").is_last_distinct())["_line"]
-    after_job = frame.with_columns(
-        pl.when(~pl.col("_step")).then(pl.col("_hash")).forward_fill().alias("_job")
-    ).filter(pl.col("_step") & (pl.col("_hash") != pl.col("_job")).fill_null(True))
-    orphans = after_job.filter(~pl.col("_hash").is_in(jobs["_hash"].implode()))["_line"]
-    return SacctRecords(text, lossy, superseded.cast(pl.Int64), orphans.cast(pl.Int64), None)
-
-
-def _key_query(path: Path, layout: SacctLayout, index: int | None) -> pl.LazyFrame:
-    """``_line``, ``_hash`` (of the job part of the id: ``123`` for ``123.batch``), ``_step``
-    and ``_empty`` (no id) of every data row; without an id column, the line's hash."""
-    rows = line_source(path, layout, lossy=False)
-    line = pl.col("_line").cast(pl.UInt32)
-    raw = pl.col("_raw")
-    if index is None:
-        return rows.select(line, raw.hash(seed=0).alias("_hash"))
-    if layout.style != "csv" and index == 0:  # the usual layout: no split, one short regex
-        rows = rows.select("_line", step_flag(raw, layout, index).alias("_step"),
-                           raw.str.extract(r"^([^|.]*)", 1).alias("_job"))
-        return rows.select(
-            line,
-            pl.col("_job").hash(seed=0).alias("_hash"),
-            "_step",
-            (pl.col("_job").fill_null("") == "").alias("_empty"),
-        )
-    rows = rows.select("_line", id_text(raw, layout, index).alias("_id"))
-    rows = rows.with_columns(pl.col("_id").str.find(".", literal=True).alias("_dot"))
-    job = pl.when(pl.col("_dot").is_null()).then(pl.col("_id")).otherwise(
-        pl.col("_id").str.head(pl.col("_dot")))
-    return rows.select(
-        line,
-        job.hash(seed=0).alias("_hash"),
-        pl.col("_dot").is_not_null().alias("_step"),
-        (pl.col("_id").fill_null("") == "").alias("_empty"),
-    )
+    if len(repeated):  # exact on both hashes, among the few jobs whose first hash repeats
+        some = np.isin(h1, repeated)
+        records = pl.DataFrame({"h1": h1[some], "h2": h2[some], "line": lines[some]})
+        superseded = records.filter(~pl.struct("h1", "h2").is_last_distinct())["line"].to_numpy()
+    loose = pl.DataFrame({"h1": log.loose[:, 0], "h2": log.loose[:, 1],
+                          "line": log.loose_lines})
+    if loose.height:  # compared with the jobs whose first hash a loose step shares
+        wanted = np.unique(log.loose[:, 0])
+        at = np.minimum(np.searchsorted(wanted, h1), len(wanted) - 1)
+        some = wanted[at] == h1
+        jobs = pl.DataFrame({"h1": h1[some], "h2": h2[some]})
+        loose = loose.join(jobs, on=["h1", "h2"], how="anti")
+    return Settled(Known(np.sort(superseded), np.sort(loose["line"].to_numpy())), None)

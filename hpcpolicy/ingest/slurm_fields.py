@@ -1,10 +1,12 @@
 """Polars expressions that parse the text of single Slurm ``sacct`` fields.
 
 Parsing comes in two steps so that no expensive operation runs twice: a *leaf* expression
-(``to_int``, ``to_timestamp``, ``size_parts``, ``duration_parts``, ``job_id_parts``, ...)
-reads the text once and is stored as a column; cheap *finishing* expressions
-(``size_mib``, ``duration_s``, ...) combine stored columns. Words that mean "not known"
-(``Unknown``, ``None``, empty) are null, never errors. No Python runs per row.
+(``to_int``, ``size_parts``, ``duration_parts``, ``job_id_parts``, ...) reads the text once
+and is stored as a column; cheap *finishing* expressions (``size_mib``, ``duration_s``, ...)
+combine stored columns. Words that mean "not known" (``Unknown``, ``None``, empty) are null,
+never errors. No Python runs per row. Whole-number columns, timestamps and TRES lists are
+parsed by the scan instead (:mod:`hpcpolicy.ingest.sacct_parse`); :func:`to_utc` places the
+timestamps it reads in time.
 
 Example:
     >>> import polars as pl
@@ -44,10 +46,7 @@ __all__ = [
     "state_of",
     "text",
     "to_int",
-    "to_timestamp",
-    "tres_entry",
-    "tres_gpu_first",
-    "tres_mem_parts",
+    "to_utc",
 ]
 
 MAX_COUNT = 10_000_000
@@ -134,22 +133,20 @@ def to_int(t: pl.Expr) -> pl.Expr:
     return t.cast(pl.Int64, strict=False)
 
 
-def to_timestamp(t: pl.Expr, fmt: str, tz: str) -> pl.Expr:
-    """Leaf: a zone-less timestamp in local time ``tz`` as a UTC datetime (ms).
+def to_utc(naive: pl.Expr, tz: str) -> pl.Expr:
+    """A zone-less datetime (the wall-clock time in zone ``tz``) as a UTC datetime.
 
     Local times a clock change makes ambiguous take the earlier instant; times a clock change
     skips are null (and so rejected as bad timestamps).
     """
-    naive = t.str.strptime(pl.Datetime("ms"), fmt, strict=False, cache=False)  # mostly unique
     if tz == "UTC":
         return naive.dt.replace_time_zone("UTC")
     local = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
     return local.dt.convert_time_zone("UTC")
 
 
-def is_ambiguous_local(t: pl.Expr, fmt: str, tz: str) -> pl.Expr:
-    """Leaf: True where a local timestamp falls in the repeated hour of a clock change."""
-    naive = t.str.strptime(pl.Datetime("ms"), fmt, strict=False)
+def is_ambiguous_local(naive: pl.Expr, tz: str) -> pl.Expr:
+    """True where a zone-less datetime falls in the repeated hour of a clock change in ``tz``."""
     early = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
     late = naive.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null")
     return (early != late).fill_null(False)
@@ -198,11 +195,6 @@ def size_parts(t: pl.Expr) -> pl.Expr:
     return t.str.extract_groups(f"^{_SIZE}$")
 
 
-def tres_mem_parts(t: pl.Expr) -> pl.Expr:
-    """Leaf: the ``mem=`` entry of a TRES list as :func:`size_parts` gives it."""
-    return t.str.extract_groups(f"(?:^|,)mem={_SIZE}(?:,|$)")
-
-
 def size_mib(parts: pl.Expr, cpus: pl.Expr, nodes: pl.Expr) -> pl.Expr:
     """Total MiB (float) from :func:`size_parts`: times ``cpus`` for ``c``, times ``nodes``
     for ``n`` (Slurm before 21.08 printed ``ReqMem`` per CPU or per node); a bare number is
@@ -212,17 +204,6 @@ def size_mib(parts: pl.Expr, cpus: pl.Expr, nodes: pl.Expr) -> pl.Expr:
     per = parts.struct.field("3")
     size = number * factor
     return pl.when(per == "c").then(size * cpus).when(per == "n").then(size * nodes).otherwise(size)
-
-
-def tres_entry(t: pl.Expr, key: str) -> pl.Expr:
-    """Leaf: the text of ``key=`` in a TRES list (``billing=8,cpu=8,mem=32G,node=1``)."""
-    return t.str.extract(rf"(?:^|,){key}=([^,]*)", 1)
-
-
-def tres_gpu_first(t: pl.Expr) -> pl.Expr:
-    """Leaf: the first GPU entry of a TRES list, ``gres/gpu=N`` or ``gres/gpu:TYPE=N``, as a
-    struct of its type (field ``1``, null if untyped) and count text (field ``2``)."""
-    return t.str.extract_groups(r"(?:^|,)gres/gpu(?::([^=,]+))?=([^,]*)")
 
 
 _STATE_KEYS = sorted(STATES, key=lambda word: (list(STATES.values()).index(STATES[word]), word))

@@ -38,6 +38,9 @@ Field mapping (SWF field number: name -> job-table column):
 Other columns (array and heterogeneous ids, name, account, eligible time, nodes, GPUs, exit
 code, node list) are null: SWF does not record them.
 
+A header ``MaxRecords`` that differs from the records (data lines) in the file is reported in
+the notes (KTH-SP2-1996-2.1-cln says 28,476 and holds 27,992).
+
 Time origin: the header's ``UnixStartTime``; without it, 1970-01-01 UTC, reported in
 ``inferred`` and the notes (times then keep their order and spacing but not their dates).
 Times are absolute (UTC), so ``--tz`` does not apply to SWF.
@@ -69,7 +72,7 @@ from typing import Any
 import polars as pl
 
 from hpcpolicy.ingest.config import IngestConfig
-from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, ReaderPlan
+from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, PassCheck, ReaderPlan
 from hpcpolicy.ingest.swf_header import read_header
 from hpcpolicy.ingest.swf_scan import scan_swf
 from hpcpolicy.schema import JOB_COLUMNS, STATE_DTYPE
@@ -241,4 +244,13 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
                      "offsets from UnixStartTime (an absolute instant)")
     frame = _job_table(scan_swf(path), origin, str(path)).cache()
     return ReaderPlan(frame=frame, source_format="swf", header=header, inferred=inferred,
-                      notes=notes)
+                      notes=notes, after_pass=lambda rows: _record_count(path, header, rows))
+
+
+def _record_count(path: Path, header: dict[str, Any], rows: int) -> PassCheck:
+    """A note when the header's ``MaxRecords`` is not the number of records (data lines)."""
+    stated = header.get("MaxRecords")
+    if not isinstance(stated, int) or stated == rows:
+        return PassCheck()
+    return PassCheck(notes=(f"{path.name}: the header says MaxRecords {stated}, but the file "
+                            f"holds {rows} records; the counts here are of those read",))

@@ -19,14 +19,15 @@ The scan also judges each line, so that the text of rejected lines is the only t
   partition or preceding job number not a whole number), ``absurd_value`` (a value below 0
   other than -1, or above the field's limit in :data:`FIELD_MAX`).
 
-The input is read in chunks of :data:`CHUNK_BYTES` (gzip is decompressed as a stream), so
-memory stays bounded whatever the file size. The lazy frame comes from a Polars IO source.
+The input is read in pieces of whole lines, scanned by two threads at once
+(:mod:`hpcpolicy.ingest.text_chunks`), so memory stays bounded whatever the file size and both
+cores work. The lazy frame comes from a Polars IO source.
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numba as nb
@@ -35,10 +36,10 @@ import numpy.typing as npt
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from hpcpolicy.errors import InputFormatError
-from hpcpolicy.ingest.detect import is_gzip
+from hpcpolicy.ingest.text_chunks import WORKERS, LineChunks, scan_pieces
+from hpcpolicy.ingest.utf8 import valid_len
 
-__all__ = ["CHUNK_BYTES", "FIELD_MAX", "FIELD_NAMES", "KEPT_FIELDS", "REASONS", "SCAN_SCHEMA",
+__all__ = ["FIELD_MAX", "FIELD_NAMES", "KEPT_FIELDS", "REASONS", "SCAN_SCHEMA",
            "scan_swf"]
 
 FIELD_NAMES: tuple[str, ...] = tuple(f"f{k}" for k in range(1, 19))
@@ -80,45 +81,9 @@ FIELD_MAX = np.array([
 """Largest plausible value of each field: 10^10 s (317 years) for times, 10^8 processors
 (ten times the largest machine built), 10^12 for ids and memory in KB. Larger is absurd."""
 
-CHUNK_BYTES = 8 << 20
-"""Text handed to the kernel at a time (about 90,000 lines)."""
-MAX_LINE_BYTES = 1 << 20
-"""A line longer than this is not SWF text; reading stops with an error."""
-
 _N_FIELDS = 18
 _MAX_DIGITS = 18  # significant digits an int64 holds; further fraction digits are dropped
 _REPLACEMENT = np.frombuffer("\ufffd".encode(), dtype=np.uint8)
-_BOM = b"\xef\xbb\xbf"
-
-
-@nb.njit(cache=True, nogil=True)
-def _utf8_len(buf: npt.NDArray[np.uint8], i: int, end: int) -> int:
-    """Length of the valid UTF-8 sequence starting at ``buf[i]`` (a byte >= 0x80), else 0."""
-    c = buf[i]
-    if 0xC2 <= c <= 0xDF:
-        need, lo, hi = 1, 0x80, 0xBF
-    elif c == 0xE0:
-        need, lo, hi = 2, 0xA0, 0xBF
-    elif 0xE1 <= c <= 0xEC or 0xEE <= c <= 0xEF:
-        need, lo, hi = 2, 0x80, 0xBF
-    elif c == 0xED:
-        need, lo, hi = 2, 0x80, 0x9F
-    elif c == 0xF0:
-        need, lo, hi = 3, 0x90, 0xBF
-    elif 0xF1 <= c <= 0xF3:
-        need, lo, hi = 3, 0x80, 0xBF
-    elif c == 0xF4:
-        need, lo, hi = 3, 0x80, 0x8F
-    else:
-        return 0
-    if i + need >= end:
-        return 0
-    if not lo <= buf[i + 1] <= hi:
-        return 0
-    for j in range(i + 2, i + need + 1):
-        if not 0x80 <= buf[j] <= 0xBF:
-            return 0
-    return need + 1
 
 
 @nb.njit(cache=True, nogil=True)
@@ -135,7 +100,7 @@ def _copy_sanitized(buf: npt.NDArray[np.uint8], s: int, e: int, out: npt.NDArray
     while i < e:
         c = buf[i]
         if c >= 0x80:
-            n = _utf8_len(buf, i, e)
+            n = valid_len(buf, i, e)
             if n > 0:
                 out[o:o + n] = buf[i:i + n]
                 o += n
@@ -200,7 +165,7 @@ def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int,
             while i < n and buf[i] != 10 and not _is_blank(buf[i]):
                 step = 1
                 if buf[i] >= 0x80:
-                    step = _utf8_len(buf, i, n)
+                    step = valid_len(buf, i, n)
                     if step == 0:
                         utf8 = False
                         step = 1
@@ -294,90 +259,6 @@ def _scan_lines(
     return pos, r, o, nr, line - first_line
 
 
-def _gunzip(path: Path) -> Iterator[bytes]:
-    """Decompressed pieces of a gzip file (several members allowed), at most CHUNK_BYTES each.
-
-    Raises:
-        EOFError: the stream ends inside a member (the file is truncated).
-        zlib.error: the compressed data is damaged.
-    """
-    with open(path, "rb") as f:
-        member = zlib.decompressobj(31)
-        fed = False
-        while block := f.read(1 << 20):
-            fed = True
-            while block:
-                piece = member.decompress(block, CHUNK_BYTES)
-                if piece:
-                    yield piece
-                block = member.unconsumed_tail
-                if member.eof:
-                    block = member.unused_data + block
-                    if block and not block.startswith(b"\x1f\x8b"):
-                        if block.strip(b"\x00"):
-                            raise zlib.error("data after the end of the gzip stream")
-                        block = b""
-                    member = zlib.decompressobj(31)
-                    fed = bool(block)
-        if fed and not member.eof:
-            raise EOFError("the gzip stream ends early")
-
-
-def _plain(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as f:
-        while piece := f.read(CHUNK_BYTES):
-            yield piece
-
-
-class _Lines:
-    """Whole lines of a plain or gzipped file, in pieces, counting the lines handed out."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.done = 0
-        """Lines scanned so far (the scanner adds to it), for error messages."""
-
-    def pieces(self) -> Iterator[tuple[bytes, int]]:
-        """``(data, end)`` pairs: ``data[:end]`` is whole lines (the last maybe unterminated).
-
-        Raises:
-            InputFormatError: a truncated or damaged gzip stream, or a line too long to be SWF.
-        """
-        source = _gunzip(self.path) if is_gzip(self.path) else _plain(self.path)
-        carry = b""
-        first = True
-        try:
-            for piece in source:
-                data = carry + piece if carry else piece
-                if first and data.startswith(_BOM):
-                    data = data[len(_BOM):]
-                first = False
-                end = data.rfind(b"\n") + 1
-                if end == 0 and len(data) > MAX_LINE_BYTES:
-                    raise InputFormatError(
-                        f"{self.path}: line {self.done + 1} runs past {MAX_LINE_BYTES >> 20} "
-                        "MiB without a line break; this is not an SWF text log (binary data?)"
-                    )
-                if end:
-                    yield data, end
-                carry = data[end:]
-        except EOFError:
-            raise InputFormatError(
-                f"{self.path}: the gzip stream is truncated after line {self.done}; copy or "
-                "download the file again"
-            ) from None
-        except zlib.error as exc:
-            raise InputFormatError(
-                f"{self.path}: the gzip data is damaged after line {self.done} ({exc}); copy "
-                "or download the file again"
-            ) from None
-        except OSError as exc:
-            raise InputFormatError(f"{self.path}: cannot read after line {self.done} "
-                                   f"({exc.strerror or exc})") from None
-        if carry:
-            yield carry, len(carry)
-
-
 _REASON_NAMES = pl.Series("_reason", REASONS, dtype=pl.String)
 SCAN_SCHEMA = pl.Schema({
     "_line": pl.Int64, **dict.fromkeys(KEPT_FIELDS, pl.Float64), "_reason": pl.String,
@@ -390,25 +271,43 @@ BATCH_ROWS = 1 << 16
 """Rows per frame the scan hands to Polars."""
 
 
-def _batches(path: Path) -> Iterator[pl.DataFrame]:
-    """Frames of :data:`SCAN_SCHEMA`, at most :data:`BATCH_ROWS` rows each."""
-    lines = _Lines(path)
+@dataclass
+class _Piece:
+    """The frames of one piece of the file, its lines numbered from the piece's start."""
+
+    frames: list[pl.DataFrame]
+    lines: int
+
+
+def _scan_piece(buf: npt.NDArray[np.uint8], end: int, first_line: int,
+                _first_piece: bool) -> _Piece:
+    """Scan ``buf[:end]`` into frames of at most :data:`BATCH_ROWS` rows."""
     raw_rows = np.empty(BATCH_ROWS, dtype=np.int64)
-    for data, end in lines.pieces():
-        buf = np.frombuffer(data, dtype=np.uint8)
-        raw = np.empty(3 * end + BATCH_ROWS, dtype=np.uint8)
-        pos = 0
-        while pos < end:
-            # fresh arrays for each frame: Polars takes them over without copying
-            out = np.empty((len(KEPT_FIELDS), BATCH_ROWS), dtype=np.float64)
-            line_no = np.empty(BATCH_ROWS, dtype=np.int64)
-            code = np.empty(BATCH_ROWS, dtype=np.uint8)
-            pos, rows, raw_len, n_raw, passed = _scan_lines(
-                buf, pos, end, lines.done + 1, FIELD_MAX, _REPLACEMENT, out, line_no, code,
-                raw, raw_rows)
-            lines.done += passed
-            if rows:
-                yield _frame(rows, out, line_no, code, raw[:raw_len], raw_rows[:n_raw])
+    raw = np.empty(3 * end + BATCH_ROWS, dtype=np.uint8)
+    frames = []
+    line = first_line
+    pos = 0
+    while pos < end:
+        # fresh arrays for each frame: Polars takes them over without copying
+        out = np.empty((len(KEPT_FIELDS), BATCH_ROWS), dtype=np.float64)
+        line_no = np.empty(BATCH_ROWS, dtype=np.int64)
+        code = np.empty(BATCH_ROWS, dtype=np.uint8)
+        pos, rows, raw_len, n_raw, passed = _scan_lines(
+            buf, pos, end, line + 1, FIELD_MAX, _REPLACEMENT, out, line_no, code, raw,
+            raw_rows)
+        line += passed
+        if rows:
+            frames.append(_frame(rows, out, line_no, code, raw[:raw_len], raw_rows[:n_raw]))
+    return _Piece(frames, line - first_line)
+
+
+def _batches(path: Path) -> Iterator[pl.DataFrame]:
+    """Frames of :data:`SCAN_SCHEMA`, at most :data:`BATCH_ROWS` rows each, in file order
+    (pieces of the file are scanned by two threads at once)."""
+    chunks = LineChunks(path, "an SWF text log", buffers=WORKERS + 2)
+    for piece, offset in scan_pieces(chunks, _scan_piece):
+        for frame in piece.frames:
+            yield frame.with_columns(pl.col("_line") + offset) if offset else frame
 
 
 def _frame(rows: int, out: npt.NDArray[np.float64], line_no: npt.NDArray[np.int64],

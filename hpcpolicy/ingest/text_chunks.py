@@ -1,0 +1,241 @@
+"""Whole lines of a plain or gzipped text file, in pieces, scanned by two threads in turn.
+
+The compiled scanners (:mod:`hpcpolicy.ingest.swf_scan`, :mod:`hpcpolicy.ingest.sacct_scan`)
+read their input through :class:`LineChunks`: about :data:`CHUNK_BYTES` of whole lines at a
+time, so memory stays bounded whatever the file size, with gzip decompressed as a stream
+(several members allowed) and a UTF-8 byte order mark at the start of the file dropped.
+:func:`scan_pieces` hands the pieces to :data:`WORKERS` threads (the Numba kernels release the
+GIL) and returns their results in file order, so that reading a log keeps both cores busy.
+
+Example:
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+    >>> _ = p.write_bytes(b"\\xef\\xbb\\xbfa b\\nc")
+    >>> [bytes(buf[:end]) for buf, end in LineChunks(p, "a test log").pieces()]
+    [b'a b\\n', b'c']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from collections import deque
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+
+from hpcpolicy.errors import InputFormatError
+from hpcpolicy.ingest.detect import BOM, is_gzip
+
+__all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "WORKERS", "LineChunks", "Scanned", "count_newlines",
+           "scan_pieces"]
+
+CHUNK_BYTES = 16 << 20
+"""Text handed to a scanner at a time (about 40,000 sacct or 90,000 SWF lines)."""
+MAX_LINE_BYTES = 1 << 20
+"""A line longer than this is not a job log's line; reading stops with an error."""
+
+WORKERS = 2
+"""Threads that scan pieces at once."""
+
+_READ_BYTES = 1 << 20
+
+
+@nb.njit(cache=True, nogil=True)
+def _after_last_newline(buf: npt.NDArray[np.uint8], end: int) -> int:
+    """1 + the index of the last newline in ``buf[:end]``, 0 if there is none."""
+    i = end - 1
+    while i >= 0 and buf[i] != 10:
+        i -= 1
+    return i + 1
+
+
+@nb.njit(cache=True, nogil=True)
+def count_newlines(buf: npt.NDArray[np.uint8], end: int) -> int:
+    """Newlines in ``buf[:end]`` (a vectorised loop: unsigned indices, no wrap-around test)."""
+    n = 0
+    for i in range(np.uint64(end)):
+        n += buf[i] == 10
+    return n
+
+
+def _gunzip(path: Path) -> Generator[bytes, None, None]:
+    """Decompressed pieces of a gzip file (several members allowed), at most
+    :data:`_READ_BYTES` each.
+
+    Raises:
+        EOFError: the stream ends inside a member (the file is truncated).
+        zlib.error: the compressed data is damaged.
+    """
+    with open(path, "rb") as f:
+        member = zlib.decompressobj(31)
+        fed = False
+        while block := f.read(_READ_BYTES):
+            fed = True
+            while block:
+                piece = member.decompress(block, _READ_BYTES)
+                if piece:
+                    yield piece
+                block = member.unconsumed_tail
+                if member.eof:
+                    block = member.unused_data + block
+                    if block and not block.startswith(b"\x1f\x8b"):
+                        if block.strip(b"\x00"):
+                            raise zlib.error("data after the end of the gzip stream")
+                        block = b""
+                    member = zlib.decompressobj(31)
+                    fed = bool(block)
+        if fed and not member.eof:
+            raise EOFError("the gzip stream ends early")
+
+
+class LineChunks:
+    """The whole lines of a plain or gzipped file, piece by piece, counting the lines passed."""
+
+    def __init__(self, path: Path, kind: str, buffers: int = 1) -> None:
+        self.path = path
+        self.kind = kind
+        """What the file should be, for the error on an endless line (``an SWF text log``)."""
+        self.done = 0
+        """Lines scanned so far (the scanner adds to it), for error messages."""
+        size = (CHUNK_BYTES + MAX_LINE_BYTES + _READ_BYTES + 7) // 8 * 8  # whole uint64 words
+        self._bufs = [np.empty(size, dtype=np.uint8) for _ in range(buffers)]
+
+    def pieces(self) -> Iterator[tuple[npt.NDArray[np.uint8], int]]:
+        """``(buffer, end)`` pairs: ``buffer[:end]`` is whole lines (the last piece may end
+        without a newline). The ``buffers`` buffers are used in turn: a piece stays valid
+        until ``buffers`` more pieces have been asked for.
+
+        Raises:
+            InputFormatError: a truncated or damaged gzip stream, a read error, or a line
+                longer than :data:`MAX_LINE_BYTES`.
+        """
+        try:
+            yield from self._pieces()
+        except EOFError:
+            raise InputFormatError(
+                f"{self.path}: the gzip stream is truncated after line {self.done}; copy or "
+                "download the file again (a truncated or damaged copy cannot be read)"
+            ) from None
+        except zlib.error as exc:
+            raise InputFormatError(
+                f"{self.path}: the gzip data is damaged after line {self.done} ({exc}); copy "
+                "or download the file again (a truncated or damaged copy cannot be read)"
+            ) from None
+        except OSError as exc:
+            raise InputFormatError(f"{self.path}: cannot read after line {self.done} "
+                                   f"({exc.strerror or exc})") from None
+
+    def _pieces(self) -> Iterator[tuple[npt.NDArray[np.uint8], int]]:
+        turn, filled, first = 0, 0, True
+        with _reader(self.path) as read_into:
+            while True:
+                buf = self._bufs[turn]
+                eof, want = False, CHUNK_BYTES
+                while True:  # about CHUNK_BYTES, more if no line ends there
+                    while filled < want and not eof:
+                        got = read_into(buf[filled:filled + min(_READ_BYTES, want - filled)])
+                        filled += got
+                        eof = got == 0
+                    if first and bytes(buf[:len(BOM)]) == BOM:
+                        buf[:filled - len(BOM)] = buf[len(BOM):filled].copy()
+                        filled -= len(BOM)
+                    first = False
+                    end = _after_last_newline(buf, filled)
+                    if end or eof or filled > MAX_LINE_BYTES:
+                        break
+                    want = filled + _READ_BYTES
+                if end == 0 and filled > MAX_LINE_BYTES:
+                    raise InputFormatError(
+                        f"{self.path}: line {self.done + 1} runs past {MAX_LINE_BYTES >> 20} "
+                        f"MiB without a line break; this is not {self.kind} (binary data?)"
+                    )
+                if eof:
+                    end = filled
+                if end:
+                    yield buf, end
+                turn = (turn + 1) % len(self._bufs)
+                carry = filled - end
+                if carry:
+                    self._bufs[turn][:carry] = buf[end:filled].copy()
+                filled = carry
+                if eof:
+                    return
+
+
+@contextlib.contextmanager
+def _reader(path: Path) -> Iterator[Callable[[npt.NDArray[np.uint8]], int]]:
+    """A function that fills the start of a byte array from the file (decompressing gzip)
+    and returns how many bytes it wrote, 0 at the end."""
+    if not is_gzip(path):
+        with open(path, "rb", buffering=0) as f:
+            yield lambda view: f.readinto(view.data) or 0
+        return
+    stream = _gunzip(path)
+    pending = memoryview(b"")
+
+    def read_into(view: npt.NDArray[np.uint8]) -> int:
+        nonlocal pending
+        if not pending:
+            pending = memoryview(next(stream, b""))
+        n = min(len(view), len(pending))
+        view[:n] = np.frombuffer(pending[:n], dtype=np.uint8)
+        pending = pending[n:]
+        return n
+
+    try:
+        yield read_into
+    finally:
+        stream.close()
+
+
+class Scanned(Protocol):
+    """What scanning one piece gives: at least how many lines the piece holds."""
+
+    lines: int
+
+
+S = TypeVar("S", bound=Scanned)
+
+
+def scan_pieces(chunks: LineChunks,
+                scan: Callable[[npt.NDArray[np.uint8], int, int, bool], S],
+                numbered: bool = False) -> Iterator[tuple[S, int]]:
+    """``(scan(buffer, end, first_line, first_piece), offset)`` for each piece of ``chunks``,
+    in file order, the pieces scanned by :data:`WORKERS` threads at once.
+
+    A piece is scanned on its own, its lines counted from 1 (``first_line`` 0): add ``offset``
+    (the lines of the pieces before) to its line numbers. With ``numbered``, the lines before
+    each piece are counted first and handed in as ``first_line`` (``offset`` is then 0), for
+    scans that must know absolute line numbers. ``chunks`` must have ``WORKERS + 2`` buffers.
+    """
+    pending: deque[Future[S]] = deque()
+    lines = 0
+
+    def done() -> tuple[S, int]:
+        nonlocal lines
+        result = pending.popleft().result()
+        offset = 0 if numbered else lines
+        lines += result.lines
+        chunks.done = max(chunks.done, lines)
+        return result, offset
+
+    with ThreadPoolExecutor(WORKERS, thread_name_prefix="hpcpolicy-scan") as pool:
+        try:
+            for k, (buf, end) in enumerate(chunks.pieces()):
+                pending.append(pool.submit(scan, buf, end, chunks.done if numbered else 0,
+                                           k == 0))
+                if numbered:
+                    chunks.done += count_newlines(buf, end)
+                while len(pending) > WORKERS or (pending and pending[0].done()):
+                    yield done()
+            while pending:
+                yield done()
+        finally:
+            for job in pending:
+                job.cancel()
