@@ -5,20 +5,27 @@ exports, with a header (or, header-less, with the column list given), columns in
 any subset holding ``Submit`` and ``State``; CSV exports (``,``, fields quoted as needed);
 plain or gzipped. Every data line is one row; the rules, in the order they are applied:
 
+* A step row (``123.batch``, ``123.extern``, ``123.0``, ``123+0.batch``, ``123_4.batch``: a
+  ``.`` in the job-id field) is folded into its job (``step_folded``), or rejected
+  (``orphan_step``) when its job has no row.
 * A line with bytes that are not UTF-8 is rejected (``non_utf8``); one whose field count differs
-  from the header's (a ``|`` or a line break inside a job name) is rejected (``field_count``)
-  with its text, never parsed with shifted fields.
-* A step row (``123.batch``, ``123.extern``, ``123.0``, ``123+0.batch``, ``123_4.batch``) is
-  folded into its job (``step_folded``), or rejected (``orphan_step``) when its job has no row.
+  from the header's (a ``|`` or a line break inside a job name; for CSV, broken quoting) is
+  rejected (``field_count``) with its text, never parsed with shifted fields; one holding nearly
+  every ASCII control character is binary data (``control_chars``).
 * Array tasks (``123_4``) and heterogeneous components (``123+1``) are jobs of their own; a
   pending array printed as one row (``123_[5-9%2]``) stays one row (repair ``sacct_array_grouped``).
 * Several records of one job (``sacct --duplicates`` prints every requeued run; also exactly
   repeated rows): the last in the file is kept, earlier ones are ``duplicate_superseded``.
+  Superseded records and orphan steps are only known once the whole file is read: when a file
+  has any, it is read a second time (with a note), otherwise once.
 * Times are zone-less local times in ``--tz``, stored in UTC; ``Unknown``/``None``/empty are
-  null. Requested memory is the whole job's MiB: ``ReqTRES`` ``mem=``, else ``ReqMem`` (old
-  ``4000Mc`` per CPU / ``64Gn`` per node, or new total ``4000M``); ``0n`` (all of each node's
-  memory, a size the log does not give) is null (repair ``sacct_mem_whole_node``). GPUs come from
-  ``gres/gpu=N`` or ``gres/gpu:TYPE=N`` in ``ReqTRES``/``AllocTRES``.
+  null; a timestamp is ``YYYY-MM-DDTHH:MM:SS`` (or with a space for the ``T``, as detected from
+  the first rows; one-digit month, day, hour, minute or second accepted), a real date and time
+  of day (``23:59:60`` is not). Requested memory is the whole job's MiB: ``ReqTRES``
+  ``mem=``, else ``ReqMem`` (old ``4000Mc`` per CPU / ``64Gn`` per node, or new total
+  ``4000M``); ``0n`` (all of each node's memory, a size the log does not give) is null (repair
+  ``sacct_mem_whole_node``). GPUs come from ``gres/gpu=N`` or ``gres/gpu:TYPE=N`` in
+  ``ReqTRES``/``AllocTRES``.
 * ``UNLIMITED``, ``Partition_Limit`` and ``INVALID`` time limits leave ``req_walltime_s`` null
   (repair ``sacct_walltime_unset``); ``CANCELLED by 1234`` is cancelled; unknown states are
   ``unknown`` (repair ``sacct_state_unrecognised``).
@@ -27,6 +34,11 @@ plain or gzipped. Every data line is one row; the rules, in the order they are a
   ``Elapsed``, else from ``CPUTimeRAW`` divided by the CPUs, and wait from ``ResvCPURAW``
   divided by the requested CPUs: estimates, flagged by repairs and explained in the notes.
   Without ``JobID``/``JobIDRaw`` the job id is ``line:N`` (the line number).
+
+How: a compiled scan (:mod:`hpcpolicy.ingest.sacct_scan`, :mod:`hpcpolicy.ingest.sacct_kernel`)
+sorts the lines out, folds the steps and parses whole numbers, timestamps and TRES lists
+(:mod:`hpcpolicy.ingest.sacct_parse`); Polars expressions (:mod:`hpcpolicy.ingest.
+sacct_columns`) build the job table from them and apply the checks.
 
 Example:
     >>> from pathlib import Path

@@ -38,8 +38,8 @@ from hpcpolicy.ingest.utf8 import copy_replacing, is_valid
 
 __all__ = [
     "CODE_FIELD_COUNT", "CODE_JOB", "CODE_NON_UTF8", "CODE_ORPHAN", "CSV", "ENTRY", "GPU", "INT",
-    "LAYOUT_FIELDS", "NONEMPTY", "PARSABLE", "PARSABLE2", "STATE_FIELDS", "TIME", "line_key",
-    "runs_of", "scan_chunk",
+    "LAYOUT_FIELDS", "NONEMPTY", "PARSABLE", "PARSABLE2", "STATE_FIELDS", "TIME", "runs_of",
+    "scan_chunk",
 ]
 
 PARSABLE2, PARSABLE, CSV = 0, 1, 2
@@ -129,12 +129,6 @@ def _hash(buf: npt.NDArray[np.uint8], s: int, e: int, quoted: bool) -> tuple[np.
         n += np.uint64(1)
         i += 1
     return _fmix(h1 ^ n), _fmix(h2 + n)
-
-
-@nb.njit(cache=True, nogil=True)
-def line_key(buf: npt.NDArray[np.uint8]) -> tuple[np.uint64, np.uint64]:
-    """The key :func:`scan_chunk` gives the text ``buf`` (for tests and exports without ids)."""
-    return _hash(buf, 0, len(buf), False)
 
 
 @nb.njit(cache=True, nogil=True)

@@ -17,6 +17,10 @@ The other fields stay text, parsed by :mod:`hpcpolicy.ingest.slurm_fields`. Each
   first GPU entry (``gres/gpu:TYPE=N``; ``gres/gpumem`` is not one) and the count of the
   ``gres/gpu=N`` entry, else of the first typed one.
 
+The kernels that call these functions are compiled with ``cache=True``, and Numba's cache
+does not notice edits to a module a kernel calls into: after changing this one, delete
+``hpcpolicy/ingest/__pycache__/*.nbi`` and ``*.nbc``.
+
 Example:
     >>> import numpy as np
     >>> text = np.frombuffer(b"2024-03-01T10:05:00", dtype=np.uint8)

@@ -1,24 +1,27 @@
 """The rows of a sacct export as a lazy frame, and what a whole pass learns about the file.
 
 :func:`scan_sacct` streams the file through the compiled scanner
-(:mod:`hpcpolicy.ingest.sacct_kernel`) chunk by chunk and hands Polars, per chunk, one frame:
-a row per job row or rejected line, with its raw text and the text of the fields the job-table
-expressions read (:class:`Fields`), and one row standing for all the step rows of the chunk
-that were folded into their jobs (``_rows`` = how many).
+(:mod:`hpcpolicy.ingest.sacct_kernel`), two pieces at a time, and hands Polars one frame per
+piece: a row per job row or rejected line, with its raw text, the fields the job-table
+expressions read (:class:`hpcpolicy.ingest.sacct_fields.Fields`: text, or parsed numbers with
+a status), and one row standing for all the step rows of the piece folded into their jobs
+(``_rows`` = how many). The text goes to Polars through its CSV reader, split by a control
+byte that the text does not hold.
 
 Two rules need the whole file: a job's record is superseded by a later record of the same job
 (``sacct --duplicates``), and a step is an orphan when its job has no row anywhere. The scan
 keeps a 128-bit key per job row (and per step that does not follow its job row) in a
 :class:`PassLog`; :func:`settle` reads it after the pass. In the usual export neither rule
 applies and the one pass stands; otherwise the pass is run again, told the lines concerned.
-Keys are two independent 64-bit hashes of the job id: two different ids share one with a
-chance below 10^-20 in a file of 10^8 rows.
+Keys are two different 64-bit hashes of the job id: two ids share both with a chance of the
+order of 10^-23 in a file of 10^8 rows.
 
 Example:
     >>> from pathlib import Path
+    >>> from hpcpolicy.ingest.sacct_fields import Fields
     >>> from hpcpolicy.ingest.sacct_layout import read_layout
     >>> layout = read_layout(Path("sacct.txt"))  # doctest: +SKIP
-    >>> fields = Fields(layout)
+    >>> fields = Fields(layout)  # doctest: +SKIP
     >>> state = fields.get("State")  # doctest: +SKIP
     >>> frame, log = scan_sacct(Path("sacct.txt"), layout, fields)  # doctest: +SKIP
     >>> frame.select(state).collect()  # doctest: +SKIP
@@ -105,6 +108,8 @@ class _Chunk:
     loose_lines: npt.NDArray[np.int64]
     lines: int
     """Lines the piece holds."""
+    last_job: npt.NDArray[np.uint64]
+    """Key of the piece's last job row (empty if it has none)."""
 
 
 class _Batches:
@@ -134,6 +139,7 @@ class _Batches:
         self.header = np.frombuffer(header, dtype=np.uint8)
         self.orphans = (known.orphans if known is not None else np.empty(0, dtype=np.int64))
         self.gathered: list[_Chunk] = []
+        self.last_job = np.empty(0, dtype=np.uint64)
         self.local = threading.local()
 
     def frames(self) -> Iterator[pl.DataFrame]:
@@ -145,12 +151,18 @@ class _Batches:
 
     def _done(self, chunk: _Chunk, offset: int) -> list[pl.DataFrame]:
         """The frames of a scanned piece, its lines numbered from the file's start by adding
-        ``offset`` (its keys are kept for :meth:`record`)."""
+        ``offset``; its keys are kept for :meth:`record`, less the loose steps of the last job
+        row of the pieces before (the usual steps at a piece's start)."""
         frames, chunk.frames = chunk.frames, []
         if offset:
             chunk.key_lines += offset
             chunk.loose_lines += offset
             frames = [f.with_columns(pl.col("_line") + offset) for f in frames]
+        if len(self.last_job) and len(chunk.loose):
+            known = (chunk.loose == self.last_job).all(axis=1)
+            chunk.loose, chunk.loose_lines = chunk.loose[~known], chunk.loose_lines[~known]
+        if len(chunk.last_job):
+            self.last_job = chunk.last_job
         self.gathered.append(chunk)  # the keys only: the frames are the caller's
         return frames
 
@@ -219,7 +231,8 @@ class _Batches:
         keys_, key_lines_, loose_, loose_lines_ = (np.concatenate(p)
                                                    for p in zip(*found, strict=True))
         return _Chunk(frames, keys_, key_lines_, loose_, loose_lines_,
-                      lines=int(state[0]) - first_line)
+                      lines=int(state[0]) - first_line,
+                      last_job=state[3:5].copy() if state[2] else state[:0].copy())
 
     def _control_row(self, buf: npt.NDArray[np.uint8], pos: int, end: int,
                      state: npt.NDArray[np.uint64], frames: list[pl.DataFrame]) -> int:

@@ -12,7 +12,7 @@ Example:
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
     >>> _ = p.write_bytes(b"\\xef\\xbb\\xbfa b\\nc")
     >>> [bytes(buf[:end]) for buf, end in LineChunks(p, "a test log").pieces()]
-    [b'a b\\n', b'c']
+    [b'a b\\nc']
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from hpcpolicy.ingest.detect import BOM, is_gzip
 __all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "WORKERS", "LineChunks", "Scanned", "count_newlines",
            "scan_pieces"]
 
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 8 << 20
 """Text handed to a scanner at a time (about 40,000 sacct or 90,000 SWF lines)."""
 MAX_LINE_BYTES = 1 << 20
 """A line longer than this is not a job log's line; reading stops with an error."""

@@ -5,6 +5,10 @@
 the Unicode standard), so that :func:`copy_replacing` writes exactly the text that decoding
 with replacement would give.
 
+The kernels that call these functions are compiled with ``cache=True``, and Numba's cache
+does not notice edits to a module a kernel calls into: after changing this one, delete
+``hpcpolicy/ingest/__pycache__/*.nbi`` and ``*.nbc``.
+
 Example:
     >>> import numpy as np
     >>> data = "café".encode() + b"\\xe2\\x82!"
