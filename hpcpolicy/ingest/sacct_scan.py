@@ -45,7 +45,13 @@ from hpcpolicy.ingest.plan import STEP_FOLDED
 from hpcpolicy.ingest.sacct_fields import Fields
 from hpcpolicy.ingest.sacct_layout import SacctLayout
 from hpcpolicy.ingest.slurm_fields import TIME_FORMATS
-from hpcpolicy.ingest.text_chunks import CHUNK_BYTES, WORKERS, LineChunks, scan_pieces
+from hpcpolicy.ingest.text_chunks import (
+    CHUNK_BYTES,
+    WORKERS,
+    LineChunks,
+    push_down,
+    scan_pieces,
+)
 
 __all__ = ["REASONS", "Known", "PassLog", "Settled", "scan_sacct", "settle"]
 
@@ -317,19 +323,8 @@ def scan_sacct(path: Path, layout: SacctLayout, fields: Fields,
     def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
                batch_size: int | None) -> Iterator[pl.DataFrame]:
         batches = _Batches(path, layout, fields, known, id_index)
-        left = n_rows
-        for df in batches.frames():
-            if predicate is not None:
-                df = df.filter(predicate)
-            if with_columns is not None:
-                df = df.select(with_columns)
-            if left is not None:
-                df = df.head(left)
-                left -= df.height
-            yield df
-            if left is not None and left <= 0:
-                return
-        batches.record(log)
+        if (yield from push_down(batches.frames(), with_columns, predicate, n_rows)):
+            batches.record(log)
 
     frame = register_io_source(source, schema=schema, is_pure=True,
                                explain_name="sacct", explain_detail=str(path))

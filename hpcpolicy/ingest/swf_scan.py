@@ -36,7 +36,7 @@ import numpy.typing as npt
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from hpcpolicy.ingest.text_chunks import WORKERS, LineChunks, scan_pieces
+from hpcpolicy.ingest.text_chunks import WORKERS, LineChunks, push_down, scan_pieces
 from hpcpolicy.ingest.utf8 import valid_len
 
 __all__ = ["FIELD_MAX", "FIELD_NAMES", "KEPT_FIELDS", "REASONS", "SCAN_SCHEMA",
@@ -347,18 +347,7 @@ def scan_swf(path: Path) -> pl.LazyFrame:
         n_rows: int | None,
         batch_size: int | None,
     ) -> Iterator[pl.DataFrame]:
-        left = n_rows
-        for df in _batches(path):
-            if predicate is not None:
-                df = df.filter(predicate)
-            if with_columns is not None:
-                df = df.select(with_columns)
-            if left is not None:
-                df = df.head(left)
-                left -= df.height
-            yield df
-            if left is not None and left <= 0:
-                return
+        yield from push_down(_batches(path), with_columns, predicate, n_rows)
 
     return register_io_source(source, schema=SCAN_SCHEMA, is_pure=True,
                               explain_name="swf", explain_detail=str(path))

@@ -23,17 +23,20 @@ from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numba as nb
 import numpy as np
+
+if TYPE_CHECKING:
+    import polars as pl
 import numpy.typing as npt
 
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.detect import BOM, is_gzip
 
 __all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "WORKERS", "LineChunks", "Scanned", "count_newlines",
-           "scan_pieces"]
+           "push_down", "scan_pieces"]
 
 CHUNK_BYTES = 8 << 20
 """Text handed to a scanner at a time (about 40,000 sacct or 90,000 SWF lines)."""
@@ -239,3 +242,26 @@ def scan_pieces(chunks: LineChunks,
         finally:
             for job in pending:
                 job.cancel()
+
+
+def push_down(frames: Iterator[pl.DataFrame], with_columns: list[str] | None,
+              predicate: pl.Expr | None, n_rows: int | None,
+              ) -> Generator[pl.DataFrame, None, bool]:
+    """Apply a Polars IO source's pushed-down projection, filter and row limit to ``frames``.
+
+    Returns (as the generator's value) True when every frame was read, False when the row
+    limit cut the reading short.
+    """
+    left = n_rows
+    for df in frames:
+        if predicate is not None:
+            df = df.filter(predicate)
+        if with_columns is not None:
+            df = df.select(with_columns)
+        if left is not None:
+            df = df.head(left)
+            left -= df.height
+        yield df
+        if left is not None and left <= 0:
+            return False
+    return True
