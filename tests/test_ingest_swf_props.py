@@ -11,9 +11,11 @@ import re
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest import IngestConfig, ingest
 from hpcpolicy.ingest.swf import plan_swf
 
@@ -135,8 +137,12 @@ def test_rows_read_are_kept_plus_rejected(lines: list[bytes]) -> None:
         path = _write(lines, folder, crlf=False)
         if not rows:
             return  # a log of comments only is refused; the CLI tests cover that message
-        report = ingest([path], Path(folder) / "jobs.parquet",
-                        IngestConfig(format="swf", max_reject_fraction=1.0))
+        cfg = IngestConfig(format="swf", max_reject_fraction=1.0)
+        if all(v == "step_folded" for v in rows):  # only partial runs folded: no job at all
+            with pytest.raises(InputFormatError, match="no job rows found"):
+                ingest([path], Path(folder) / "jobs.parquet", cfg)
+            return
+        report = ingest([path], Path(folder) / "jobs.parquet", cfg)
     assert report.rows_read == len(rows)
     assert report.rows_read == report.jobs_kept + report.rows_rejected + report.steps_folded
     assert report.jobs_kept == rows.count(None)
