@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from hpcpolicy.textfmt import duration
+
 __all__ = [
     "console",
     "duration",
@@ -69,14 +71,3 @@ def with_progress(work: Callable[[Step | None], Any], what: str) -> Any:
             bar.update(task, description=f"{what} {label}", completed=done, total=total)
 
         return work(step)
-
-
-def duration(seconds: float) -> str:
-    """Seconds in the largest unit that keeps them short: 45s, 12.5m, 3.4h, 8.9d."""
-    if round(seconds) < 60:
-        return f"{seconds:.0f}s"
-    if round(seconds / 6) < 600:
-        return f"{seconds / 60:.1f}m"
-    if round(seconds / 360) < 240:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 86400:.1f}d"

@@ -1,0 +1,155 @@
+"""``hpcpolicy whatif``: compare candidate policies with today's on the log, and write a report."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._options import (
+    ClusterOpt,
+    OverwriteOpt,
+    ProcsFromOpt,
+    ProcsOpt,
+    SeedOpt,
+    WalltimeFallbackOpt,
+    workload_options,
+)
+
+__all__ = ["main", "parse_period", "render_whatif"]
+
+_PERIOD = re.compile(r"^(\d+)\s*([smhdw]?)$")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "mixed": "bold yellow",
+                  "no clear difference": "bold"}
+
+
+def parse_period(text: str) -> int:
+    """``7d``, ``1w``, ``12h`` or seconds, as seconds.
+
+    Example:
+        >>> parse_period("1w"), parse_period("12h")
+        (604800, 43200)
+    """
+    from hpcpolicy.errors import ConfigError
+
+    match = _PERIOD.match(text.strip().lower())
+    if match is None:
+        raise ConfigError(f"--period {text!r}: write a length such as 7d, 1w, 12h or 86400")
+    return int(match[1]) * _UNIT_S[match[2]]
+
+
+def render_whatif(doc: dict[str, Any]) -> None:
+    """The verdict, one table per comparison and the fidelity in one paragraph."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from hpcpolicy.whatif.compare import get_metric
+    from hpcpolicy.whatif.verdicts import format_value
+
+    # Every text below may hold names from the log: Text objects, never markup.
+    console.print(Text.assemble(("verdict: ", "bold"), doc["verdict"]), soft_wrap=True)
+    for c in doc["comparisons"]:
+        table = Table(title=Text(f"{c['candidate_run']} vs {c['baseline_run']}"),
+                      title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("metric", "baseline", "candidate", "change", "CI", "verdict"):
+            table.add_column(col, justify="left" if col in ("metric", "verdict") else "right")
+        for r in c["metrics"]:
+            m, base = get_metric(r["key"]), r["baseline"]
+
+            def rel(v: float | None, base: float | None = base) -> str:
+                return "-" if v is None or not base else f"{v / base:+.0%}"
+
+            ci = f"{rel(r['ci_low'])} .. {rel(r['ci_high'])}" if r["ci_low"] is not None else "-"
+            table.add_row(m.label, format_value(m, base), format_value(m, r["candidate"]),
+                          rel(r["diff"]), ci, Text(r["verdict"], _VERDICT_STYLE[r["verdict"]]))
+        console.print(table)
+        console.print(Text.assemble(("→ ", "dim"), (c["verdict"], _VERDICT_STYLE[c["verdict"]]),
+                                    f" over {c['windows']} windows"), soft_wrap=True)
+        for t in c["tradeoffs"]:
+            console.print(Text.assemble(("  trade-off: ", "yellow"), t), soft_wrap=True)
+    f = doc["fidelity"]
+    text = f["explanation"] if f["available"] else f"not available: {f['reason']}"
+    console.print(Text.assemble(("fidelity: ", "bold"), text), soft_wrap=True)
+
+
+def main(
+    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
+                                          show_default=False, dir_okay=False)],
+    baseline: Annotated[str, typer.Option(
+        "--baseline", help="Today's policy as best known: POLICY+BACKFILL (fcfs+easy, "
+        "fairshare+easy, ...).")] = "fcfs+easy",
+    candidate: Annotated[list[str] | None, typer.Option(
+        "--candidate", "-c", help="A policy to compare, POLICY[+BACKFILL] (backfilling "
+        "default easy): a heuristic (sjf+easy) or a trained policy folder (runs/x/policy); "
+        "repeat for several.")] = None,
+    scenario: Annotated[list[str] | None, typer.Option(
+        "--scenario", "-s", help="Also compare under a changed world: nodes=+10%, "
+        "cluster=spec.toml, load=1.2, estimates=actual, range=2002-01-01..2002-07-01 "
+        "(comma-join changes for one scenario; repeat for several).")] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Report folder (report.html, report.json, report.md, "
+        "outcomes.parquet).", file_okay=False)] = Path("report"),
+    period: Annotated[str, typer.Option(
+        "--period", help="Window of the paired comparison: 7d, 1w, 1d, 12h...")] = "7d",
+    metric: Annotated[str, typer.Option(
+        "--metric", help="Primary metric, which decides each verdict: mean_bsld, mean_wait_s, "
+        "p95_wait_s, p95_bsld, mean_response_s or utilization.")] = "mean_bsld",
+    bootstrap: Annotated[int, typer.Option(
+        "--bootstrap", help="Bootstrap replicates for the confidence intervals.")] = 2000,
+    confidence: Annotated[float, typer.Option(
+        "--confidence", help="Confidence level of the intervals.")] = 0.95,
+    cluster: ClusterOpt = None,
+    procs: ProcsOpt = None,
+    procs_from: ProcsFromOpt = None,
+    walltime_fallback: WalltimeFallbackOpt = None,
+    seed: SeedOpt = 0,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Compare candidate policies with today's on your own log, and write a report to act on.
+
+    Each candidate and the baseline are replayed on the same jobs, under the log as it was and
+    under each --scenario. The log is cut into windows (--period) and each metric's
+    difference gets a bootstrap confidence interval: a candidate is called better or worse
+    only where the interval excludes zero, and trade-offs (a metric or a group of users that
+    loses) are listed. Fidelity: where the log records start times, the baseline's replay is
+    held against the logged waits, so you can see how far the simulator can be trusted here.
+
+    Examples:
+
+        hpcpolicy whatif jobs.parquet --candidate sjf+easy --candidate f1+easy
+
+        hpcpolicy whatif jobs.parquet -c runs/ppo/policy -s nodes=+10% -s load=1.2 -o report/
+
+        hpcpolicy whatif jobs.parquet --baseline fairshare+easy -c sjf+conservative
+    """
+    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.table import open_job_table
+    from hpcpolicy.whatif import WhatifConfig, check_report_dir, run_whatif, write_report
+    from hpcpolicy.workload import Workload
+
+    with fail_cleanly():
+        cfg = WhatifConfig(baseline=baseline, candidates=tuple(candidate or ("sjf+easy",)),
+                           scenarios=tuple(scenario or ()), period_s=parse_period(period),
+                           metric=metric, bootstrap=bootstrap, confidence=confidence, seed=seed)
+        cfg.run_specs()
+        cfg.scenario_list()
+        check_report_dir(out, overwrite=overwrite)
+        machine = resolve_cluster(spec=cluster, procs=procs, table=table)
+        workload = Workload.from_table(
+            table, options=workload_options(None, procs_from, walltime_fallback))
+        source_format = open_job_table(table).metadata.get("source_format")
+        result = with_progress(
+            lambda step: run_whatif(workload, machine, cfg, source=str(table),
+                                    source_format=source_format, on_step=step), "replaying")
+        paths = write_report(result, out, overwrite=overwrite)
+    if is_quiet():
+        console.print(str(paths["html"]), markup=False, soft_wrap=True)
+        return
+    render_whatif(result.doc)
+    console.print(f"report: {paths['html']}  (also report.json, report.md, outcomes.parquet)",
+                  markup=False, soft_wrap=True)

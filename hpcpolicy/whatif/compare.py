@@ -1,0 +1,269 @@
+"""Paired comparison of two replays of the same jobs, by time window, with bootstrap intervals.
+
+Why windows: the jobs of one week are not independent of each other (one long queue delays
+hundreds of jobs at once), but weeks far enough apart nearly are. So the log is cut into
+windows of ``period_s`` (default one week) from its first submit; a job belongs to the window
+in which it was submitted; both replays are measured on each window's jobs, and the windows
+are resampled with replacement (a cluster bootstrap, ``bootstrap`` replicates, seeded) to get
+a confidence interval for the difference candidate - baseline of each metric over the pooled
+jobs:
+
+* means (``mean_wait_s``, ``mean_bsld``, ``mean_response_s``) are exact ratios of resampled
+  sums, so the interval is centred on the whole-log difference;
+* percentiles (``p95_wait_s``, ``p95_bsld``) are read off resampled histograms with
+  :data:`HIST_BINS` log-spaced bins (within about 2 % of the exact value);
+* ``utilization`` is busy core-seconds inside each window (of the same time grid) over the
+  window's capacity, also a ratio of sums.
+
+A metric is **better** (or **worse**) only where the whole interval lies on that side of zero;
+otherwise there is **no clear difference**. With fewer than :data:`MIN_WINDOWS` windows no
+interval is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.whatif.timeseries import cumulative_area
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["HIST_BINS", "METRICS", "MIN_WINDOWS", "Metric", "WindowStats", "compare_runs",
+           "get_metric", "window_stats"]
+
+F64 = npt.NDArray[np.float64]
+HIST_BINS = 1024
+"""Log-spaced histogram bins used to bootstrap percentiles."""
+MIN_WINDOWS = 4
+"""Fewest windows for which a bootstrap interval is given."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A compared metric: how it is computed and which direction is good."""
+
+    key: str
+    label: str
+    unit: str
+    """``s``, ``""`` (a ratio) or ``share``."""
+    better: str
+    """``lower`` or ``higher``."""
+    column: str | None
+    """Outcome column it summarises (None for utilisation)."""
+    quantile: float | None = None
+    """None for a mean."""
+
+    def to_dict(self) -> dict[str, str]:
+        """The fields a report shows."""
+        return {"key": self.key, "label": self.label, "unit": self.unit, "better": self.better}
+
+
+METRICS = (
+    Metric("mean_bsld", "mean bounded slowdown", "", "lower", "bsld"),
+    Metric("mean_wait_s", "mean wait", "s", "lower", "wait"),
+    Metric("p95_wait_s", "p95 wait", "s", "lower", "wait", 0.95),
+    Metric("p95_bsld", "p95 bounded slowdown", "", "lower", "bsld", 0.95),
+    Metric("mean_response_s", "mean response time", "s", "lower", "response"),
+    Metric("utilization", "core utilisation", "share", "higher", None),
+)
+"""Every compared metric, in display order."""
+
+
+def get_metric(key: str) -> Metric:
+    """The metric named ``key``.
+
+    Raises:
+        ConfigError: an unknown key; the message lists the known ones.
+    """
+    for metric in METRICS:
+        if metric.key == key:
+            return metric
+    raise ConfigError(f"unknown metric {key!r}; use one of {', '.join(m.key for m in METRICS)}")
+
+
+@dataclass
+class WindowStats:
+    """Per-window sums of one replay on a fixed window grid."""
+
+    jobs: F64
+    """Started jobs per window (by submit)."""
+    sums: dict[str, F64]
+    """Column -> sum over each window's started jobs."""
+    hists: dict[str, F64]
+    """Column -> (windows x :data:`HIST_BINS`) counts."""
+    values: dict[str, F64]
+    """Metric key -> exact value per window (NaN where undefined)."""
+    busy: F64
+    """Busy core-seconds inside each window."""
+    capacity: F64
+    """Core-seconds the machine offers inside each window."""
+
+
+def _edges(top: float) -> F64:
+    return np.concatenate(([0.0], np.logspace(0.0, np.log10(max(top, 10.0) + 1.0),
+                                              HIST_BINS)))
+
+
+def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_windows: int,
+                 hist_top: dict[str, float]) -> WindowStats:
+    """Per-window sums, histograms and exact values of one replay's outcome table.
+
+    Args:
+        outcomes: the run's outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`).
+        cores: the machine's cores (utilisation denominator).
+        t0: start of window 0 (s since origin); window ``k`` is ``[t0 + k p, t0 + (k+1) p)``.
+        period_s: window length ``p``.
+        n_windows: windows on the grid (enough to hold every submit and every end).
+        hist_top: column -> largest value over the compared runs (shared histogram bins).
+    """
+    import polars as pl
+
+    done = outcomes.filter(pl.col("start").is_not_null())
+    win = ((done["submit"].to_numpy() - t0) // period_s).astype(np.int64)
+    jobs = np.bincount(win, minlength=n_windows).astype(np.float64)
+    sums: dict[str, F64] = {}
+    hists: dict[str, F64] = {}
+    values: dict[str, F64] = {}
+    for column in ("wait", "bsld", "response"):
+        x = done[column].to_numpy().astype(np.float64)
+        sums[column] = np.bincount(win, weights=x, minlength=n_windows).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values[f"mean_{column}" + ("_s" if column != "bsld" else "")] = sums[column] / jobs
+    for metric in METRICS:
+        if metric.quantile is None or metric.column is None:
+            continue
+        x = done[metric.column].to_numpy().astype(np.float64)
+        edges = _edges(hist_top[metric.column])
+        b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, HIST_BINS - 1)
+        hist = np.zeros((n_windows, HIST_BINS))
+        np.add.at(hist, (win, b), 1.0)
+        hists[metric.column] = hist
+        values[metric.key] = _window_quantiles(win, x, metric.quantile, n_windows)
+    edges_t = t0 + period_s * np.arange(n_windows + 1, dtype=np.float64)
+    busy = np.diff(cumulative_area(done["start"].to_numpy(), done["end"].to_numpy(),
+                                   done["alloc_cores"].to_numpy(), edges_t))
+    capacity = np.full(n_windows, float(cores) * period_s)
+    values["utilization"] = busy / capacity
+    return WindowStats(jobs, sums, hists, values, busy, capacity)
+
+
+def _window_quantiles(win: npt.NDArray[np.int64], x: F64, q: float, n: int) -> F64:
+    """Exact linear-interpolation quantile of ``x`` within each window (NaN if empty)."""
+    out = np.full(n, np.nan)
+    order = np.lexsort((x, win))
+    w_sorted, x_sorted = win[order], x[order]
+    bounds = np.searchsorted(w_sorted, np.arange(n + 1))
+    for k in range(n):
+        lo, hi = bounds[k], bounds[k + 1]
+        if hi > lo:
+            out[k] = float(np.quantile(x_sorted[lo:hi], q))
+    return out
+
+
+def _hist_quantile(hist: F64, edges: F64, q: float) -> F64:
+    """Quantile ``q`` of each row of ``hist`` (linear within the bin)."""
+    total = hist.sum(axis=1)
+    cum = np.cumsum(hist, axis=1)
+    target = q * total
+    k = np.minimum((cum < target[:, None]).sum(axis=1), hist.shape[1] - 1)
+    before = np.where(k > 0, cum[np.arange(len(k)), k - 1], 0.0)
+    inside = hist[np.arange(len(k)), k]
+    frac = np.where(inside > 0, (target - before) / np.where(inside > 0, inside, 1.0), 0.0)
+    return np.asarray(edges[k] + frac * (edges[k + 1] - edges[k]), dtype=np.float64)
+
+
+def _replicate_values(stats: WindowStats, counts: F64, metric: Metric,
+                      edges: F64 | None) -> F64:
+    """The metric over the pooled jobs of each bootstrap replicate (rows of ``counts``)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if metric.key == "utilization":
+            return np.asarray((counts @ stats.busy) / (counts @ stats.capacity))
+        assert metric.column is not None
+        if metric.quantile is None:
+            return np.asarray((counts @ stats.sums[metric.column]) / (counts @ stats.jobs))
+        assert edges is not None
+        return _hist_quantile(counts @ stats.hists[metric.column], edges, metric.quantile)
+
+
+def _verdict(metric: Metric, low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "no clear difference"
+    sign = -1.0 if metric.better == "lower" else 1.0
+    if sign * low > 0 and sign * high > 0:
+        return "better"
+    if sign * low < 0 and sign * high < 0:
+        return "worse"
+    return "no clear difference"
+
+
+def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any],
+                 whole_cand: dict[str, Any], metrics: Sequence[Metric], *, bootstrap: int,
+                 confidence: float, seed: int, hist_top: dict[str, float]) -> list[dict[str, Any]]:
+    """Per metric: whole-run values, difference, bootstrap interval and verdict.
+
+    Args:
+        base, cand: the two replays' window statistics (same grid, same jobs).
+        whole_base, whole_cand: their whole-run summaries
+            (:func:`hpcpolicy.sim.metrics.summarize`).
+        metrics: which metrics, in order.
+        bootstrap: replicates (>= 100).
+        confidence: interval level, e.g. 0.95.
+        seed: the resampling seed (the same seed gives the same intervals).
+        hist_top: column -> histogram top, as given to :func:`window_stats`.
+    """
+    if bootstrap < 100:
+        raise ConfigError(f"--bootstrap must be at least 100 replicates, not {bootstrap}")
+    if not 0.5 <= confidence < 1:
+        raise ConfigError(f"--confidence must be in [0.5, 1), not {confidence}")
+    # windows where either run has a job or a busy core take part; empty ones add nothing
+    active = np.flatnonzero((base.jobs + cand.jobs + base.busy + cand.busy) > 0)
+    counts = _resample(len(active), bootstrap, seed)
+    alpha = (1 - confidence) / 2
+    rows = []
+    for metric in metrics:
+        b_val, c_val = whole_base.get(metric.key), whole_cand.get(metric.key)
+        diff = None if b_val is None or c_val is None else c_val - b_val
+        low = high = None
+        if counts is not None:
+            edges = _edges(hist_top[metric.column]) if metric.quantile is not None and \
+                metric.column is not None else None
+            reps = (_replicate_values(_take(cand, active), counts, metric, edges)
+                    - _replicate_values(_take(base, active), counts, metric, edges))
+            reps = reps[np.isfinite(reps)]
+            if reps.size:
+                low, high = (float(v) for v in np.quantile(reps, [alpha, 1 - alpha]))
+        bw, cw = base.values[metric.key][active], cand.values[metric.key][active]
+        ok = np.isfinite(bw) & np.isfinite(cw)
+        better = cw[ok] < bw[ok] if metric.better == "lower" else cw[ok] > bw[ok]
+        rows.append({
+            "key": metric.key, "baseline": b_val, "candidate": c_val, "diff": diff,
+            "rel_diff": diff / b_val if diff is not None and b_val else None,
+            "ci_low": low, "ci_high": high, "verdict": _verdict(metric, low, high),
+            "windows_better": int(better.sum()),
+        })
+    return rows
+
+
+def _take(stats: WindowStats, index: npt.NDArray[np.int64]) -> WindowStats:
+    return WindowStats(stats.jobs[index], {k: v[index] for k, v in stats.sums.items()},
+                       {k: v[index] for k, v in stats.hists.items()},
+                       {k: v[index] for k, v in stats.values.items()},
+                       stats.busy[index], stats.capacity[index])
+
+
+def _resample(n_windows: int, replicates: int, seed: int) -> F64 | None:
+    """(replicates x windows) counts of each window in a resample with replacement."""
+    if n_windows < MIN_WINDOWS:
+        return None
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, n_windows, size=(replicates, n_windows))
+    offsets = np.arange(replicates)[:, None] * n_windows
+    flat = np.bincount((picks + offsets).ravel(), minlength=replicates * n_windows)
+    return flat.reshape(replicates, n_windows).astype(np.float64)

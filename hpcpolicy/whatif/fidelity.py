@@ -1,0 +1,168 @@
+"""Fidelity: how closely the replayed baseline reproduces the waits the log recorded.
+
+Only jobs with a logged start (and a replayed one) are compared; the logged wait is
+``logged start - submit``. Figures (README, "Reading the fidelity section"):
+
+* ``mean_abs_error_s`` / ``median_abs_error_s`` -- per job, |simulated - logged wait|;
+* ``pearson`` on the waits, and ``spearman`` on their ranks (does the replay keep the same
+  jobs waiting long, whatever the absolute level);
+* ``wasserstein_s`` -- the earth mover's distance between the two wait distributions (the
+  mean gap between their sorted values), and ``ks`` -- the largest gap between their
+  cumulative distributions (0 = identical, 1 = disjoint);
+* the same per calendar month of submission, to find the periods the replay misses
+  (outages, reservations, a changed machine).
+
+:func:`trust` turns these into good / fair / poor with fixed, documented thresholds
+(:data:`TRUST_RULES`). The replay does not model what :data:`NOT_MODELLED` lists, so some
+gap is expected even for the policy the site really ran.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["NOT_MODELLED", "TRUST_RULES", "fidelity", "trust"]
+
+F64 = npt.NDArray[np.float64]
+
+NOT_MODELLED = (
+    "advance reservations and maintenance windows",
+    "node outages and drained nodes",
+    "fair-share and priority history from before the log starts (and the site's exact "
+    "priority weights)",
+    "job dependencies, held jobs and per-user or per-account limits",
+    "partitions with their own nodes, unless a cluster spec file describes them",
+    "the real scheduler's cycle interval and backfill depth limits",
+)
+"""What the replay leaves out, in words for the report."""
+
+TRUST_RULES = (
+    ("good", 0.6, 0.25),
+    ("fair", 0.3, 0.5),
+)
+"""(level, minimum Spearman correlation, maximum relative error of the mean wait); a replay
+that meets neither is ``poor``."""
+
+MIN_JOBS = 50
+"""Fewest jobs with a logged start for the figures to mean anything."""
+
+
+def _ranks(x: F64) -> F64:
+    """Average ranks (ties share the mean of their positions), as Spearman needs."""
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    ranks = np.empty(len(x))
+    # the first position of each run of equal values, and its length
+    starts = np.flatnonzero(np.concatenate(([True], sorted_x[1:] != sorted_x[:-1])))
+    lengths = np.diff(np.concatenate((starts, [len(x)])))
+    mean_rank = starts + (lengths - 1) / 2.0
+    ranks[order] = np.repeat(mean_rank, lengths)
+    return ranks
+
+
+def _pearson(a: F64, b: F64) -> float | None:
+    if len(a) < 2 or a.std() == 0 or b.std() == 0:
+        return None
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def _figures(logged: F64, simulated: F64) -> dict[str, Any]:
+    err = np.abs(simulated - logged)
+    ls, ss = np.sort(logged), np.sort(simulated)
+    grid = np.concatenate((ls, ss))
+    ks = np.abs(np.searchsorted(ls, grid, side="right")
+                - np.searchsorted(ss, grid, side="right")).max() / len(ls)
+    return {
+        "jobs": len(logged),
+        "logged_mean_wait_s": float(logged.mean()),
+        "simulated_mean_wait_s": float(simulated.mean()),
+        "mean_abs_error_s": float(err.mean()),
+        "median_abs_error_s": float(np.median(err)),
+        "pearson": _pearson(logged, simulated),
+        "spearman": _pearson(_ranks(logged), _ranks(simulated)),
+        "wasserstein_s": float(np.abs(ls - ss).mean()),
+        "ks": float(ks),
+    }
+
+
+def trust(spearman: float | None, logged_mean: float, simulated_mean: float) -> str:
+    """good / fair / poor by :data:`TRUST_RULES`."""
+    rel = abs(simulated_mean - logged_mean) / logged_mean if logged_mean > 0 else \
+        (0.0 if simulated_mean == 0 else float("inf"))
+    for level, min_rho, max_rel in TRUST_RULES:
+        if spearman is not None and spearman >= min_rho and rel <= max_rel:
+            return level
+    return "poor"
+
+
+def _explain(fig: dict[str, Any], level: str) -> str:
+    logged, simulated = fig["logged_mean_wait_s"], fig["simulated_mean_wait_s"]
+    rel = (simulated - logged) / logged if logged > 0 else 0.0
+    rho = fig["spearman"]
+    ranking = "does not rank jobs' waits" if rho is None else (
+        f"ranks jobs' waits {'closely ' if rho >= 0.6 else 'loosely ' if rho >= 0.3 else 'un'}"
+        f"like the log (Spearman {rho:.2f})")
+    level_text = {
+        "good": "Absolute waits from this replay can be quoted with care; differences between "
+                "policies are more reliable still, since both share the same simplifications.",
+        "fair": "Trust differences between policies more than absolute waits: both runs share "
+                "the replay's simplifications, but the absolute level is off.",
+        "poor": "The replay does not reproduce this log's waits: read the comparisons as "
+                "directions on a simplified machine, not as forecasts, and check the months "
+                "with the largest errors for events the replay does not model.",
+    }[level]
+    return (f"Over {fig['jobs']:,} jobs with a logged start, the baseline replay {ranking}, and "
+            f"its mean wait is {abs(rel):.0%} {'higher' if rel >= 0 else 'lower'} than logged. "
+            f"Trust: {level}. {level_text}")
+
+
+def fidelity(outcomes: pl.DataFrame, origin: int, run_id: str) -> dict[str, Any]:
+    """The fidelity section for the baseline's replay of the log as it was.
+
+    Args:
+        outcomes: the baseline's outcome table in the as-logged scenario.
+        origin: epoch seconds of t = 0 (for calendar months).
+        run_id: the run compared, recorded in the section.
+    """
+    import polars as pl
+
+    empty: dict[str, Any] = {
+        "available": False, "reason": None, "run": run_id, "jobs": 0,
+        "logged_mean_wait_s": None, "simulated_mean_wait_s": None, "mean_abs_error_s": None,
+        "median_abs_error_s": None, "pearson": None, "spearman": None, "wasserstein_s": None,
+        "ks": None, "per_month": [], "trust": None, "explanation": "",
+        "not_modelled": list(NOT_MODELLED),
+    }
+    both = outcomes.filter(pl.col("logged_start").is_not_null() & pl.col("start").is_not_null())
+    if both.height < MIN_JOBS:
+        reason = ("the log records no start times (a model or synthetic trace), so there is "
+                  "nothing to compare the replay with" if both.height == 0 else
+                  f"only {both.height} jobs have a logged start; at least {MIN_JOBS} are needed")
+        return empty | {"reason": reason, "jobs": both.height, "explanation": reason}
+    logged = (both["logged_start"] - both["submit"]).to_numpy().astype(np.float64)
+    simulated = both["wait"].to_numpy().astype(np.float64)
+    fig = _figures(logged, simulated)
+    level = trust(fig["spearman"], fig["logged_mean_wait_s"], fig["simulated_mean_wait_s"])
+    months = (both["submit"].to_numpy() + origin).astype("datetime64[s]").astype("datetime64[M]")
+    per_month = []
+    for month in np.unique(months):
+        sel = months == month
+        if sel.sum() < 2:
+            continue
+        f = _figures(logged[sel], simulated[sel])
+        per_month.append({"month": str(month), "jobs": f["jobs"],
+                          "logged_mean_wait_s": f["logged_mean_wait_s"],
+                          "simulated_mean_wait_s": f["simulated_mean_wait_s"],
+                          "median_abs_error_s": f["median_abs_error_s"],
+                          "spearman": f["spearman"]})
+    negative = int((logged < 0).sum())
+    caveat = (f"{negative:,} jobs log a start before their submit (kept as negative waits)"
+              if negative else None)
+    return empty | fig | {"available": True, "reason": caveat, "per_month": per_month,
+                          "trust": level, "explanation": _explain(fig, level)}

@@ -1,0 +1,309 @@
+"""Run a what-if: every candidate and the baseline under every scenario, then compare.
+
+Each scenario (the log as it was first) is replayed under the baseline and every candidate
+with :func:`hpcpolicy.sim.windows.replay`, the same code path as ``hpcpolicy simulate``, so a
+what-if's whole-run figures are exactly what ``simulate`` prints for the same jobs. Each
+candidate is then compared with the baseline of its own scenario (:mod:`.compare`,
+:mod:`.breakdowns`, :mod:`.verdicts`), the baseline's as-logged replay is held against the
+logged waits (:mod:`.fidelity`), and everything is gathered in the report document
+(``report.json``, ``schemas/whatif.schema.json``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.whatif import breakdowns, compare, verdicts
+from hpcpolicy.whatif.fidelity import fidelity
+from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
+from hpcpolicy.whatif.spec import RunSpec, parse_run_spec
+from hpcpolicy.whatif.timeseries import bin_width, binned_mean
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.policies.base import Policy
+    from hpcpolicy.workload import Workload
+
+__all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "run_whatif"]
+
+SCHEMA_VERSION = "1.0"
+"""Version of ``schemas/whatif.schema.json`` that :func:`run_whatif` writes."""
+
+Step = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class WhatifConfig:
+    """What to compare, under which scenarios, and how to measure the uncertainty."""
+
+    baseline: str = "fcfs+easy"
+    """Today's policy as best known, ``POLICY[+BACKFILL]``."""
+    candidates: tuple[str, ...] = ("sjf+easy",)
+    """Policies to compare with the baseline (heuristics or trained policy directories)."""
+    scenarios: tuple[str, ...] = ()
+    """Scenarios besides the log as it was (:mod:`hpcpolicy.whatif.scenarios`)."""
+    period_s: int = 7 * 86400
+    """Window length of the paired comparison (default one week)."""
+    metric: str = "mean_bsld"
+    """The primary metric, which decides each verdict."""
+    bootstrap: int = 2000
+    """Bootstrap replicates."""
+    confidence: float = 0.95
+    """Confidence level of the intervals."""
+    seed: int = 0
+    """Seed of the bootstrap; the same seed gives the same report."""
+    max_bins: int = 400
+    """Most bins of the utilisation and queue-length time series."""
+
+    def __post_init__(self) -> None:
+        if not self.candidates:
+            raise ConfigError("give at least one --candidate to compare with the baseline")
+        if self.period_s < 3600:
+            raise ConfigError(f"--period must be at least 1 hour, not {self.period_s} s")
+        compare.get_metric(self.metric)
+        if self.max_bins < 10:
+            raise ConfigError(f"max_bins must be at least 10, not {self.max_bins}")
+
+    def run_specs(self) -> tuple[RunSpec, list[RunSpec]]:
+        """The parsed baseline and candidates (a candidate equal to the baseline is refused)."""
+        base = parse_run_spec(self.baseline)
+        cands = [parse_run_spec(c) for c in self.candidates]
+        for c in cands:
+            if c.text == base.text:
+                raise ConfigError(f"candidate {c.text} is the baseline itself; compare it with "
+                                  "another policy or backfilling")
+        if len({c.text for c in cands}) != len(cands):
+            raise ConfigError("a candidate is given twice")
+        return base, cands
+
+    def scenario_list(self) -> list[Scenario]:
+        """The as-logged scenario, then the others, each once."""
+        found = [AS_LOGGED]
+        for text in self.scenarios:
+            s = parse_scenario(text)
+            if s.id in {x.id for x in found}:
+                raise ConfigError(f"scenario {text!r} is given twice (or is the log as it was)")
+            found.append(s)
+        return found
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as the report records it."""
+        return {"baseline": parse_run_spec(self.baseline).text,
+                "candidates": [parse_run_spec(c).text for c in self.candidates],
+                "scenarios": [s.id for s in self.scenario_list()[1:]],
+                "period_s": self.period_s, "metric": self.metric, "bootstrap": self.bootstrap,
+                "confidence": self.confidence, "seed": self.seed}
+
+
+@dataclass
+class WhatifRun:
+    """One replay: a policy spec under a scenario."""
+
+    id: str
+    scenario: Scenario
+    spec: RunSpec
+    role: str
+    outcomes: pl.DataFrame
+    summary: dict[str, Any]
+    never_fits: int
+    cores: int
+
+
+@dataclass
+class WhatifResult:
+    """The report document and every replay behind it."""
+
+    doc: dict[str, Any]
+    runs: list[WhatifRun] = field(default_factory=list)
+
+    def outcomes(self) -> pl.DataFrame:
+        """Every run's per-job outcomes, a ``run`` id column first (run time as ``run_s``)."""
+        import polars as pl
+
+        return pl.concat([r.outcomes.rename({"run": "run_s"}).select(
+            pl.lit(r.id).alias("run"), pl.all()) for r in self.runs])
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
+    from hpcpolicy.policies.learned import resolve_policy
+
+    return {s.policy: resolve_policy(s.policy) for s in specs}
+
+
+def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpec,
+                     specs: list[RunSpec], policies: dict[str, Policy],
+                     step: Step) -> tuple[list[WhatifRun], Workload, ClusterSpec]:
+    from hpcpolicy.policies.learned import policy_simulator
+    from hpcpolicy.sim.types import SimConfig
+    from hpcpolicy.sim.windows import replay
+
+    w, c = apply_scenario(scenario, workload, cluster)
+    configs = [SimConfig(policy=s.policy, backfill=s.backfill) for s in specs]
+    replays = replay(w, c, configs, None, simulate=policy_simulator(policies),
+                     on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0))
+    runs = []
+    for i, (spec, rep) in enumerate(zip(specs, replays, strict=True)):
+        runs.append(WhatifRun(
+            id=f"{scenario.id}/{spec.text}", scenario=scenario, spec=spec,
+            role="baseline" if i == 0 else "candidate", outcomes=rep.windows[0].outcomes(),
+            summary=rep.summary, never_fits=len(rep.never_fits()), cores=c.total_cores))
+    return runs, w, c
+
+
+def _extreme(series: pl.Series, largest: bool = True) -> int | None:
+    """The largest (or smallest) value of an integer column, None if all null."""
+    value = series.max() if largest else series.min()
+    return None if value is None else int(value)  # type: ignore[arg-type]
+
+
+def _grid(runs: list[WhatifRun], period_s: int) -> tuple[int, int]:
+    """Start and number of the comparison windows covering every submit and end."""
+    t0 = min(_extreme(r.outcomes["submit"], largest=False) or 0 for r in runs)
+    t1 = max(max(_extreme(r.outcomes["end"]) or 0, _extreme(r.outcomes["submit"]) or 0)
+             for r in runs)
+    return t0, max(1, math.ceil((t1 - t0 + 1) / period_s))
+
+
+def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
+             origin: int) -> tuple[dict[str, Any], str]:
+    """One comparison's document, and the sentence on its primary metric."""
+    t0, n = _grid([base, cand], cfg.period_s)
+    top = {col: max(float(r.outcomes[col].max() or 0.0)  # type: ignore[arg-type]
+                    for r in (base, cand)) for col in ("wait", "bsld")}
+    stats = [compare.window_stats(r.outcomes, r.cores, t0, cfg.period_s, n, top)
+             for r in (base, cand)]
+    metrics = list(compare.METRICS)
+    rows = compare.compare_runs(stats[0], stats[1], base.summary, cand.summary, metrics,
+                                bootstrap=cfg.bootstrap, confidence=cfg.confidence,
+                                seed=cfg.seed, hist_top=top)
+    groups = breakdowns.group_changes(base.outcomes, cand.outcomes)
+    primary = next(i for i, m in enumerate(metrics) if m.key == cfg.metric)
+    found = verdicts.tradeoffs(metrics, rows, cfg.metric, groups, cfg.confidence)
+    verdict = verdicts.comparison_verdict(rows[primary]["verdict"], found)
+    primary_text = verdicts.metric_sentence(metrics[primary], rows[primary], cfg.confidence)
+    per_window = []
+    for k in range(n):
+        if stats[0].jobs[k] == 0 and stats[1].jobs[k] == 0:
+            continue
+        per_window.append({
+            "start": _iso(origin + t0 + k * cfg.period_s), "jobs": int(stats[0].jobs[k]),
+            "baseline": {m.key: _finite(stats[0].values[m.key][k]) for m in metrics},
+            "candidate": {m.key: _finite(stats[1].values[m.key][k]) for m in metrics},
+        })
+    doc = {
+        "scenario": base.scenario.id, "baseline_run": base.id, "candidate_run": cand.id,
+        "windows": len(per_window), "verdict": verdict,
+        "summary": f"{cand.spec.text} vs {base.spec.text} ({base.scenario.label}): "
+                   f"{primary_text}: {verdict}.",
+        "tradeoffs": found, "metrics": rows, "per_window": per_window, "groups": groups,
+    }
+    return doc, primary_text
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def _timeseries(runs: list[WhatifRun], max_bins: int) -> dict[str, Any]:
+    import polars as pl
+
+    t0, _ = _grid(runs, 1)
+    t1 = max(max(_extreme(r.outcomes["end"]) or 0, _extreme(r.outcomes["submit"]) or 0)
+             for r in runs)
+    width = bin_width(max(t1 - t0, 1), max_bins)
+    edges = t0 + width * np.arange(math.ceil(max(t1 - t0, 1) / width) + 1, dtype=np.float64)
+    series = {}
+    for r in runs:
+        done = r.outcomes.filter(pl.col("start").is_not_null())
+        start, end = done["start"].to_numpy(), done["end"].to_numpy()
+        busy = binned_mean(start, end, done["alloc_cores"].to_numpy(), edges) / r.cores
+        queue = binned_mean(done["submit"].to_numpy(), start, np.ones(done.height), edges)
+        series[r.id] = {"utilization": [round(float(x), 6) for x in busy],
+                        "queue_length": [round(float(x), 4) for x in queue]}
+    return {"bin_s": width, "t0": t0, "runs": series}
+
+
+def _cluster_doc(cluster: ClusterSpec) -> dict[str, Any]:
+    return {"name": cluster.name, "cores": cluster.total_cores, "nodes": cluster.total_nodes,
+            "gpus": cluster.total_gpus, "source": cluster.source}
+
+
+def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, source: str,
+               source_format: str | None = None, on_step: Step | None = None) -> WhatifResult:
+    """Replay and compare; the returned document is ``report.json``.
+
+    Args:
+        workload: the log's jobs (:meth:`hpcpolicy.workload.Workload.from_table`).
+        cluster: the machine the log ran on (scenarios may change it).
+        cfg: baseline, candidates, scenarios and statistics.
+        source: the job table's path, as the report names it.
+        source_format: the log's format (from the table's metadata), if known.
+        on_step: ``on_step(label, done, total)`` before each replay, for progress output.
+
+    Raises:
+        ConfigError: bad specs or scenarios; ArtifactError: a candidate policy that cannot
+            be loaded.
+    """
+    base_spec, cand_specs = cfg.run_specs()
+    scenarios = cfg.scenario_list()
+    specs = [base_spec, *cand_specs]
+    policies = _resolve_policies(specs)
+    total = len(scenarios) * len(specs)
+    done = 0
+
+    def step(label: str, _d: int, _t: int) -> None:
+        nonlocal done
+        if on_step:
+            on_step(label, done, total)
+        done += 1
+
+    runs: list[WhatifRun] = []
+    scenario_docs, comparisons, as_logged = [], [], []
+    for scenario in scenarios:
+        s_runs, w, c = _replay_scenario(scenario, workload, cluster, specs, policies, step)
+        runs += s_runs
+        scenario_docs.append({"id": scenario.id, "label": scenario.label,
+                              "changes": dict(scenario.changes), "jobs": len(w),
+                              "cluster": _cluster_doc(c)})
+        for cand in s_runs[1:]:
+            doc, text = _compare(s_runs[0], cand, cfg, workload.origin)
+            comparisons.append(doc)
+            if scenario is AS_LOGGED:
+                as_logged.append((cand.spec.text, doc["verdict"], text))
+    if on_step:
+        on_step("done", total, total)
+    first = int(workload.submit[0]) + workload.origin
+    last = int(workload.submit[-1]) + workload.origin
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "hpcpolicy.whatif",
+        "title": f"What-if: {source.replace(chr(92), '/').rsplit('/', 1)[-1]}",
+        "verdict": verdicts.overall_verdict(base_spec.text, as_logged),
+        "input": {"path": source, "jobs": len(workload), "origin": workload.origin,
+                  "first_submit": _iso(first), "last_submit": _iso(last),
+                  "source_format": source_format},
+        "config": cfg.to_dict(),
+        "scenarios": scenario_docs,
+        "runs": [{"id": r.id, "scenario": r.scenario.id, "spec": r.spec.text,
+                  "policy": r.spec.policy, "backfill": r.spec.backfill, "role": r.role,
+                  "summary": r.summary, "never_fits": r.never_fits} for r in runs],
+        "metrics": [m.to_dict() for m in compare.METRICS],
+        "comparisons": comparisons,
+        "timeseries": _timeseries(runs, cfg.max_bins),
+        "fidelity": fidelity(runs[0].outcomes, workload.origin, runs[0].id),
+        "notes": [*workload.notes, *cluster.notes],
+    }
+    return WhatifResult(doc=doc, runs=runs)
