@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from hpcpolicy import __version__
-from hpcpolicy.commands import demo, evaluate, generate, ingest, simulate, stats, train
+from hpcpolicy.commands import demo, evaluate, generate, ingest, simulate, stats, train, whatif
 from hpcpolicy.commands._console import set_verbosity
 
 __all__ = ["app", "main"]
@@ -58,6 +58,7 @@ app.command("simulate")(simulate.main)
 app.command("stats")(stats.main)
 app.command("train")(train.main)
 app.command("evaluate")(evaluate.main)
+app.command("whatif")(whatif.main)
 
 
 def main() -> None:
