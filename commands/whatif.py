@@ -49,7 +49,11 @@ def render_whatif(doc: dict[str, Any]) -> None:
     from rich.text import Text
 
     from hpcpolicy.whatif.compare import get_metric
-    from hpcpolicy.whatif.verdicts import format_value
+    from hpcpolicy.whatif.verdicts import (
+        format_value,
+        relative_change,
+        relative_interval,
+    )
 
     # Every text below may hold names from the log: Text objects, never markup.
     console.print(Text.assemble(("verdict: ", "bold"), doc["verdict"]), soft_wrap=True)
@@ -59,14 +63,10 @@ def render_whatif(doc: dict[str, Any]) -> None:
         for col in ("metric", "baseline", "candidate", "change", "CI", "verdict"):
             table.add_column(col, justify="left" if col in ("metric", "verdict") else "right")
         for r in c["metrics"]:
-            m, base = get_metric(r["key"]), r["baseline"]
-
-            def rel(v: float | None, base: float | None = base) -> str:
-                return "-" if v is None or not base else f"{v / base:+.0%}"
-
-            ci = f"{rel(r['ci_low'])} .. {rel(r['ci_high'])}" if r["ci_low"] is not None else "-"
-            table.add_row(m.label, format_value(m, base), format_value(m, r["candidate"]),
-                          rel(r["diff"]), ci, Text(r["verdict"], _VERDICT_STYLE[r["verdict"]]))
+            m = get_metric(r["key"])
+            table.add_row(m.label, format_value(m, r["baseline"]),
+                          format_value(m, r["candidate"]), relative_change(r),
+                          relative_interval(r), Text(r["verdict"], _VERDICT_STYLE[r["verdict"]]))
         console.print(table)
         console.print(Text.assemble(("→ ", "dim"), (c["verdict"], _VERDICT_STYLE[c["verdict"]]),
                                     f" over {c['windows']} windows"), soft_wrap=True)

@@ -1,14 +1,16 @@
 """The demo: the whole flow on a built-in synthetic workload, with no download.
 
 The demo is a list of :class:`DemoStep` run in order over a shared :class:`DemoContext`; each
-step reads the files earlier steps recorded and records its own. Today the steps are
-generate -> ingest -> stats -> compare heuristics; later steps (train, what-if) are appended
-to :data:`DEMO_STEPS`. Every output goes to one folder, and a rerun replaces its own outputs.
+step reads the files earlier steps recorded and records its own: generate -> ingest -> stats
+-> compare heuristics -> train a small PPO policy -> what-if report. Every output goes to one
+folder, and a rerun replaces its own outputs.
 
 Files written in ``out_dir``: ``workload.swf`` (the generated log), ``jobs.parquet``,
 ``jobs.rejects.parquet``, ``jobs.ingest.json`` (the ingest), ``stats.json`` (the profile),
 ``compare.json`` (heuristics replayed on the workload, :data:`COMPARE_POLICIES` x
-:data:`COMPARE_BACKFILLS`) and ``demo.json`` (config, steps run and files, for the record).
+:data:`COMPARE_BACKFILLS`), ``run/`` (the training run, its deployable policy in
+``run/policy``), ``report/`` (the what-if report: ``report.html``, ``report.json``,
+``report.md``, ``outcomes.parquet``) and ``demo.json`` (config, steps run and files).
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from typing import Any
 
 from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.workload import WorkloadOptions
+
+# The Lublin model has no requested times: plan with the real ones ("perfect estimates").
+_OPTIONS = WorkloadOptions(walltime_fallback="runtime")
 
 __all__ = [
     "COMPARE_BACKFILLS",
@@ -36,6 +42,12 @@ COMPARE_POLICIES = ("fcfs", "sjf", "f1")
 """Heuristics the demo compares."""
 COMPARE_BACKFILLS = ("none", "easy")
 """Backfilling modes the demo compares."""
+TRAIN_K = 32
+"""Waiting jobs the demo's policy sees."""
+TRAIN_WINDOW = 256
+"""Jobs per training episode (a quarter of the jobs for a small demo)."""
+WHATIF_PERIOD_S = 86400
+"""Window of the demo's what-if comparison: a day (the synthetic log spans weeks)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,8 @@ class DemoConfig:
     """Seed of the workload generator (and of later steps); same seed, same files."""
     model: str = "lublin"
     """Workload model of the generator."""
+    train_steps: int = 250_000
+    """Environment steps of the demo's PPO training (0: skip training)."""
 
     def __post_init__(self) -> None:
         from hpcpolicy.generate import GenerateConfig
@@ -59,6 +73,9 @@ class DemoConfig:
         object.__setattr__(self, "out_dir", Path(self.out_dir))
         # model, jobs, procs and seed mean what they mean to the generator: checked there.
         GenerateConfig(model=self.model, jobs=self.jobs, procs=self.procs, seed=self.seed)
+        if self.train_steps < 0:
+            raise ConfigError(f"train_steps must be >= 0 (0 skips training), not "
+                              f"{self.train_steps}")
         if self.out_dir.exists() and not self.out_dir.is_dir():
             raise ConfigError(f"out_dir {self.out_dir} is a file; give a folder for the demo")
 
@@ -126,11 +143,10 @@ def _compare(ctx: DemoContext) -> list[Any]:
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import replay, to_document
-    from hpcpolicy.workload import Workload, WorkloadOptions
+    from hpcpolicy.workload import Workload
 
     table = ctx.files["jobs"]
-    # The Lublin model has no requested times: plan with the real ones ("perfect estimates").
-    workload = Workload.from_table(table, options=WorkloadOptions(walltime_fallback="runtime"))
+    workload = Workload.from_table(table, options=_OPTIONS)
     cluster = resolve_cluster(spec=None, procs=None, table=table)
     configs = [SimConfig(policy=p, backfill=b) for p in COMPARE_POLICIES
                for b in COMPARE_BACKFILLS]
@@ -142,13 +158,67 @@ def _compare(ctx: DemoContext) -> list[Any]:
     return runs
 
 
+def _train(ctx: DemoContext) -> Any:
+    import functools
+    import importlib.util
+
+    if ctx.cfg.train_steps == 0:
+        return None
+    if importlib.util.find_spec("torch") is None:
+        raise ConfigError("the demo's training step needs the rl extra: pip install "
+                          "torch==2.13.0 && pip install -e '.[rl]' (or skip it with "
+                          "--train-steps 0)")
+    from hpcpolicy.env import EnvConfig
+    from hpcpolicy.env.factory import env_kwargs, load, make_env, provenance
+    from hpcpolicy.env.scheduling import EPISODE_METRICS
+    from hpcpolicy.rl.config import PPOConfig
+    from hpcpolicy.rl.ppo import train
+
+    cfg, table = ctx.cfg, ctx.files["jobs"]
+    run = cfg.out_dir / "run"
+    if run.exists():  # a rerun replaces the demo's own run
+        import shutil
+
+        shutil.rmtree(run)
+    env = EnvConfig(k=TRAIN_K, window_size=min(TRAIN_WINDOW, max(8, cfg.jobs // 4)),
+                    reward="bsld", backfill="easy")
+    workload, machine = load(table, _OPTIONS.to_dict())
+    kwargs = env_kwargs(table, env, workload=_OPTIONS)
+    ppo = PPOConfig(total_steps=cfg.train_steps, seed=cfg.seed,
+                    episode_metric_names=tuple(EPISODE_METRICS))
+    result = train(ppo, functools.partial(make_env, **kwargs), run,
+                   provenance=provenance(table, env, workload, machine))
+    ctx.files["policy"] = result.run_dir / "policy"
+    return result
+
+
+def _whatif(ctx: DemoContext) -> Any:
+    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.whatif import WhatifConfig, run_whatif, write_report
+    from hpcpolicy.workload import Workload
+
+    table = ctx.files["jobs"]
+    workload = Workload.from_table(table, options=_OPTIONS)
+    cluster = resolve_cluster(table=table)
+    candidates = ("sjf+easy", "f1+easy", *(
+        [f"{ctx.files['policy']}+easy"] if "policy" in ctx.files else []))
+    result = run_whatif(workload, cluster, WhatifConfig(
+        candidates=candidates, scenarios=("nodes=+10%",), period_s=WHATIF_PERIOD_S,
+        seed=ctx.cfg.seed), source=str(table), source_format="swf")
+    paths = write_report(result, ctx.cfg.out_dir / "report", overwrite=True)
+    ctx.files.update({f"report_{k}": v for k, v in paths.items()})
+    return result
+
+
 DEMO_STEPS: tuple[DemoStep, ...] = (
     DemoStep("generate", "generate a synthetic workload", _generate),
     DemoStep("ingest", "ingest it into a job table", _ingest),
     DemoStep("stats", "profile the workload", _stats),
     DemoStep("compare", "replay it under FCFS, SJF and F1, with and without EASY", _compare),
+    DemoStep("train", "train a small PPO policy on the first 70% of the jobs", _train),
+    DemoStep("whatif", "write a what-if report: SJF, F1 and the policy vs FCFS+EASY", _whatif),
 )
-"""The demo's steps, in order; later issues append train and what-if."""
+"""The demo's steps, in order."""
 
 
 def run_demo(

@@ -20,7 +20,8 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 def test_config_is_checked_field_by_field(tmp_path: Path) -> None:
-    for field, value in (("jobs", 0), ("procs", 0), ("seed", -1), ("model", "poisson")):
+    for field, value in (("jobs", 0), ("procs", 0), ("seed", -1), ("model", "poisson"),
+                         ("train_steps", -1)):
         bad: dict[str, Any] = {field: value}
         with pytest.raises(ConfigError, match=rf"^{field} "):
             DemoConfig(out_dir=tmp_path, **bad)
@@ -31,8 +32,9 @@ def test_config_is_checked_field_by_field(tmp_path: Path) -> None:
     assert DemoConfig(out_dir=str(tmp_path)).out_dir == tmp_path  # type: ignore[arg-type]
 
 
-def test_the_demo_is_generate_ingest_stats_compare() -> None:
-    assert [s.name for s in DEMO_STEPS] == ["generate", "ingest", "stats", "compare"]
+def test_the_demo_is_generate_ingest_stats_compare_train_whatif() -> None:
+    assert [s.name for s in DEMO_STEPS] == ["generate", "ingest", "stats", "compare", "train",
+                                            "whatif"]
 
 
 def _step(name: str, log: list[str]) -> DemoStep:
@@ -60,7 +62,7 @@ def test_steps_run_in_order_share_context_and_are_recorded(tmp_path: Path) -> No
     record = json.loads((tmp_path / "d" / "demo.json").read_text())
     assert record == {
         "config": {"out_dir": str(tmp_path / "d"), "jobs": 10, "procs": 256, "seed": 4,
-                   "model": "lublin"},
+                   "model": "lublin", "train_steps": 250_000},
         "steps": ["a", "b"],
         "files": {"a": str(tmp_path / "d" / "a.txt"), "b": str(tmp_path / "d" / "b.txt")},
     }
@@ -118,42 +120,53 @@ def _check_demo_folder(out: Path, jobs: int) -> dict[str, Any]:
     runs = [(r["config"]["policy"], r["config"]["backfill"]) for r in compare["runs"]]
     assert runs == [(p, b) for p in ("fcfs", "sjf", "f1") for b in ("none", "easy")]
     assert {r["summary"]["jobs"] for r in compare["runs"]} == {report["jobs_kept"]}
+    whatif = json.loads((out / "report" / "report.json").read_text())
+    assert {"report.html", "report.md", "outcomes.parquet"} <= {
+        p.name for p in (out / "report").iterdir()}
+    assert [r["spec"] for r in whatif["runs"][:3]] == ["fcfs+easy", "sjf+easy", "f1+easy"]
+    # the what-if replays agree with the comparison of the same policies
+    easy = {r["config"]["policy"]: r["summary"] for r in compare["runs"]
+            if r["config"]["backfill"] == "easy"}
+    assert [r["summary"] for r in whatif["runs"][:3]] == [easy["fcfs"], easy["sjf"], easy["f1"]]
     return report
 
 
 @pytest.mark.usefixtures("fake_generate_and_read")
 def test_demo_generates_ingests_and_profiles(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    ctx = run_demo(DemoConfig(out_dir=out, jobs=40, procs=16, seed=1))
+    ctx = run_demo(DemoConfig(out_dir=out, jobs=40, procs=16, seed=1, train_steps=0))
     report = _check_demo_folder(out, 40)
     assert (report["rows_read"], report["jobs_kept"], report["steps_folded"],
             report["rows_rejected"]) == (81, 40, 40, 1)
     assert ctx.results["stats"]["load"]["machine_procs"] == 64  # the fake reader's header
     assert sorted(ctx.files) == ["compare", "ingest_report", "jobs", "record", "rejects",
-                                 "stats", "workload"]
+                                 "report_html", "report_json", "report_markdown",
+                                 "report_outcomes", "stats", "workload"]
 
 
 @pytest.mark.usefixtures("fake_generate_and_read")
 def test_demo_rerun_replaces_its_outputs(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    run_demo(DemoConfig(out_dir=out, jobs=40, seed=1))
-    first = (out / "stats.json").read_bytes()
-    run_demo(DemoConfig(out_dir=out, jobs=25, seed=1))
+    run_demo(DemoConfig(out_dir=out, jobs=40, seed=1, train_steps=0))
+    first = {name: (out / name).read_bytes() for name in ("stats.json", "report/report.html")}
+    run_demo(DemoConfig(out_dir=out, jobs=25, seed=1, train_steps=0))
     assert json.loads((out / "stats.json").read_text())["jobs"] == 25
-    run_demo(DemoConfig(out_dir=out, jobs=40, seed=1))
-    assert (out / "stats.json").read_bytes() == first
+    run_demo(DemoConfig(out_dir=out, jobs=40, seed=1, train_steps=0))
+    assert {name: (out / name).read_bytes() for name in first} == first
 
 
 @pytest.mark.usefixtures("fake_generate_and_read")
 def test_demo_command_shows_progress_stats_and_files(tmp_path: Path) -> None:
     out = tmp_path / "d"
-    result = CliRunner().invoke(app, ["demo", "-o", str(out), "--jobs", "30", "--seed", "2"])
+    result = CliRunner().invoke(app, ["demo", "-o", str(out), "--jobs", "30", "--seed", "2",
+                                      "--train-steps", "0"])
     assert result.exit_code == 0, result.output
-    for text in ("[1/4] generate", "[3/4] profile", "[4/4] replay", "workload profile",
-                 "simulate (whole workload)", "30 jobs kept", "stats.json", "compare.json",
-                 "demo.json"):
+    for text in ("[1/6] generate", "[3/6] profile", "[4/6] replay", "[6/6] write a what-if",
+                 "workload profile", "simulate (whole workload)", "30 jobs kept", "stats.json",
+                 "compare.json", "demo.json", "verdict:", "open the report:", "report.html"):
         assert text in result.stdout, text
-    quiet = CliRunner().invoke(app, ["-q", "demo", "-o", str(out), "--jobs", "30"])
+    quiet = CliRunner().invoke(app, ["-q", "demo", "-o", str(out), "--jobs", "30",
+                                     "--train-steps", "0"])
     assert quiet.exit_code == 0, quiet.output
     printed = quiet.stdout.split()
     assert str(out / "stats.json") in printed and all(Path(p).exists() for p in printed)
@@ -169,7 +182,7 @@ def test_demo_with_the_real_swf_reader(tmp_path: Path, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(hpcpolicy.generate, "generate_swf", copy_tiny, raising=False)
     out = tmp_path / "demo"
-    ctx = run_demo(DemoConfig(out_dir=out, jobs=8, procs=16))
+    ctx = run_demo(DemoConfig(out_dir=out, jobs=8, procs=16, train_steps=0))
     report = _check_demo_folder(out, 8)
     assert (report["rows_read"], report["jobs_kept"], report["rows_rejected"]) == (8, 8, 0)
     stats = ctx.results["stats"]
@@ -181,10 +194,11 @@ def test_demo_with_the_real_swf_reader(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_demo_end_to_end_with_the_real_generator_and_reader(tmp_path: Path) -> None:
-    """The README's main command, small: Lublin workload -> job table -> profile; a rerun
-    gives the same files (only the ingest report's timings differ)."""
+    """The README's main command, small: Lublin workload -> job table -> profile -> compare ->
+    a short training -> what-if with the trained policy; a rerun gives the same files (only
+    the ingest report's timings differ)."""
     out = tmp_path / "demo"
-    args = ["demo", "-o", str(out), "--jobs", "300", "--seed", "5"]
+    args = ["demo", "-o", str(out), "--jobs", "300", "--seed", "5", "--train-steps", "1024"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     report = _check_demo_folder(out, 300)
@@ -192,7 +206,10 @@ def test_demo_end_to_end_with_the_real_generator_and_reader(tmp_path: Path) -> N
     assert report["steps_folded"] == 0
     stats = json.loads((out / "stats.json").read_text())
     assert stats["load"]["machine_procs"] == 256  # the generator's MaxProcs, via the header
-    same = ("workload.swf", "jobs.parquet", "jobs.rejects.parquet", "stats.json", "demo.json")
+    whatif = json.loads((out / "report" / "report.json").read_text())
+    assert whatif["runs"][3]["spec"] == f"{out / 'run' / 'policy'}+easy"
+    same = ("workload.swf", "jobs.parquet", "jobs.rejects.parquet", "stats.json", "demo.json",
+            "report/report.json", "report/report.html", "report/report.md")
     before = {name: (out / name).read_bytes() for name in same}
     assert CliRunner().invoke(app, args).exit_code == 0
     assert {name: (out / name).read_bytes() for name in same} == before

@@ -6,7 +6,8 @@ windows of ``period_s`` (default one week) from its first submit; a job belongs 
 in which it was submitted; both replays are measured on each window's jobs, and the windows
 are resampled with replacement (a cluster bootstrap, ``bootstrap`` replicates, seeded) to get
 a confidence interval for the difference candidate - baseline of each metric over the pooled
-jobs:
+jobs, and one for the relative change candidate / baseline - 1 (from the same replicates, so
+it never passes -100 %):
 
 * means (``mean_wait_s``, ``mean_bsld``, ``mean_response_s``) are exact ratios of resampled
   sums, so the interval is centred on the whole-log difference;
@@ -230,25 +231,35 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
     for metric in metrics:
         b_val, c_val = whole_base.get(metric.key), whole_cand.get(metric.key)
         diff = None if b_val is None or c_val is None else c_val - b_val
-        low = high = None
+        low = high = rel_low = rel_high = None
         if counts is not None:
             edges = _edges(hist_top[metric.column]) if metric.quantile is not None and \
                 metric.column is not None else None
-            reps = (_replicate_values(_take(cand, active), counts, metric, edges)
-                    - _replicate_values(_take(base, active), counts, metric, edges))
-            reps = reps[np.isfinite(reps)]
-            if reps.size:
-                low, high = (float(v) for v in np.quantile(reps, [alpha, 1 - alpha]))
+            b_reps = _replicate_values(_take(base, active), counts, metric, edges)
+            c_reps = _replicate_values(_take(cand, active), counts, metric, edges)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                diffs, ratios = c_reps - b_reps, c_reps / b_reps - 1
+            if np.isfinite(diffs).any():
+                low, high = _interval(diffs, alpha)
+            if np.isfinite(ratios).any():
+                rel_low, rel_high = _interval(ratios, alpha)
         bw, cw = base.values[metric.key][active], cand.values[metric.key][active]
         ok = np.isfinite(bw) & np.isfinite(cw)
         better = cw[ok] < bw[ok] if metric.better == "lower" else cw[ok] > bw[ok]
         rows.append({
             "key": metric.key, "baseline": b_val, "candidate": c_val, "diff": diff,
             "rel_diff": diff / b_val if diff is not None and b_val else None,
-            "ci_low": low, "ci_high": high, "verdict": _verdict(metric, low, high),
+            "ci_low": low, "ci_high": high, "rel_ci_low": rel_low, "rel_ci_high": rel_high,
+            "verdict": _verdict(metric, low, high),
             "windows_better": int(better.sum()),
         })
     return rows
+
+
+def _interval(reps: F64, alpha: float) -> tuple[float, float]:
+    """The central ``1 - 2 alpha`` percentile interval of the finite replicates."""
+    low, high = np.quantile(reps[np.isfinite(reps)], [alpha, 1 - alpha])
+    return float(low), float(high)
 
 
 def _take(stats: WindowStats, index: npt.NDArray[np.int64]) -> WindowStats:

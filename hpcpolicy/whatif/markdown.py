@@ -11,7 +11,7 @@ from typing import Any
 
 from hpcpolicy.textfmt import duration, signed_percent
 from hpcpolicy.whatif.compare import get_metric
-from hpcpolicy.whatif.verdicts import format_value
+from hpcpolicy.whatif.verdicts import format_value, relative_change, relative_interval
 
 __all__ = ["escape", "render_markdown"]
 
@@ -42,10 +42,8 @@ def _comparison(c: dict[str, Any], confidence: float) -> list[str]:
     rows = []
     for r in c["metrics"]:
         m = get_metric(r["key"])
-        ci = (f"{_rel(r['ci_low'], r['baseline'])} .. {_rel(r['ci_high'], r['baseline'])}"
-              if r["ci_low"] is not None else "-")
         rows.append([m.label, format_value(m, r["baseline"]), format_value(m, r["candidate"]),
-                     _rel(r["diff"], r["baseline"]), ci, r["verdict"],
+                     relative_change(r), relative_interval(r), r["verdict"],
                      f"{r['windows_better']}/{c['windows']}"])
     lines += _table(["metric", "baseline", "candidate", "change", f"{confidence:.0%} CI",
                      "verdict", "windows better"], rows)

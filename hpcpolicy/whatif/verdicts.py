@@ -17,7 +17,7 @@ from hpcpolicy.whatif.breakdowns import notable_losers
 from hpcpolicy.whatif.compare import Metric
 
 __all__ = ["comparison_verdict", "format_value", "metric_sentence", "overall_verdict",
-           "tradeoffs"]
+           "relative_change", "relative_interval", "tradeoffs"]
 
 _GROUP_WORDS = {"user": ("user {}", "users"), "partition": ("partition {}", "partitions"),
                 "size_class": ("jobs of {}", "job-size classes"),
@@ -37,20 +37,27 @@ def format_value(metric: Metric, value: float | None) -> str:
     return f"{value:,.2f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
-def _relative(row: dict[str, Any], value: float | None) -> str:
+def relative_change(row: dict[str, Any]) -> str:
+    """The whole-run change as a signed percentage of the baseline (``-`` if undefined)."""
     base = row["baseline"]
-    if value is None or not base:
+    if row["diff"] is None or not base:
         return "-"
-    return signed_percent(value / base)
+    return signed_percent(row["diff"] / base)
+
+
+def relative_interval(row: dict[str, Any]) -> str:
+    """``-45% .. -30%``, or ``-`` where no interval was computed."""
+    if row["rel_ci_low"] is None:
+        return "-"
+    return f"{signed_percent(row['rel_ci_low'])} .. {signed_percent(row['rel_ci_high'])}"
 
 
 def metric_sentence(metric: Metric, row: dict[str, Any], confidence: float) -> str:
     """``mean wait 2.1h -> 1.4h (-33%, 95% CI -40% .. -25%)``."""
     text = (f"{metric.label} {format_value(metric, row['baseline'])} -> "
-            f"{format_value(metric, row['candidate'])} ({_relative(row, row['diff'])}")
-    if row["ci_low"] is not None:
-        text += (f", {confidence:.0%} CI {_relative(row, row['ci_low'])} .. "
-                 f"{_relative(row, row['ci_high'])}")
+            f"{format_value(metric, row['candidate'])} ({relative_change(row)}")
+    if row["rel_ci_low"] is not None:
+        text += f", {confidence:.0%} CI {relative_interval(row)}"
     return text + ")"
 
 
