@@ -19,9 +19,9 @@ from hpcpolicy.whatif.compare import Metric
 __all__ = ["comparison_verdict", "format_value", "metric_sentence", "overall_verdict",
            "relative_change", "relative_interval", "tradeoffs"]
 
-_GROUP_WORDS = {"user": ("user {}", "users"), "partition": ("partition {}", "partitions"),
-                "size_class": ("jobs of {}", "job-size classes"),
-                "runtime_class": ("jobs running {}", "run-time classes")}
+_GROUP_WORDS = {"user": ("user {}", "user"), "partition": ("partition {}", "partition"),
+                "size_class": ("jobs of {}", "job-size class"),
+                "runtime_class": ("jobs running {}", "run-time class")}
 SHOWN_LOSERS = 3
 """Losing groups named per grouping; the rest are counted."""
 
@@ -67,15 +67,16 @@ def tradeoffs(metrics: Sequence[Metric], rows: Sequence[dict[str, Any]], primary
     found = [f"{metric_sentence(m, r, confidence)} is worse"
              for m, r in zip(metrics, rows, strict=True)
              if r["verdict"] == "worse" and m.key != primary]
-    for by, (who, plural) in _GROUP_WORDS.items():
+    for by, (who, kind) in _GROUP_WORDS.items():
         losers = notable_losers(groups.get(by, []))
         for g in losers[:SHOWN_LOSERS]:
             found.append(f"{who.format(g['name'])} ({g['jobs']:,} jobs) wait "
                          f"{duration(g['diff_mean_wait_s'])} longer on average "
                          f"({signed_percent(g['diff_mean_wait_s'] / g['baseline_mean_wait_s'])})")
-        if len(losers) > SHOWN_LOSERS:
-            found.append(f"{len(losers) - SHOWN_LOSERS} more {plural} also wait materially "
-                         "longer")
+        more = len(losers) - SHOWN_LOSERS
+        if more > 0:
+            plural = "" if more == 1 else "es" if kind.endswith("s") else "s"
+            found.append(f"{more} more {kind}{plural} also wait materially longer")
     return found
 
 
