@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_helpers import invoke as run_command
+from cli_helpers import one_line_error
 from env_jobs import write_table
-from typer.testing import CliRunner, Result
-
-from hpcpolicy.commands import app
+from typer.testing import Result
 
 
 @pytest.fixture(scope="module")
@@ -19,15 +19,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, ["evaluate", *args])
-
-
-def one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
+    return run_command("evaluate", *args)
 
 
 def test_table_and_json(table: Path, tmp_path: Path) -> None:
@@ -46,9 +38,9 @@ def test_table_and_json(table: Path, tmp_path: Path) -> None:
     assert all(210 <= s <= 260 for s in doc["windows"]["starts"])
     assert set(doc["runs"][0]["spread"]["mean_bsld"]) == {"std", "min", "max"}
     again = tmp_path / "again.json"
-    quiet = CliRunner().invoke(app, ["-q", "evaluate", str(table), "-p", "fcfs,sjf,f1", "-b",
-                                     "none,easy", "--windows", "3", "--window-size", "40",
-                                     "--seed", "4", "--json", str(again)])
+    quiet = run_command("-q", "evaluate", str(table), "-p", "fcfs,sjf,f1", "-b", "none,easy",
+                        "--windows", "3", "--window-size", "40", "--seed", "4", "--json",
+                        str(again))
     assert quiet.exit_code == 0 and quiet.output.strip() == str(again)
     assert json.loads(again.read_text()) == doc
 

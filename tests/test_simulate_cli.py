@@ -9,11 +9,12 @@ from typing import Any
 import jsonschema
 import polars as pl
 import pytest
+from cli_helpers import invoke as run_command
+from cli_helpers import one_line_error
 from job_tables import job_table, write_job_table
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from hpcpolicy import schemas
-from hpcpolicy.commands import app
 from hpcpolicy.sim.metrics import SUMMARY_KEYS
 
 # Eight jobs on a 4-processor machine (header MaxProcs 4). By hand, FCFS without backfilling:
@@ -53,16 +54,7 @@ def jobs_parquet(tmp_path: Path, rows: list[dict[str, Any]] | None = None,
 
 
 def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, ["simulate", *args])
-
-
-def one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    assert isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
+    return run_command("simulate", *args)
 
 
 # --- errors: no engine needed, each a single line naming the culprit and the fix ---
