@@ -13,7 +13,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 import typer.main
-from typer.testing import CliRunner, Result
+from cli_helpers import one_line_error
+from typer.testing import CliRunner
 
 from hpcpolicy.commands import app
 from hpcpolicy.schema import SCHEMA_VERSION, polars_schema
@@ -71,15 +72,6 @@ def test_help_imports_no_heavy_library() -> None:
 
 # --- error paths: exit 1, one line on stderr naming the culprit and the fix, no traceback ---
 
-def _one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    assert isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
-
-
 def _swf_gz(tmp: Path, jobs: int, keep: float) -> Path:
     """A gzipped SWF log of ``jobs`` lines, cut to the first ``keep`` share of its bytes."""
     body = "".join(f"{i} {i * 10} 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 1 -1 -1\n"
@@ -136,7 +128,7 @@ def test_ingest_bad_input_is_one_clear_line(case: str, tmp_path: Path) -> None:
     source = make(tmp_path)
     out = tmp_path / "out" / "jobs.parquet"
     result = CliRunner().invoke(app, ["ingest", str(source), "-o", str(out), *options])
-    line = _one_line_error(result)
+    line = one_line_error(result)
     for text in texts:
         assert text in line, (text, line)
     assert not out.parent.exists() or not list(out.parent.iterdir())
@@ -146,7 +138,7 @@ def test_gzip_truncated_deep_inside_is_one_clear_line(tmp_path: Path) -> None:
     source = _swf_gz(tmp_path, 20_000, 0.9)  # breaks ~800 KB in, past what detection reads
     out = tmp_path / "out" / "jobs.parquet"
     result = CliRunner().invoke(app, ["ingest", str(source), "-o", str(out)])
-    line = _one_line_error(result)
+    line = one_line_error(result)
     assert "trace.swf.gz" in line and "truncated" in line, line
     assert not out.parent.exists() or not list(out.parent.iterdir())
 
@@ -196,21 +188,21 @@ STATS_ERRORS: dict[str, tuple[Callable[[Path], Path], list[str], list[str]]] = {
 def test_stats_bad_input_is_one_clear_line(case: str, tmp_path: Path) -> None:
     make, options, texts = STATS_ERRORS[case]
     result = CliRunner().invoke(app, ["stats", str(make(tmp_path)), *options])
-    line = _one_line_error(result)
+    line = one_line_error(result)
     for text in texts:
         assert text in line, (text, line)
 
 
 def test_demo_bad_option_is_one_clear_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "-o", str(tmp_path / "d"), "--jobs", "0"])
-    assert "jobs must be between 1 and" in _one_line_error(result)
+    assert "jobs must be between 1 and" in one_line_error(result)
     assert not (tmp_path / "d").exists()
 
 
 def test_error_text_from_files_is_not_markup(tmp_path: Path) -> None:
     odd = tmp_path / "[bold]x[/].swf"
     result = CliRunner().invoke(app, ["ingest", str(odd), "-o", str(tmp_path / "j.parquet")])
-    assert "[bold]x[/].swf" in _one_line_error(result)
+    assert "[bold]x[/].swf" in one_line_error(result)
 
 
 # --- the README documents every command ---
