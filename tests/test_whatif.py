@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from whatif_jobs import WEEK, synthetic
 
 from hpcpolicy import schemas
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
@@ -23,25 +24,6 @@ from hpcpolicy.whatif.scenarios import AS_LOGGED, apply_scenario, parse_scenario
 from hpcpolicy.whatif.spec import parse_run_spec
 from hpcpolicy.whatif.timeseries import bin_width, cumulative_area
 from hpcpolicy.workload import Workload
-
-WEEK = 7 * 86400
-
-
-def synthetic(n: int = 1500, weeks: int = 10, procs: int = 64, seed: int = 3) -> Workload:
-    """A busy machine: Poisson arrivals over ``weeks``, heavy-tailed runs, 12 users."""
-    rng = np.random.default_rng(seed)
-    submit = np.sort(rng.integers(0, weeks * WEEK, n)).astype(np.int64)
-    run = np.maximum(1, rng.lognormal(8.0, 1.6, n)).astype(np.int64)
-    size = (2 ** rng.integers(0, 6, n)).astype(np.int64)
-    req = (run * rng.uniform(1.0, 3.0, n)).astype(np.int64)
-    z = np.zeros(n, dtype=np.int64)
-    logged = submit + rng.integers(0, 7200, n)
-    return Workload(job_id=np.array([str(i) for i in range(n)], dtype=object), submit=submit,
-                    run_time=run, req_walltime=req, procs=size, nodes=z, gpus=z, mem_mib=z,
-                    user=rng.integers(0, 12, n).astype(np.int32), partition=z.astype(np.int32),
-                    logged_start=logged, users=tuple(f"u{i}" for i in range(12)),
-                    partitions=("batch",), origin=1_000_000_000)
-
 
 # --- specs and scenarios ---
 
@@ -128,9 +110,10 @@ def _runs(w: Workload, cluster: ClusterSpec, *configs: SimConfig) -> list[Any]:
 
 
 def _stats(outcomes: list[pl.DataFrame], cores: int) -> tuple[list[Any], dict[str, float]]:
-    top = {c: max(float(o[c].max()) for o in outcomes) for c in ("wait", "bsld")}
-    t0 = min(int(o["submit"].min()) for o in outcomes)
-    t1 = max(int(o["end"].max()) for o in outcomes)
+    top = {c: max(float(o[c].drop_nulls().to_numpy().max()) for o in outcomes)
+           for c in ("wait", "bsld")}
+    t0 = min(int(o["submit"].to_numpy().min()) for o in outcomes)
+    t1 = max(int(o["end"].drop_nulls().to_numpy().max()) for o in outcomes)
     n = (t1 - t0) // WEEK + 1
     return [compare.window_stats(o, cores, t0, WEEK, n, top) for o in outcomes], top
 

@@ -12,7 +12,7 @@ import pytest
 from cli_helpers import invoke, one_line_error
 from conftest import shared_file
 from job_tables import job_table, write_job_table
-from test_whatif import synthetic
+from whatif_jobs import synthetic
 
 from hpcpolicy import schemas
 from hpcpolicy.ingest import ingest
