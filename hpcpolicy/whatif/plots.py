@@ -656,14 +656,20 @@ def _winners_plot(doc: dict[str, Any], primary: list[dict[str, Any]]) -> Plot:
 # --- uncertainty over windows ------------------------------------------------------------------
 
 
+OUTLIER_RATIO = 50.0
+"""Largest window change over the median one above which the per-window axis goes symlog."""
+
+
 def _window_plot(doc: dict[str, Any], primary: list[dict[str, Any]]) -> Plot:
     """Per-window paired differences of the headline metric, with the mean and its CI band."""
     key = "per_window"
     metric = metric_info(doc, doc["config"]["metric"])
     title = f"Window by window: change in {metric['label']}"
     caption = (f"Candidate minus baseline {metric['label']} in each window of the log "
-               f"(bars), their mean (line) and its {doc['config']['confidence']:.0%} confidence "
-               "interval (band). A band clear of zero is a difference the windows agree on.")
+               f"(bars), the change over the whole log (line) and its "
+               f"{doc['config']['confidence']:.0%} confidence interval from resampled windows "
+               "(band). A band clear of zero is a difference the windows agree on. When a few "
+               "windows dwarf the rest, the axis is linear near zero and logarithmic beyond.")
     comparisons = [c for c in primary if c["per_window"]]
     if not comparisons:
         return Plot(key, title, caption, missing="no comparison was made over several windows.")
@@ -707,13 +713,31 @@ def _window_panel(ax: Axes, doc: dict[str, Any], comparison: dict[str, Any],
     if stats and stats["ci_low"] is not None and stats["ci_high"] is not None:
         level = f"{doc['config']['confidence']:.0%}"
         ax.axhspan(stats["ci_low"] * scale, stats["ci_high"] * scale, color="#bbbbbb",
-                   alpha=0.45, lw=0, zorder=1, label=f"{level} CI of the mean")
-    finite = diffs[np.isfinite(diffs)]
-    if finite.size:
-        ax.axhline(float(finite.mean()) * scale, color="#000000", lw=1.2, ls="--", zorder=3,
-                   label="mean over windows")
+                   alpha=0.45, lw=0, zorder=1, label=f"{level} CI of that change")
+    if stats and stats["diff"] is not None:
+        ax.axhline(stats["diff"] * scale, color="#000000", lw=1.2, ls="--", zorder=3,
+                   label="change over the whole log")
     ax.set_ylabel(_window_ylabel(ax, metric, _finite_max(diffs)))
+    _outlier_scale(ax, diffs * scale, metric)
     _date_axis(ax.xaxis)
+
+
+def _outlier_scale(ax: Axes, diffs: npt.NDArray[np.float64], metric: dict[str, Any]) -> None:
+    """A symmetric log axis when a few windows are far larger than the typical one (not for
+    durations, whose ticks are set in their own unit)."""
+    size = np.abs(diffs[np.isfinite(diffs) & (diffs != 0)])
+    if metric["unit"] == "s" or size.size < 4:
+        return
+    typical = float(np.median(size))
+    if size.max() > OUTLIER_RATIO * typical:
+        from matplotlib.ticker import FuncFormatter, NullLocator, SymmetricalLogLocator
+
+        # a power of ten, so that the major ticks (0, ±t, ±10 t, ...) sit one decade apart
+        threshold = float(10 ** np.ceil(np.log10(typical)))
+        ax.set_yscale("symlog", linthresh=threshold)
+        ax.yaxis.set_major_locator(SymmetricalLogLocator(base=10, linthresh=threshold))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.6g}"))
 
 
 def _window_ylabel(ax: Axes, metric: dict[str, Any], top: float) -> str:
