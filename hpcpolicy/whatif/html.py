@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.atomic import write_text
-from hpcpolicy.whatif.plots import draw_plots, metric_info, run_colours, scenario_labels, time_unit
+from hpcpolicy.textfmt import time_unit
+from hpcpolicy.whatif.plots import draw_plots, metric_info, run_colours, scenario_labels
 
 if TYPE_CHECKING:
     import jinja2

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.textfmt import time_unit
+
 if TYPE_CHECKING:
     import polars as pl
     from matplotlib.axes import Axes
@@ -40,7 +42,6 @@ __all__ = [
     "metric_info",
     "run_colours",
     "scenario_labels",
-    "time_unit",
 ]
 
 BASELINE_COLOUR = "#4d4d4d"
@@ -105,7 +106,6 @@ _LOG_TICKS = (
 )
 """Tick marks for a logarithmic axis of durations."""
 
-_TIME_UNITS = ((86400, "d"), (3600, "h"), (60, "min"))
 """(seconds per unit, unit name), largest first: a duration of at least one unit is shown in
 it; below a minute, in seconds."""
 
@@ -127,22 +127,6 @@ class Plot:
     caption: str
     svg: str | None = None
     missing: str | None = None
-
-
-def time_unit(seconds: float) -> tuple[float, str]:
-    """The unit a duration of this size reads best in: (seconds per unit, unit name).
-
-    The same steps as :func:`hpcpolicy.textfmt.duration`: minutes from 1 min, hours from
-    1 h, days from 1 d.
-
-    Example:
-        >>> time_unit(5400)
-        (3600, 'h')
-    """
-    for scale, name in _TIME_UNITS:
-        if abs(seconds) >= scale:
-            return scale, name
-    return 1, "s"
 
 
 def run_colours(doc: dict[str, Any]) -> dict[str, str]:
