@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy import __version__
-from hpcpolicy.atomic import file_sha256, write_json
+from hpcpolicy.atomic import file_sha256, replace_dir, write_json
 from hpcpolicy.errors import ArtifactError
 
 if TYPE_CHECKING:
@@ -165,22 +165,11 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
         }
         _validate(manifest, build / MANIFEST_FILE)
         write_json(build / MANIFEST_FILE, manifest)
-        _swap_in(build, out_dir)
+        replace_dir(build, out_dir)
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
     return out_dir
-
-
-def _swap_in(build: Path, out_dir: Path) -> None:
-    """Move the finished ``build`` directory to ``out_dir``, replacing an older artifact."""
-    old = None
-    if out_dir.exists():
-        old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old.", dir=out_dir.parent))
-        os.replace(out_dir, old / out_dir.name)
-    os.replace(build, out_dir)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _validate(manifest: dict[str, Any], where: Path, allow_unknown: bool = False) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_path", "file_sha256", "write_json", "write_text"]
+__all__ = ["atomic_path", "file_sha256", "replace_dir", "write_json", "write_text"]
 
 
 @contextlib.contextmanager
@@ -44,6 +44,24 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def replace_dir(build: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """Move the finished folder ``build`` to ``target``, replacing an older one.
+
+    The old folder is first renamed aside, then ``build`` is renamed into place: a reader
+    sees the old folder or the new one, never a mix. Both must be on one file system.
+    """
+    import shutil
+
+    build, target = Path(build), Path(target)
+    old = None
+    if target.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+        os.replace(target, old / target.name)
+    os.replace(build, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _umask() -> int:
