@@ -11,7 +11,18 @@ from typing import Annotated
 import typer
 
 from hpcpolicy import __version__
-from hpcpolicy.commands import demo, evaluate, generate, ingest, simulate, stats, train, whatif
+from hpcpolicy.commands import (
+    dataset,
+    demo,
+    evaluate,
+    generate,
+    ingest,
+    simulate,
+    stats,
+    train,
+    tune,
+    whatif,
+)
 from hpcpolicy.commands._console import set_verbosity
 
 __all__ = ["app", "main"]
@@ -57,7 +68,9 @@ app.command("ingest")(ingest.main)
 app.command("simulate")(simulate.main)
 app.command("stats")(stats.main)
 app.command("train")(train.main)
+app.command("tune")(tune.main)
 app.command("evaluate")(evaluate.main)
+app.add_typer(dataset.app, name="dataset")
 app.command("whatif")(whatif.main)
 
 

@@ -11,14 +11,20 @@ if TYPE_CHECKING:
     from hpcpolicy.workload import WorkloadOptions
 
 __all__ = [
+    "BackfillOpt",
     "ClusterOpt",
     "CompatOpt",
     "JsonOutOpt",
+    "NumEnvsOpt",
     "OverwriteOpt",
     "ProcsFromOpt",
     "ProcsOpt",
+    "RewardOpt",
     "SeedOpt",
     "WalltimeFallbackOpt",
+    "WarmOpt",
+    "WindowSizeOpt",
+    "WorkersOpt",
     "parse_window_starts",
     "workload_options",
 ]
@@ -50,6 +56,21 @@ WalltimeFallbackOpt = Annotated[str | None, typer.Option(
 CompatOpt = Annotated[str | None, typer.Option(
     "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
     "options override; see README).")]
+
+# Training options, spelled the same in train and tune.
+WorkersOpt = Annotated[int, typer.Option(
+    "--workers", help="DD-PPO worker processes on this machine.")]
+RewardOpt = Annotated[str, typer.Option(
+    "--reward", help="bsld, wait, response, utilization, or a mix such as "
+    "bsld:1,utilization:50.")]
+BackfillOpt = Annotated[str, typer.Option(
+    "--backfill", "-b", help="Backfilling after each choice: none, easy or conservative.")]
+WindowSizeOpt = Annotated[int, typer.Option(
+    "--window-size", help="Consecutive jobs per training episode.")]
+NumEnvsOpt = Annotated[int | None, typer.Option(
+    "--num-envs", help="Environments per worker (default 8).")]
+WarmOpt = Annotated[bool, typer.Option(
+    "--warm", help="Start episodes with the jobs then running, not an empty machine.")]
 
 
 def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,

@@ -1,4 +1,5 @@
-"""``hpcpolicy train``: learn a scheduling policy on the training part of a job table."""
+"""``hpcpolicy train``: learn a scheduling policy, online from a job table or offline from a
+replay dataset."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import (
+    console,
+    err_console,
+    fail_cleanly,
+    is_quiet,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     ClusterOpt,
     CompatOpt,
@@ -27,7 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["ENV_FILE", "OFFLINE_ALGOS", "main"]
 
 OFFLINE_ALGOS = ("cql", "bcq", "bc", "dqn")
-"""Offline algorithms (d3rlpy), announced but not available yet."""
+"""Offline algorithms (d3rlpy), trained on a replay dataset (hpcpolicy.offline.config)."""
+ONLINE_ONLY = ("--workers", "--resume", "--reward", "--backfill", "--window-size",
+               "--num-envs", "--split", "--train-frac", "--warm", "--cluster", "--procs",
+               "--procs-from", "--walltime-fallback", "--compat")
+"""Options that shape the simulated environment; an offline run takes it from the dataset."""
 
 ENV_FILE = "env.json"
 """In the run directory: the environment factory and its arguments (checked on --resume)."""
@@ -40,27 +51,103 @@ SHOWN = (("charts/episodic_return", "return", "{:.4g}"), ("env/bsld", "bsld", "{
 
 def _algo_config(algo: str, config_file: Path | None, overrides: dict[str, Any]) -> PPOConfig:
     """The algorithm's config: its defaults, then ``--config`` fields, then the flags."""
-    from hpcpolicy.errors import ConfigError
-    from hpcpolicy.rl.config import ALGO_CONFIGS, config_from_dict
+    from hpcpolicy.rl.config import config_from_dict
 
-    if algo in OFFLINE_ALGOS:
-        raise ConfigError(f"--algo {algo}: offline RL ({', '.join(OFFLINE_ALGOS)}) is not "
-                          "available yet; it comes with the offline-RL issue. Online "
-                          f"algorithms: {', '.join(sorted(ALGO_CONFIGS))}")
-    if algo not in ALGO_CONFIGS:
-        raise ConfigError(f"unknown --algo {algo!r}; valid: {', '.join(sorted(ALGO_CONFIGS))} "
-                          f"(offline {', '.join(OFFLINE_ALGOS)} come with the offline-RL issue)")
-    fields: dict[str, Any] = {}
-    if config_file is not None:
-        try:
-            fields = json.loads(config_file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"--config {config_file}: cannot be read as JSON ({exc})") from None
-        if not isinstance(fields, dict):
-            raise ConfigError(f"--config {config_file}: expected a JSON object of "
-                              f"{algo} config fields")
     given = {k: v for k, v in overrides.items() if v is not None}
-    return config_from_dict({**fields, **given, "algo": algo})
+    return config_from_dict({**_config_fields(config_file, algo), **given, "algo": algo})
+
+
+def _config_fields(config_file: Path | None, algo: str) -> dict[str, Any]:
+    """The fields of a ``--config`` JSON file ({} without one)."""
+    from hpcpolicy.errors import ConfigError
+
+    if config_file is None:
+        return {}
+    try:
+        fields = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--config {config_file}: cannot be read as JSON ({exc})") from None
+    if not isinstance(fields, dict):
+        raise ConfigError(f"--config {config_file}: expected a JSON object of {algo} config "
+                          "fields")
+    return fields
+
+
+def _check_input(source: Path, algo: str) -> None:
+    """Refuse a job table for an offline algorithm, a dataset for an online one."""
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.rl.config import ALGO_CONFIGS
+
+    if algo not in OFFLINE_ALGOS and algo not in ALGO_CONFIGS:
+        raise ConfigError(f"unknown --algo {algo!r}; valid: online "
+                          f"{', '.join(sorted(ALGO_CONFIGS))} (on a job table), offline "
+                          f"{', '.join(OFFLINE_ALGOS)} (on a replay dataset)")
+    if not source.exists():
+        raise ConfigError(f"{source}: no such file or directory")
+    if algo in OFFLINE_ALGOS and not source.is_dir():
+        raise ConfigError(f"--algo {algo} learns from a replay dataset directory, and {source} "
+                          f"is a file; build one with `hpcpolicy dataset build {source} -o "
+                          f"data/NAME`, then run `hpcpolicy train data/NAME --algo {algo}`")
+    if algo not in OFFLINE_ALGOS and source.is_dir():
+        raise ConfigError(f"{source} is a directory (a replay dataset?); --algo {algo} trains "
+                          "in the simulator on a job table (jobs.parquet); datasets are for "
+                          f"--algo {', '.join(OFFLINE_ALGOS)}")
+
+
+def _offline(source: Path, algo: str, *, steps: int | None, seed: int, k: int | None,
+             out: Path | None, config: Path | None, finetune_steps: int | None,
+             given: list[str]) -> None:
+    """``hpcpolicy train DATASET --algo cql|bcq|bc|dqn``: d3rlpy, export, optional PPO."""
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.offline.config import OfflineConfig
+    from hpcpolicy.offline.store import load_dataset
+    from hpcpolicy.offline.train import train_offline
+    from hpcpolicy.rl.runs import default_run_name
+
+    if given:
+        raise ConfigError(f"{', '.join(given)}: online options; an offline run takes its "
+                          f"environment (K, windows, reward, backfilling) from the dataset "
+                          f"{source} (rebuild it with `hpcpolicy dataset build` to change them)")
+    cfg = OfflineConfig.from_dict({**_config_fields(config, algo), "algo": algo, "seed": seed,
+                                   **({"steps": steps} if steps is not None else {})})
+    dataset = load_dataset(source)
+    if k is not None and k != dataset.k:
+        raise ConfigError(f"--k {k}: the dataset {source} was built with K = {dataset.k}; "
+                          f"drop --k, or rebuild the dataset with `hpcpolicy dataset build "
+                          f"... --k {k}`")
+    run = out if out is not None else Path("runs") / default_run_name(algo, seed)
+    if not is_quiet():
+        train = dataset.manifest["splits"]["train"]
+        console.print(f"{source}: {train['steps']:,} training decisions in {train['episodes']:,}"
+                      f" episodes (source {dataset.manifest['source']}, K {dataset.k}); "
+                      f"{algo}, {cfg.steps:,} gradient steps; run {run}")
+    result = with_progress(lambda step: train_offline(
+        dataset, cfg, run, progress=None if step is None else
+        lambda done, total: step("gradient steps", done, total)), f"training {algo}")
+    tuned = None
+    if finetune_steps is not None:
+        from hpcpolicy.offline.finetune import finetune
+
+        tuned = with_progress(lambda step: finetune(
+            run, dataset, cfg, steps=finetune_steps, progress=None if step is None else
+            lambda row: step("PPO steps", int(row["global_step"]), finetune_steps)),
+            "fine-tuning with PPO")
+    if is_quiet():
+        console.print(str(result.policy if tuned is None else tuned.run_dir / "policy"))
+        return
+    metrics = result.last_metrics
+    shown = "; ".join(f"{name} {metrics[key]:.3f}" for key, name in (
+        ("val_action_match", "validation action match"),
+        ("test_action_match", "test action match")) if key in metrics)
+    console.print(f"{result.steps:,} steps in {result.wall_time_s:,.1f} s; {shown}")
+    console.print(f"policy: {result.policy}")
+    if tuned is not None:
+        console.print(f"fine-tuned with PPO ({tuned.global_step:,} steps): "
+                      f"{tuned.run_dir / 'policy'}")
+    table = dataset.manifest["training_data"]["path"]
+    backfill = dataset.manifest["environment"]["backfill"]
+    console.print(f"compare it: hpcpolicy evaluate {table} --policy fcfs,sjf,f1,"
+                  f"{result.policy} --backfill {backfill}")
 
 
 def _flat(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -161,16 +248,18 @@ def _summary(result: TrainResult, table: Path, backfill: str) -> None:
 
 
 def main(
-    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+    table: Annotated[Path, typer.Argument(
+        metavar="INPUT", help="Online (ppo, ddppo): a job table written by `hpcpolicy ingest`. "
+        "Offline (cql, bcq, bc, dqn): a replay dataset directory written by `hpcpolicy "
+        "dataset build`.", show_default=False)],
     algo: Annotated[str, typer.Option(
-        "--algo", help="ppo (this process) or ddppo (torchrun workers); offline cql, bcq, bc "
-        "and dqn come later.")] = "ppo",
+        "--algo", help="Online: ppo (this process) or ddppo (torchrun workers). Offline "
+        "(d3rlpy): cql, bcq, bc or dqn.")] = "ppo",
     workers: Annotated[int, typer.Option(
         "--workers", help="DD-PPO worker processes on this machine.")] = 1,
     steps: Annotated[int | None, typer.Option(
-        "--steps", help="Environment steps (decisions) budget, all workers together; "
-        "default 1,000,000 or --config's total_steps.")] = None,
+        "--steps", help="Online: environment steps (decisions), all workers together; "
+        "default 1,000,000. Offline: gradient steps; default 20,000. Or --config's.")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Run directory; default runs/train__ALGO__SEED__TIMESTAMP.",
         file_okay=False)] = None,
@@ -185,8 +274,9 @@ def main(
         "conservative.")] = "none",
     window_size: Annotated[int, typer.Option(
         "--window-size", help="Consecutive jobs per training episode.")] = 256,
-    k: Annotated[int, typer.Option(
-        "--k", help="Waiting jobs the policy sees (the oldest).")] = 128,
+    k: Annotated[int | None, typer.Option(
+        "--k", help="Waiting jobs the policy sees (the oldest); default 128 (offline: the "
+        "dataset's).", show_default=False)] = None,
     num_envs: Annotated[int | None, typer.Option(
         "--num-envs", help="Environments per worker (default 8).")] = None,
     split: Annotated[str, typer.Option(
@@ -203,21 +293,36 @@ def main(
     compat: CompatOpt = None,
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of algorithm config fields (learning_rate, num_steps, "
-        "gamma, ...; see hpcpolicy.rl.config).", dir_okay=False)] = None,
+        "gamma, ...; see hpcpolicy.rl.config, offline hpcpolicy.offline.config).",
+        dir_okay=False)] = None,
+    online_finetune: Annotated[bool, typer.Option(
+        "--online-finetune", help="Offline only: then continue with PPO in the simulator "
+        "from the offline weights (the run's finetune/ directory).")] = False,
+    finetune_steps: Annotated[int, typer.Option(
+        "--finetune-steps", help="Environment steps of --online-finetune.")] = 100_000,
 ) -> None:
-    """Train a scheduling policy on the earlier part of a job table.
+    """Train a scheduling policy: online in the simulator, or offline from a replay dataset.
 
-    Episodes are windows of consecutive jobs from the first --train-frac of the trace (the
-    rest is left for `hpcpolicy evaluate`); one step picks the job that becomes the queue
-    head, then the configured backfilling runs. Writes config.json, env.json, metrics.csv,
-    checkpoints/ and the deployable policy/ into the run directory; Ctrl-C stops after the
-    current update with a usable checkpoint (continue with --resume).
+    Online (ppo, ddppo), episodes are windows of consecutive jobs from the first
+    --train-frac of the trace (the rest is left for `hpcpolicy evaluate`); one step picks
+    the job that becomes the queue head, then the configured backfilling runs. Writes
+    config.json, env.json, metrics.csv, checkpoints/ and the deployable policy/ into the run
+    directory; Ctrl-C stops after the current update with a usable checkpoint (continue with
+    --resume).
+
+    Offline (cql, bcq, bc, dqn), d3rlpy learns from the train split of a replay dataset
+    (`hpcpolicy dataset build`); the run gets config.json, metrics.csv, d3rlpy/ (its logs
+    and checkpoint) and the same deployable policy/.
 
     Examples:
 
         hpcpolicy train jobs.parquet --algo ppo --steps 200000 -o runs/sjf-like
 
         hpcpolicy train jobs.parquet --algo ddppo --workers 2 --steps 5000000 --backfill easy
+
+        hpcpolicy train data/mix --algo cql --steps 20000 -o runs/cql
+
+        hpcpolicy train data/logged --algo bc --online-finetune -o runs/bc-ppo
     """
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs, load, provenance
@@ -227,6 +332,23 @@ def main(
     from hpcpolicy.rl.runs import RunPaths, default_run_name
 
     with fail_cleanly():
+        _check_input(table, algo)
+        if algo in OFFLINE_ALGOS:
+            defaults = {"--workers": 1, "--resume": False, "--reward": "bsld",
+                        "--backfill": "none", "--window-size": 256, "--num-envs": None,
+                        "--split": "train", "--train-frac": 0.7, "--warm": False,
+                        "--cluster": None, "--procs": None, "--procs-from": None,
+                        "--walltime-fallback": None, "--compat": None}
+            values = (workers, resume, reward, backfill, window_size, num_envs, split,
+                      train_frac, warm, cluster, procs, procs_from, walltime_fallback, compat)
+            given = [name for name, value in zip(ONLINE_ONLY, values, strict=True)
+                     if value != defaults[name]]
+            _offline(table, algo, steps=steps, seed=seed, k=k, out=out, config=config,
+                     finetune_steps=finetune_steps if online_finetune else None, given=given)
+            return
+        if online_finetune:
+            raise ConfigError(f"--online-finetune continues an offline run; --algo {algo} "
+                              f"is online already (offline: {', '.join(OFFLINE_ALGOS)})")
         cfg = _algo_config(algo, config, {"total_steps": steps, "seed": seed,
                                           "num_envs": num_envs,
                                           "episode_metric_names": list(EPISODE_METRICS)})
@@ -242,7 +364,8 @@ def main(
         paths = RunPaths(run)
         if not resume:
             paths.check_new()
-        env_cfg = EnvConfig(k=k, window_size=window_size, reward=reward, backfill=backfill,
+        env_cfg = EnvConfig(k=128 if k is None else k, window_size=window_size,
+                            reward=reward, backfill=backfill,
                             split=split, train_frac=train_frac, warm=warm, compat=compat,
                             exclusive_nodes=compat == "rlscheduler")
         options = workload_options(compat, procs_from, walltime_fallback)

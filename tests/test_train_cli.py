@@ -136,11 +136,12 @@ def test_ddppo_hands_the_env_factory_to_the_workers(table: Path, tmp_path: Path,
 
 
 def test_bad_options_are_one_line_errors(table: Path, tmp_path: Path) -> None:
-    assert "offline RL (cql, bcq, bc, dqn) is not available yet; it comes with the offline-RL " \
-           "issue. Online algorithms: ddppo, ppo" in one_line_error(
+    assert f"--algo cql learns from a replay dataset directory, and {table} is a file; build " \
+           "one with `hpcpolicy dataset build" in one_line_error(
                invoke("train", str(table), "--algo", "cql"))
-    assert "unknown --algo 'a2c'; valid: ddppo, ppo" in one_line_error(
-        invoke("train", str(table), "--algo", "a2c"))
+    assert "unknown --algo 'a2c'; valid: online ddppo, ppo (on a job table), offline cql, bcq, " \
+           "bc, dqn (on a replay dataset)" in one_line_error(
+               invoke("train", str(table), "--algo", "a2c"))
     assert "--workers 2 needs --algo ddppo" in one_line_error(
         invoke("train", str(table), "--workers", "2"))
     assert "--resume needs --out" in one_line_error(invoke("train", str(table), "--resume"))

@@ -252,7 +252,7 @@ def _precheck(cfg: DDPPOConfig, paths: RunPaths, workers: int, resume: bool) -> 
         paths.check_new()
         return
     ckpt = load_checkpoint(paths.checkpoint)
-    check_resume_config(ckpt["config"], cfg)
+    check_resume_config(ckpt["config"], cfg, paths.resumable_changes())
     if len(ckpt["workers"]) != workers:
         raise ConfigError(f"{paths.checkpoint} was written by {len(ckpt['workers'])} worker(s); "
                           f"resume with --workers {len(ckpt['workers'])}")

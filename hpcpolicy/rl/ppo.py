@@ -282,7 +282,8 @@ def _episode_stats(episodes: list[EpisodeStats], names: tuple[str, ...]) -> list
 def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm: Comm,
                  device: torch.device, *, resume: bool = False,
                  provenance: Mapping[str, Any] | None = None,
-                 progress: Progress | None = None) -> TrainResult:
+                 progress: Progress | None = None,
+                 initial_scorer: Mapping[str, torch.Tensor] | None = None) -> TrainResult:
     """The training loop shared by PPO and DD-PPO; :func:`train` is the public entry point."""
     from hpcpolicy.artifact import export_policy
 
@@ -293,6 +294,8 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
     envs = SyncEnvs(make_env, cfg.num_envs, derive_seed(cfg.seed, comm.rank, 0))
     agent = ActorCritic(envs.job_dim, envs.cluster_dim, cfg.hidden, cfg.value_hidden,
                         cfg.activation).to(device)
+    if initial_scorer is not None and not resume:
+        agent.scorer.load_state_dict(initial_scorer)
     comm.sync_parameters(agent)
     optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5)
     gen = worker_generator(cfg.seed, comm.rank, device.type)
@@ -301,7 +304,7 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
 
     if resume:
         ckpt = load_checkpoint(paths.checkpoint)
-        check_resume_config(ckpt["config"], cfg)
+        check_resume_config(ckpt["config"], cfg, paths.resumable_changes())
         if len(ckpt["workers"]) != comm.world_size:
             raise ConfigError(f"{paths.checkpoint} was written by {len(ckpt['workers'])} "
                               f"worker(s); resume with the same number (now {comm.world_size})")
@@ -394,7 +397,8 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
 
 def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: bool = False,
           provenance: Mapping[str, Any] | None = None,
-          progress: Progress | None = None) -> TrainResult:
+          progress: Progress | None = None,
+          initial_scorer: Mapping[str, torch.Tensor] | None = None) -> TrainResult:
     """Train a scheduling policy with PPO in this process.
 
     Args:
@@ -405,6 +409,9 @@ def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: 
         provenance: Recorded in the policy manifest: ``reward`` (name or weights) and
             ``training_data`` (``{"path", "sha256"}``), and any other JSON-ready keys.
         progress: Called with each update's metrics row.
+        initial_scorer: Start the policy from these :class:`~hpcpolicy.rl.networks.JobScorer`
+            weights (e.g. an offline-trained policy) instead of a random initialisation; the
+            value network starts fresh. Ignored on resume.
 
     Returns:
         Where training ended. Ctrl-C (SIGINT) or SIGTERM stops it after the current update,
@@ -422,4 +429,5 @@ def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: 
         (128, 1)
     """
     return run_training(cfg, make_env, run_dir, SingleProcess(), torch.device(cfg.device),
-                        resume=resume, provenance=provenance, progress=progress)
+                        resume=resume, provenance=provenance, progress=progress,
+                        initial_scorer=initial_scorer)

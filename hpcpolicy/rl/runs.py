@@ -6,6 +6,7 @@ Layout of ``runs/<name>/``::
     metrics.csv            one row per update; columns in METRICS (+ env/<name>)
     checkpoints/last.pt    model, optimiser, counters, per-worker RNG and environment states
     policy/                the deployable artifact (see hpcpolicy.artifact)
+    tune_member.json       only in a member of a population-based tune (hpcpolicy.rl.tune)
 
 Checkpoints are written atomically (temporary file, then rename), so a kill at any moment
 leaves the previous checkpoint intact; they contain only tensors and plain data and load with
@@ -37,6 +38,7 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "METRICS",
     "RESUMABLE_CHANGES",
+    "TUNE_CHANGES",
     "MetricsLog",
     "RunPaths",
     "StopOnSignal",
@@ -77,6 +79,10 @@ RESUMABLE_CHANGES = ("total_steps", "checkpoint_every", "torch_threads", "sync_c
                      "timeout_s")
 """Config fields that may differ between a run and its resumption."""
 
+TUNE_CHANGES = ("learning_rate", "ent_coef", "clip_coef")
+"""Config fields population-based training changes between rounds; they may also differ on
+resume in the directory of a tune member (one holding ``tune_member.json``)."""
+
 
 class RunPaths:
     """The files of one run directory."""
@@ -87,6 +93,7 @@ class RunPaths:
         self.metrics = self.root / "metrics.csv"
         self.checkpoint = self.root / "checkpoints" / "last.pt"
         self.policy = self.root / "policy"
+        self.tune_member = self.root / "tune_member.json"
 
     def check_new(self) -> None:
         """Refuse to start a fresh run over an existing one.
@@ -97,6 +104,11 @@ class RunPaths:
         if self.checkpoint.exists():
             raise ConfigError(f"{self.root} already holds a run ({self.checkpoint}); continue it "
                               "with --resume, or choose another output directory")
+
+    def resumable_changes(self) -> tuple[str, ...]:
+        """Config fields that may change on resume: :data:`RESUMABLE_CHANGES`, and in a tune
+        member's directory :data:`TUNE_CHANGES` too."""
+        return RESUMABLE_CHANGES + (TUNE_CHANGES if self.tune_member.is_file() else ())
 
     def write_config(self, cfg: PPOConfig) -> None:
         """Write ``config.json`` atomically."""
@@ -141,19 +153,25 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return payload  # type: ignore[no-any-return]
 
 
-def check_resume_config(saved: dict[str, Any], cfg: PPOConfig) -> None:
+def check_resume_config(saved: dict[str, Any], cfg: PPOConfig,
+                        allowed: tuple[str, ...] = RESUMABLE_CHANGES) -> None:
     """Check that ``cfg`` may continue a run trained with ``saved`` (its ``to_dict()``).
 
+    Args:
+        saved: The checkpoint's config.
+        cfg: The config to continue with.
+        allowed: Fields that may differ (:meth:`RunPaths.resumable_changes` of the run).
+
     Raises:
-        ConfigError: A field other than :data:`RESUMABLE_CHANGES` differs; the message names them.
+        ConfigError: A field other than ``allowed`` differs; the message names them.
     """
     new = cfg.to_dict()
     changed = sorted(k for k in set(saved) | set(new)
-                     if k not in RESUMABLE_CHANGES and saved.get(k) != new.get(k))
+                     if k not in allowed and saved.get(k) != new.get(k))
     if changed:
         details = "; ".join(f"{k}: {saved.get(k)!r} -> {new.get(k)!r}" for k in changed)
         raise ConfigError(f"cannot resume with a different config ({details}); only "
-                          f"{', '.join(RESUMABLE_CHANGES)} may change")
+                          f"{', '.join(allowed)} may change")
 
 
 class MetricsLog:
@@ -200,7 +218,9 @@ class StopOnSignal:
 
     The training loop checks :attr:`requested` between updates, checkpoints and returns. A
     second SIGINT raises ``KeyboardInterrupt`` at once (the last checkpoint stays usable).
-    Outside the main thread no handler is installed.
+    Outside the main thread no handler is installed. When nested (a tune around training
+    runs), a request the inner one received is passed to the outer one on exit, so the outer
+    loop stops too.
     """
 
     def __init__(self) -> None:
@@ -222,4 +242,7 @@ class StopOnSignal:
                  tb: TracebackType | None) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+            outer = getattr(handler, "__self__", None)
+            if self.requested and isinstance(outer, StopOnSignal):
+                outer.requested = True
         self._previous.clear()

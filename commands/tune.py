@@ -1,0 +1,209 @@
+"""``hpcpolicy tune``: population-based training of PPO / DD-PPO runs on a job table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._options import (
+    BackfillOpt,
+    ClusterOpt,
+    CompatOpt,
+    NumEnvsOpt,
+    ProcsFromOpt,
+    ProcsOpt,
+    RewardOpt,
+    SeedOpt,
+    WalltimeFallbackOpt,
+    WarmOpt,
+    WindowSizeOpt,
+    WorkersOpt,
+    workload_options,
+)
+from hpcpolicy.commands.evaluate import TrainFracOpt
+
+if TYPE_CHECKING:
+    from hpcpolicy.rl.config import PPOConfig
+    from hpcpolicy.rl.tune import TuneConfig, TuneResult
+
+__all__ = ["main"]
+
+
+def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> PPOConfig:
+    """The members' base config: defaults (learning rate not annealed), --config, flags."""
+    from hpcpolicy.commands.train import _config_fields  # train's reading of --config
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.rl.config import ALGO_CONFIGS, config_from_dict
+
+    if algo not in ALGO_CONFIGS:
+        raise ConfigError(f"unknown --algo {algo!r}; a tune trains online: "
+                          f"{', '.join(sorted(ALGO_CONFIGS))}")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return config_from_dict({"anneal_lr": False, **_config_fields(config, algo), **given,
+                             "algo": algo})
+
+
+def _run(cfg: TuneConfig, base: PPOConfig, env: dict[str, Any], out: Path,
+         resume: bool) -> TuneResult:
+    """The tune, with a live progress line on stderr (none under --quiet)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hpcpolicy.rl.tune import TuneEvent, tune
+
+    if is_quiet():
+        return tune(cfg, base, env, out, resume=resume)
+    steps: dict[str, int] = {}
+    columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[best]}"))
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("tune", total=cfg.population * cfg.total_steps, best="")
+
+        def progress(event: TuneEvent) -> None:
+            if event.member is not None and event.phase == "train":
+                steps[event.member] = min(event.steps, cfg.total_steps)
+            who = f" {event.member}" if event.member else ""
+            best = "" if event.best is None or event.best[1] is None else \
+                f"best val bsld {event.best[1]:.2f} ({event.best[0]})"
+            bar.update(task, completed=sum(steps.values()), best=best,
+                       description=f"round {event.round}/{event.rounds}{who} {event.phase}")
+
+        return tune(cfg, base, env, out, resume=resume, progress=progress)
+
+
+def _summary(result: TuneResult, cfg: TuneConfig, table: Path, backfill: str) -> None:
+    from rich import box
+    from rich.table import Table
+
+    record = result.record
+    rounds = record.rounds
+    out = Table(title=f"tune: validation mean bsld (jobs {record.validation['jobs'][0]:,}.."
+                      f"{record.validation['jobs'][1] - 1:,}), lower is better",
+                title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("member", "round 1", "last round", "copies", "learning rate", "entropy",
+                "clip"):
+        out.add_column(col, justify="left" if col == "member" else "right")
+    for member in record.members:
+        name = member["name"]
+        first = rounds[0]["scores"][name] if rounds else None
+        last = rounds[-1]["scores"][name] if rounds else None
+        copies = sum(e["member"] == name for r in rounds for e in r["exploits"])
+        hypers = rounds[-1]["hyperparameters"][name] if rounds else member["hyperparameters"]
+        mark = " *" if record.best is not None and record.best["member"] == name else ""
+        out.add_row(name + mark, "-" if first is None else f"{first:.2f}",
+                    "-" if last is None else f"{last:.2f}", str(copies),
+                    f"{hypers['learning_rate']:.3g}", f"{hypers['ent_coef']:.3g}",
+                    f"{hypers['clip_coef']:.3g}")
+    console.print(out)
+    heuristics = ", ".join(f"{n} {s:.2f}" for n, s in record.baselines.items() if s is not None)
+    console.print(f"{len(rounds)} of {cfg.rounds} round(s) in {record.wall_time_s:,.1f} s; "
+                  f"heuristics on the same windows: {heuristics}")
+    if result.interrupted or record.best is None:
+        console.print("stopped before the last round; continue with the same command and "
+                      "--resume")
+        return
+    console.print(f"best: {record.best['member']} (*), policy {result.root / 'policy'}")
+    console.print(f"compare it: hpcpolicy evaluate {table} --policy fcfs,sjf,f1,"
+                  f"{result.root / 'policy'} --backfill {backfill}")
+
+
+def main(
+    table: Annotated[Path, typer.Argument(
+        help="Job table written by `hpcpolicy ingest`.", show_default=False, dir_okay=False)],
+    population: Annotated[int, typer.Option(
+        "--population", help="Members trained side by side (at least 2).")] = 4,
+    steps: Annotated[int, typer.Option(
+        "--steps", help="Environment steps (decisions) of each member, all its workers "
+        "together.")] = 200_000,
+    interval: Annotated[int, typer.Option(
+        "--interval", help="Steps each member trains between two exploit/explore steps.")
+    ] = 20_000,
+    algo: Annotated[str, typer.Option(
+        "--algo", help="ppo (members train in this process) or ddppo (torchrun workers).")
+    ] = "ppo",
+    workers: WorkersOpt = 1,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Tune directory; default runs/tune__ALGO__SEED__TIMESTAMP.",
+        file_okay=False)] = None,
+    seed: SeedOpt = 1,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the tune in --out where it stopped.")] = False,
+    val_frac: Annotated[float, typer.Option(
+        "--val-frac", help="Share of the training part, at its end, held out to score the "
+        "members; they train on the jobs before it.")] = 0.2,
+    val_windows: Annotated[int, typer.Option(
+        "--val-windows", help="Validation windows, the same every round.")] = 5,
+    val_window_size: Annotated[int | None, typer.Option(
+        "--val-window-size", help="Jobs per validation window (default: --window-size).",
+        show_default=False)] = None,
+    reward: RewardOpt = "bsld",
+    backfill: BackfillOpt = "none",
+    window_size: WindowSizeOpt = 256,
+    k: Annotated[int, typer.Option("--k", help="Waiting jobs the policy sees (the oldest).")
+                 ] = 128,
+    num_envs: NumEnvsOpt = None,
+    train_frac: TrainFracOpt = 0.7,
+    warm: WarmOpt = False,
+    cluster: ClusterOpt = None,
+    procs: ProcsOpt = None,
+    procs_from: ProcsFromOpt = None,
+    walltime_fallback: WalltimeFallbackOpt = None,
+    compat: CompatOpt = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="JSON file of PPO / DD-PPO config fields every member starts from "
+        "(see hpcpolicy.rl.config; anneal_lr must stay false).", dir_okay=False)] = None,
+) -> None:
+    """Tune a policy by population-based training (PBT) of PPO or DD-PPO runs.
+
+    A population of runs trains in rounds of --interval steps. After each round every
+    member's policy is scored (mean bounded slowdown, with --backfill) on fixed windows of a
+    validation part: the last --val-frac of the training part, which members do not train on.
+    The worst quarter then takes over the weights and optimiser state of a random member of
+    the best quarter and multiplies its learning rate, entropy and clip coefficients by 0.8
+    or 1.25. The test part (after --train-frac) stays unseen for `hpcpolicy evaluate`.
+
+    Writes tune.json and tune.csv (scores, hyperparameters, who copied whom), members/m0..
+    (ordinary run directories) and, at the end, the best member's policy/ into the tune
+    directory. --seed reproduces the whole tune; Ctrl-C stops it with a resumable state
+    (continue with --resume).
+
+    Examples:
+
+        hpcpolicy tune jobs.parquet --population 4 --steps 200000 --interval 20000 -o runs/tune-a
+
+        hpcpolicy tune jobs.parquet --algo ddppo --workers 2 --backfill easy -o runs/tune-b
+    """
+    from hpcpolicy.env import EnvConfig
+    from hpcpolicy.env.factory import env_kwargs
+    from hpcpolicy.env.scheduling import EPISODE_METRICS
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.rl.runs import default_run_name
+    from hpcpolicy.rl.tune import TuneConfig
+
+    with fail_cleanly():
+        cfg = TuneConfig(population=population, total_steps=steps, interval=interval,
+                         seed=seed, workers=workers, val_frac=val_frac, val_windows=val_windows,
+                         val_window_size=window_size if val_window_size is None
+                         else val_window_size)
+        base = _base_config(algo, config, {"num_envs": num_envs,
+                                           "episode_metric_names": list(EPISODE_METRICS)})
+        if resume and out is None:
+            raise ConfigError("--resume needs --out: the tune directory to continue")
+        if not table.is_file():
+            raise ConfigError(f"{table}: no such file")
+        run = out if out is not None else Path("runs") / default_run_name(algo, seed, "tune")
+        env_cfg = EnvConfig(k=k, window_size=window_size, reward=reward, backfill=backfill,
+                            split="train", train_frac=train_frac, warm=warm, compat=compat,
+                            exclusive_nodes=compat == "rlscheduler")
+        options = workload_options(compat, procs_from, walltime_fallback)
+        env = env_kwargs(table, env_cfg, workload=options, cluster=cluster, procs=procs)
+        if not is_quiet():
+            console.print(f"{table}: tune of {population} {algo} members, {steps:,} steps each "
+                          f"in {cfg.rounds} round(s); {run}")
+        result = _run(cfg, base, env, run, resume)
+    if is_quiet():
+        console.print(str(result.root / ("tune.json" if result.interrupted else "policy")))
+        return
+    _summary(result, cfg, table, backfill)

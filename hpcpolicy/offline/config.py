@@ -1,0 +1,222 @@
+"""Configurations of offline RL: how a replay dataset is built, and how a policy learns from it.
+
+Both are frozen, validated dataclasses that serialise to JSON (written next to every output):
+:class:`DatasetConfig` (``hpcpolicy dataset build``) and :class:`OfflineConfig`
+(``hpcpolicy train DATASET --algo cql|bcq|bc|dqn``).
+
+Example:
+    >>> cfg = DatasetConfig(source="mix", k=16)
+    >>> cfg.env_config().k, cfg.sources(logged=True)[:3]
+    (16, ('logged', 'fcfs', 'sjf'))
+    >>> OfflineConfig(algo="cql").to_dict()["algo"]
+    'cql'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from hpcpolicy.env.config import EnvConfig
+from hpcpolicy.env.rewards import parse_reward
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.offline.logged import LOGGED
+from hpcpolicy.offline.rollouts import EPSILON_SUFFIX, RANDOM, ROLLOUT_HEURISTICS
+from hpcpolicy.sim.types import BACKFILL_MODES
+
+__all__ = ["OFFLINE_ALGOS", "SOURCES", "DatasetConfig", "OfflineConfig"]
+
+SOURCES = ("logged", "heuristics", "random", "mix")
+"""Values of :attr:`DatasetConfig.source`."""
+
+OFFLINE_ALGOS: dict[str, str] = {
+    "cql": "discrete conservative Q-learning (d3rlpy DiscreteCQL)",
+    "bcq": "discrete batch-constrained Q-learning (d3rlpy DiscreteBCQ)",
+    "bc": "behaviour cloning (d3rlpy DiscreteBC)",
+    "dqn": "double DQN on the fixed dataset (d3rlpy DoubleDQN)",
+}
+"""Offline algorithms by ``--algo`` name."""
+
+_ACTIVATIONS = ("tanh", "relu")
+
+
+def _check(ok: bool, name: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"config field `{name}`: {message}")
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """What a replay dataset holds and how it is cut into train, validation and test."""
+
+    source: str = "mix"
+    """logged (the real scheduler's decisions), heuristics (rollouts of :attr:`heuristics`,
+    greedy and epsilon-random), random (uniform valid slots), or mix (all of these)."""
+    k: int = 32
+    """Job slots of each observation (the environment's ``k``)."""
+    window_size: int = 256
+    """Consecutive jobs per episode."""
+    reward: str = "bsld"
+    """The environment's reward (see :mod:`hpcpolicy.env.rewards`)."""
+    backfill: str = "easy"
+    """Backfilling of the rollouts (and of the environment the policy is meant for)."""
+    train_frac: float = 0.7
+    """Share of the jobs (earliest first) whose windows are for training and validation;
+    the windows of the rest are the test split, as in ``hpcpolicy evaluate``."""
+    val_frac: float = 0.1
+    """Share of the training part's windows (the latest) kept for validation."""
+    heuristics: tuple[str, ...] = ("fcfs", "sjf", "f1")
+    """Heuristics rolled out by the heuristics and mix sources."""
+    epsilon: float = 0.2
+    """Chance of a random slot in the epsilon-random variants (0: no such variants)."""
+    max_windows: int | None = None
+    """At most this many windows per part, evenly spread over it (None: every window)."""
+    seed: int = 0
+    """Seed of the random choices."""
+
+    def __post_init__(self) -> None:
+        _check(self.source in SOURCES, "source",
+               f"{self.source!r} is not one of {', '.join(SOURCES)}")
+        _check(self.k >= 1, "k", f"must be >= 1 slot, got {self.k}")
+        _check(self.window_size >= 1, "window_size", f"must be >= 1 job, got {self.window_size}")
+        parse_reward(self.reward)
+        _check(self.backfill in BACKFILL_MODES, "backfill",
+               f"{self.backfill!r} is not one of {', '.join(BACKFILL_MODES)}")
+        _check(0.0 < self.train_frac < 1.0, "train_frac", f"must be in (0, 1), got "
+               f"{self.train_frac}")
+        _check(0.0 <= self.val_frac < 1.0, "val_frac", f"must be in [0, 1), got {self.val_frac}")
+        bad = [h for h in self.heuristics if h not in ROLLOUT_HEURISTICS]
+        _check(not bad, "heuristics", f"{bad} cannot be rolled out; valid: "
+               f"{', '.join(ROLLOUT_HEURISTICS)}")
+        _check(bool(self.heuristics) or self.source in ("logged", "random"), "heuristics",
+               f"source {self.source} needs at least one heuristic")
+        _check(0.0 <= self.epsilon <= 1.0, "epsilon", f"must be in [0, 1], got {self.epsilon}")
+        _check(self.max_windows is None or self.max_windows >= 1, "max_windows",
+               f"must be >= 1 or null, got {self.max_windows}")
+        _check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed}")
+
+    def env_config(self) -> EnvConfig:
+        """The environment whose observations, actions and rewards the dataset holds."""
+        return EnvConfig(k=self.k, window_size=self.window_size, reward=self.reward,
+                         backfill=self.backfill, split="all", train_frac=self.train_frac,
+                         baselines=())
+
+    def sources(self, logged: bool) -> tuple[str, ...]:
+        """The episode sources of each window, in build order; ``logged``: whether the log
+        records start times (mix leaves the logged episodes out when it does not)."""
+        greedy = tuple(self.heuristics)
+        noisy = tuple(h + EPSILON_SUFFIX for h in greedy) if self.epsilon > 0 else ()
+        return {"logged": (LOGGED,), "heuristics": greedy + noisy, "random": (RANDOM,),
+                "mix": ((LOGGED,) if logged else ()) + greedy + noisy + (RANDOM,)}[self.source]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        data = dataclasses.asdict(self)
+        data["heuristics"] = list(self.heuristics)
+        return data
+
+
+@dataclass(frozen=True)
+class OfflineConfig:
+    """An offline RL run: the d3rlpy algorithm, its budget and the scoring network.
+
+    The network is the environment's per-slot scorer (:class:`~hpcpolicy.rl.networks.
+    JobScorer`: the same MLP scores every slot from ``[job features ‖ cluster features]``),
+    so the result exports to the same policy artifact as online training.
+    """
+
+    algo: str = "cql"
+    """cql, bcq, bc or dqn (:data:`OFFLINE_ALGOS`)."""
+    seed: int = 1
+    """Seed of the weights and of minibatch sampling (``d3rlpy.seed``)."""
+    steps: int = 20_000
+    """Gradient steps (``--steps``)."""
+    steps_per_epoch: int = 2_000
+    """Gradient steps between two rows of metrics (and validation checks); ``steps`` is
+    rounded down to a multiple of it (d3rlpy trains whole epochs)."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    learning_rate: float = 3e-4
+    """Adam learning rate."""
+    gamma: float = 0.99
+    """Discount factor of the Q-learning algorithms."""
+    alpha: float = 1.0
+    """Weight of CQL's conservative term."""
+    bcq_threshold: float = 0.3
+    """BCQ: slots whose imitation probability is below this share of the best are excluded."""
+    target_update_interval: int = 1_000
+    """Gradient steps between target-network copies (cql, bcq, dqn)."""
+    reward_scale: float = 1.0
+    """Rewards are multiplied by this before learning (returns of bsld rewards can be in the
+    hundreds on loaded machines)."""
+    hidden: tuple[int, ...] = (32, 16, 8)
+    """Hidden widths of the per-slot scorer (the online PPO default, so --online-finetune can
+    start from the same shapes)."""
+    activation: str = "tanh"
+    """tanh or relu."""
+    dueling_hidden: tuple[int, ...] = ()
+    """Q-learning algorithms: hidden widths of a state-value stream added to the per-slot
+    scores (a dueling head, see :class:`hpcpolicy.offline.networks.SlotScores`); () for
+    none. bc does not use it (a softmax ignores a per-state shift)."""
+    torch_threads: int = 1
+    """Intra-op threads."""
+
+    def __post_init__(self) -> None:
+        _check(self.algo in OFFLINE_ALGOS, "algo", f"{self.algo!r} is not an offline "
+               f"algorithm; valid: {', '.join(OFFLINE_ALGOS)}")
+        for name in ("steps", "steps_per_epoch", "batch_size", "target_update_interval",
+                     "torch_threads"):
+            value = getattr(self, name)
+            _check(isinstance(value, int) and value >= 1, name, f"must be an integer >= 1, "
+                   f"got {value!r}")
+        _check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed}")
+        _check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
+        _check(0.0 <= self.gamma <= 1.0, "gamma", f"must be in [0, 1], got {self.gamma}")
+        _check(self.alpha >= 0, "alpha", f"must be >= 0, got {self.alpha}")
+        _check(0.0 < self.bcq_threshold < 1.0, "bcq_threshold",
+               f"must be in (0, 1), got {self.bcq_threshold}")
+        _check(self.reward_scale > 0, "reward_scale", f"must be > 0, got {self.reward_scale}")
+        _check(len(self.hidden) >= 1 and all(isinstance(w, int) and w >= 1 for w in self.hidden),
+               "hidden", f"must be one or more positive integers, got {self.hidden!r}")
+        _check(all(isinstance(w, int) and w >= 1 for w in self.dueling_hidden),
+               "dueling_hidden", f"must be positive integers (or empty), got "
+               f"{self.dueling_hidden!r}")
+        _check(self.activation in _ACTIVATIONS, "activation",
+               f"must be one of {', '.join(_ACTIVATIONS)}, got {self.activation!r}")
+
+    # -- computed at runtime ---------------------------------------------------------------
+    @property
+    def epoch_steps(self) -> int:
+        """Gradient steps per epoch: ``steps_per_epoch``, or ``steps`` when fewer."""
+        return min(self.steps_per_epoch, self.steps)
+
+    @property
+    def epochs(self) -> int:
+        """Epochs (rows of metrics): ``steps // epoch_steps``."""
+        return self.steps // self.epoch_steps
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        data = dataclasses.asdict(self)
+        data["hidden"] = list(self.hidden)
+        data["dueling_hidden"] = list(self.dueling_hidden)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OfflineConfig:
+        """Rebuild from :meth:`to_dict` output (or a ``--config`` file plus flags).
+
+        Raises:
+            ConfigError: Unknown fields (listing the valid ones) or invalid values.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(f"offline config: unknown field(s) {', '.join(unknown)}; valid: "
+                              f"{', '.join(sorted(names))}")
+        values = dict(data)
+        for name in ("hidden", "dueling_hidden"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)

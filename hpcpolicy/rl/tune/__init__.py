@@ -1,0 +1,23 @@
+"""Population-based training (Jaderberg et al. 2017) of PPO / DD-PPO runs: ``hpcpolicy tune``.
+
+A population of ordinary training runs learns side by side in synchronous rounds. After each
+round every member is scored on validation windows cut from the end of the training part;
+the worst quantile copies the weights and optimiser state of a random member of the best
+quantile and perturbs its learning rate, entropy and clip coefficients by x0.8 or x1.25. The
+best member's policy is the tune's result.
+
+Modules:
+
+* :mod:`~hpcpolicy.rl.tune.config`: ``TuneConfig`` (population, budget, rounds, selection);
+* :mod:`~hpcpolicy.rl.tune.pbt`: exploit/explore and the initial population, pure functions;
+* :mod:`~hpcpolicy.rl.tune.validation`: the validation part and how members are scored;
+* :mod:`~hpcpolicy.rl.tune.record`: the tune directory, tune.json and tune.csv;
+* :mod:`~hpcpolicy.rl.tune.runner`: ``tune(...)``, the rounds, resumable at any point.
+"""
+
+from __future__ import annotations
+
+from hpcpolicy.rl.tune.config import TuneConfig
+from hpcpolicy.rl.tune.runner import TuneEvent, TuneResult, tune
+
+__all__ = ["TuneConfig", "TuneEvent", "TuneResult", "tune"]
