@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simulate import _cli, ingest_traces  # noqa: E402  (a sibling script, not a package)
+from simulate import _cli, ingest_traces
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 60.0
@@ -75,11 +75,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "hpc2n+10.toml"  # the header's 120 nodes x 2 cores, + 10 %
         spec.write_text('name = "hpc2n+10%"\n[[groups]]\nname = "n"\ncount = 132\ncores = 2\n')
-        sim = [cli + ["-q", "simulate", str(table), "-p", "fcfs", "-p", "sjf", "-p", "f1",
-                      "-b", "easy", "--json", str(Path(tmp) / "s.json"), "--overwrite", *extra]
+        sim = [[*cli, "-q", "simulate", str(table), "-p", "fcfs", "-p", "sjf", "-p", "f1",
+                "-b", "easy", "--json", str(Path(tmp) / "s.json"), "--overwrite", *extra]
                for extra in ([], ["--cluster", str(spec)])]
-        whatif = cli + ["-q", "whatif", str(table), *ARGS, "-o", str(Path(tmp) / "report"),
-                        "--overwrite"]
+        whatif = [*cli, "-q", "whatif", str(table), *ARGS, "-o", str(Path(tmp) / "report"),
+                  "--overwrite"]
         _timed(whatif)  # warm the numba cache and the file cache
         whatif_s, simulate_s = [], []
         for _ in range(args.repeat):
