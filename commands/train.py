@@ -17,12 +17,18 @@ from hpcpolicy.commands._console import (
     with_progress,
 )
 from hpcpolicy.commands._options import (
+    BackfillOpt,
     ClusterOpt,
     CompatOpt,
+    NumEnvsOpt,
     ProcsFromOpt,
     ProcsOpt,
+    RewardOpt,
     SeedOpt,
     WalltimeFallbackOpt,
+    WarmOpt,
+    WindowSizeOpt,
+    WorkersOpt,
     workload_options,
 )
 from hpcpolicy.commands.evaluate import TrainFracOpt
@@ -31,7 +37,7 @@ if TYPE_CHECKING:
     from hpcpolicy.rl.config import PPOConfig
     from hpcpolicy.rl.ppo import TrainResult
 
-__all__ = ["ENV_FILE", "OFFLINE_ALGOS", "main"]
+__all__ = ["ENV_FILE", "OFFLINE_ALGOS", "config_fields", "main"]
 
 OFFLINE_ALGOS = ("cql", "bcq", "bc", "dqn")
 """Offline algorithms (d3rlpy), trained on a replay dataset (hpcpolicy.offline.config)."""
@@ -54,10 +60,10 @@ def _algo_config(algo: str, config_file: Path | None, overrides: dict[str, Any])
     from hpcpolicy.rl.config import config_from_dict
 
     given = {k: v for k, v in overrides.items() if v is not None}
-    return config_from_dict({**_config_fields(config_file, algo), **given, "algo": algo})
+    return config_from_dict({**config_fields(config_file, algo), **given, "algo": algo})
 
 
-def _config_fields(config_file: Path | None, algo: str) -> dict[str, Any]:
+def config_fields(config_file: Path | None, algo: str) -> dict[str, Any]:
     """The fields of a ``--config`` JSON file ({} without one)."""
     from hpcpolicy.errors import ConfigError
 
@@ -108,7 +114,7 @@ def _offline(source: Path, algo: str, *, steps: int | None, seed: int, k: int | 
         raise ConfigError(f"{', '.join(given)}: online options; an offline run takes its "
                           f"environment (K, windows, reward, backfilling) from the dataset "
                           f"{source} (rebuild it with `hpcpolicy dataset build` to change them)")
-    cfg = OfflineConfig.from_dict({**_config_fields(config, algo), "algo": algo, "seed": seed,
+    cfg = OfflineConfig.from_dict({**config_fields(config, algo), "algo": algo, "seed": seed,
                                    **({"steps": steps} if steps is not None else {})})
     dataset = load_dataset(source)
     if k is not None and k != dataset.k:
@@ -255,8 +261,7 @@ def main(
     algo: Annotated[str, typer.Option(
         "--algo", help="Online: ppo (this process) or ddppo (torchrun workers). Offline "
         "(d3rlpy): cql, bcq, bc or dqn.")] = "ppo",
-    workers: Annotated[int, typer.Option(
-        "--workers", help="DD-PPO worker processes on this machine.")] = 1,
+    workers: WorkersOpt = 1,
     steps: Annotated[int | None, typer.Option(
         "--steps", help="Online: environment steps (decisions), all workers together; "
         "default 1,000,000. Offline: gradient steps; default 20,000. Or --config's.")] = None,
@@ -266,26 +271,18 @@ def main(
     seed: SeedOpt = 1,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the run in --out from its last checkpoint.")] = False,
-    reward: Annotated[str, typer.Option(
-        "--reward", help="bsld, wait, response, utilization, or a mix such as "
-        "bsld:1,utilization:50.")] = "bsld",
-    backfill: Annotated[str, typer.Option(
-        "--backfill", "-b", help="Backfilling after each choice: none, easy or "
-        "conservative.")] = "none",
-    window_size: Annotated[int, typer.Option(
-        "--window-size", help="Consecutive jobs per training episode.")] = 256,
+    reward: RewardOpt = "bsld",
+    backfill: BackfillOpt = "none",
+    window_size: WindowSizeOpt = 256,
     k: Annotated[int | None, typer.Option(
         "--k", help="Waiting jobs the policy sees (the oldest); default 128 (offline: the "
         "dataset's).", show_default=False)] = None,
-    num_envs: Annotated[int | None, typer.Option(
-        "--num-envs", help="Environments per worker (default 8).")] = None,
+    num_envs: NumEnvsOpt = None,
     split: Annotated[str, typer.Option(
         "--split", help="Part episodes come from: train (the first --train-frac of the jobs) "
         "or all (RLScheduler's protocol; then no later period is left unseen).")] = "train",
     train_frac: TrainFracOpt = 0.7,
-    warm: Annotated[bool, typer.Option(
-        "--warm", help="Start episodes with the jobs then running, not an empty machine.")
-    ] = False,
+    warm: WarmOpt = False,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,

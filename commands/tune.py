@@ -34,7 +34,7 @@ __all__ = ["main"]
 
 def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> PPOConfig:
     """The members' base config: defaults (learning rate not annealed), --config, flags."""
-    from hpcpolicy.commands.train import _config_fields  # train's reading of --config
+    from hpcpolicy.commands.train import config_fields
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.rl.config import ALGO_CONFIGS, config_from_dict
 
@@ -42,7 +42,7 @@ def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> P
         raise ConfigError(f"unknown --algo {algo!r}; a tune trains online: "
                           f"{', '.join(sorted(ALGO_CONFIGS))}")
     given = {k: v for k, v in overrides.items() if v is not None}
-    return config_from_dict({"anneal_lr": False, **_config_fields(config, algo), **given,
+    return config_from_dict({"anneal_lr": False, **config_fields(config, algo), **given,
                              "algo": algo})
 
 
