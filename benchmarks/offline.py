@@ -14,7 +14,7 @@ Per trace (HPC2N and CTC-SP2 from ../shared/data, ingested once into ``--cache``
    validation window to the train/test cut, the way the CQL settings were chosen;
 4. **quality** (with ``--train``, or ``--runs DIR`` holding ``TRACE-bc-logged`` and
    ``TRACE-cql-mix``): :func:`hpcpolicy.evaluate.evaluate` of FCFS, SJF, F1, the BC and CQL
-   policies (and ``--online TRACE=POLICY`` ones) with EASY backfilling on ``--windows`` windows
+   policies (and ``--also TRACE:NAME=POLICY`` ones) with EASY backfilling on ``--windows`` windows
    of ``--window-size`` jobs of the test part, with:
 
    * ``mean_bsld``: average bounded slowdown (per window, then averaged); ``mean_wait_s`` and
@@ -172,8 +172,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also build the mix dataset with this many processes")
     parser.add_argument("--train", action="store_true", help="train BC and CQL too")
     parser.add_argument("--runs", type=Path, default=None, help="trained runs (quality)")
-    parser.add_argument("--online", action="append", default=[],
-                        help="TRACE=POLICY_DIR of an online policy to set beside them")
+    parser.add_argument("--also", action="append", default=[],
+                        help="TRACE:NAME=POLICY_DIR of another policy for the test windows "
+                             "(the online DD-PPO one, other candidates)")
     parser.add_argument("--skip-build", action="store_true",
                         help="reuse the datasets in --data (no build timing)")
     parser.add_argument("--validation", action="append", default=[],
@@ -193,7 +194,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from hpcpolicy.atomic import write_json
 
-    online = dict(item.split("=", 1) for item in a.online)
+    def named(items: list[str], trace: str) -> dict[str, str]:
+        """``{NAME: POLICY}`` of the ``TRACE:NAME=POLICY`` items of ``trace``."""
+        pairs = (item.split("=", 1) for item in items)
+        return {key.split(":", 1)[1]: value for key, value in pairs
+                if key.split(":", 1)[0] == trace}
+
     results: list[dict[str, Any]] = []
     for trace in a.traces.split(","):
         table = env_bench.ingest_trace(trace, a.cache)
@@ -207,20 +213,16 @@ def main(argv: list[str] | None = None) -> int:
             if a.train:
                 row["training"] = [train(a.data / f"{trace}-logged", bc, "bc", a.bc_steps, 1),
                                    train(a.data / f"{trace}-mix", cql, "cql", a.cql_steps, 1)]
-            policies = {"bc-logged": str(bc / "policy"), "cql-mix": str(cql / "policy")}
-            if trace in online:
-                policies["ddppo"] = online[trace]
+            policies = {"bc-logged": str(bc / "policy"), "cql-mix": str(cql / "policy"),
+                        **named(a.also, trace)}
             row["quality"] = quality(table, policies, a)
             row["quality_warm"] = quality(table, policies, a, warm=True)
-        candidates = dict(item.split("=", 1) for item in a.validation
-                          if item.startswith(f"{trace}:"))
+        candidates = named(a.validation, trace)
         if candidates:
             from hpcpolicy.env.factory import load
 
             starts = validation_starts(len(load(table)[0]), a.data / f"{trace}-mix", a)
-            row["validation"] = quality(table, {k.split(":", 1)[1]: v
-                                                for k, v in candidates.items()}, a,
-                                        starts=starts)
+            row["validation"] = quality(table, candidates, a, starts=starts)
         results.append(row)
     out = {"benchmark": "offline", "target_decisions_per_s": TARGET, "seed": a.seed,
            "results": results,
@@ -233,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         q = r.get("quality", {})
         bsld = ", ".join(f"{k} {v['mean_bsld']:.1f}" for k, v in q.items()
                          if isinstance(v, dict))
-        parts.append(f"{r['trace']}: build {speeds}" + (f"; EASY bsld {bsld}" if bsld else ""))
+        parts.append(r["trace"] + (f": build {speeds}" if speeds else "")
+                     + (f"; EASY bsld {bsld}" if bsld else ""))
     print(f"offline (target {TARGET:,} decisions/s): {'; '.join(parts)} -> {a.out}")
     return 0
 

@@ -52,7 +52,7 @@ from numba import njit
 from hpcpolicy.env.observe import Observer
 from hpcpolicy.env.rewards import RewardMeter
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.offline.layout import Episode, EpisodeRecorder
+from hpcpolicy.offline.layout import Episode, obs_dim, pack
 from hpcpolicy.sim.fast import _pick  # the engine's own fit test, as the environment uses it
 from hpcpolicy.sim.prepare import prepare
 
@@ -243,22 +243,28 @@ class LoggedDecisions:
         starts = np.full(size, -1, np.int64)
         groups = np.full(size, -1, np.int64)
         placed = np.argmax(prep.need[:size, :, 0] >= 0, axis=1)  # for the utilisation term
-        rec = EpisodeRecorder(k)
-        for step, j in enumerate(order):
-            if slot[step] < k:
-                t = int(start[j])
-                if len(rec) == 0:
-                    meter.start(t, starts, groups)
-                else:
-                    rec.reward(meter.step(t, starts, groups))
-                waiting = queue[q_off[step]:q_off[step + 1]]
-                obs = observer.observe(t, waiting, fits[step, :min(k, waiting.shape[0])],
-                                       frees[step], r_cores[r_off[step]:r_off[step + 1]],
-                                       r_req[r_off[step]:r_off[step + 1]])
-                rec.add(obs, int(slot[step]))
-            starts[j], groups[j] = start[j], placed[j]
-        rec.reward(meter.finish(starts, groups))
-        inside = len(rec)
-        return rec.finish(LOGGED, window_start, True,
-                          {"starts": float(size), "inside": float(inside),
-                           "outside": float(size - inside)})
+        decided = np.flatnonzero(slot < k)
+        observations = np.empty((decided.shape[0], obs_dim(k)), np.float32)
+        rewards = np.empty(decided.shape[0], np.float32)
+        applied = 0  # starts (in ``order``) already in ``starts``
+        for i, step in enumerate(decided):
+            before = order[applied:step]  # starts since the last decision (hidden ones too)
+            starts[before], groups[before] = start[before], placed[before]
+            applied = int(step)
+            t = int(start[order[step]])
+            if i == 0:
+                meter.start(t, starts, groups)
+            else:
+                rewards[i - 1] = meter.step(t, starts, groups)
+            waiting = queue[q_off[step]:q_off[step + 1]]
+            obs = observer.observe(t, waiting, fits[step, :min(k, waiting.shape[0])],
+                                   frees[step], r_cores[r_off[step]:r_off[step + 1]],
+                                   r_req[r_off[step]:r_off[step + 1]])
+            pack(obs, observations[i])
+        rest = order[applied:]
+        starts[rest], groups[rest] = start[rest], placed[rest]
+        if decided.shape[0]:
+            rewards[-1] = meter.finish(starts, groups)
+        return Episode(LOGGED, window_start, observations, slot[decided], rewards, True,
+                       {"starts": float(size), "inside": float(decided.shape[0]),
+                        "outside": float(size - decided.shape[0])})
