@@ -320,6 +320,13 @@ def _main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     worker_main(args.run_dir, resume=args.resume)
+    # Every output is written and the group is left: end now. On a loaded machine the
+    # interpreter's own shutdown can still catch a gloo thread mid-teardown and abort the
+    # process ("terminate called without an active exception"), failing a finished run.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
