@@ -97,21 +97,6 @@ def train(dataset: Path, run: Path, algo: str, steps: int, seed: int) -> dict[st
             "train_wall_s": time.perf_counter() - start}
 
 
-def _ranks(x: Any) -> Any:
-    """Ranks of ``x`` (ties: average rank), for a Spearman correlation."""
-    import numpy as np
-
-    order = np.argsort(x, kind="stable")
-    ranks = np.empty(len(x))
-    ranks[order] = np.arange(len(x), dtype=float)
-    sorted_x = x[order]
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
-    ends = np.r_[starts[1:], len(x)]
-    for lo, hi in zip(starts, ends, strict=True):
-        ranks[order[lo:hi]] = (lo + hi - 1) / 2.0
-    return ranks
-
-
 def validation_starts(n_jobs: int, dataset: Path, a: argparse.Namespace) -> tuple[int, ...]:
     """``--windows`` evenly spaced starts of ``--window-size`` windows from the dataset's
     first validation window to the train/test cut (jobs no policy trained on)."""
@@ -133,6 +118,7 @@ def quality(table: Path, policies: dict[str, str], a: argparse.Namespace,
 
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
+    from hpcpolicy.whatif.fidelity import spearman
 
     workload, machine = load(table)
     specs = ("fcfs", "sjf", "f1", *policies.values())
@@ -152,8 +138,7 @@ def quality(table: Path, policies: dict[str, str], a: argparse.Namespace,
             ok = ~np.isnan(logged) & ~np.isnan(wait)
             window_err.append(abs(wait[ok].mean() - logged[ok].mean()))
             job_err.append(np.abs(wait[ok] - logged[ok]).mean())
-            same = np.ptp(wait[ok]) == 0 or np.ptp(logged[ok]) == 0  # no order to compare
-            rho.append(0.0 if same else np.corrcoef(_ranks(wait[ok]), _ranks(logged[ok]))[0, 1])
+            rho.append(spearman(wait[ok], logged[ok]) or 0.0)  # 0: no order to compare
         out[name] = {"mean_bsld": run.summary["mean_bsld"],
                      "bsld_std_over_windows": ev.spread(run)["mean_bsld"]["std"],
                      "mean_wait_s": run.summary["mean_wait_s"],

@@ -5,28 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from cli_helpers import invoke, one_line_error
 
 pytest.importorskip("d3rlpy")
 pytest.importorskip("onnxruntime")
 
 from offline_jobs import write_logged_table
-from typer.testing import CliRunner, Result
-
-from hpcpolicy.commands import app
 
 SMALL = ["--k", "8", "--window-size", "40", "--heuristics", "fcfs", "--seed", "2"]
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
-
-
-def one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

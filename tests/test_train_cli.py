@@ -8,16 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_helpers import invoke, one_line_error
 
 pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 pytest.importorskip("onnxruntime")
 
 from env_jobs import write_table
-from typer.testing import CliRunner, Result
 
 from hpcpolicy.atomic import file_sha256
-from hpcpolicy.commands import app
 
 TINY = ["--steps", "256", "--num-envs", "2", "--window-size", "40", "--k", "8", "--seed", "3"]
 
@@ -33,18 +32,6 @@ def rollout64(tmp_path: Path) -> Path:
     path.write_text(json.dumps({"num_steps": 32, "num_minibatches": 2, "update_epochs": 2,
                                 "checkpoint_every": 2}))
     return path
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
-
-
-def one_line_error(result: Result) -> str:
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def _metrics(run: Path) -> list[dict[str, str]]:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["NOT_MODELLED", "TRUST_RULES", "fidelity", "trust"]
+__all__ = ["NOT_MODELLED", "TRUST_RULES", "fidelity", "spearman", "trust"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -72,6 +72,17 @@ def _pearson(a: F64, b: F64) -> float | None:
     return float(np.corrcoef(a, b)[0, 1])
 
 
+def spearman(a: F64, b: F64) -> float | None:
+    """Spearman's rank correlation (ties share their mean rank); None when either side is
+    constant, so that there is no order to compare.
+
+    Example:
+        >>> spearman(np.array([1.0, 2.0, 3.0]), np.array([10.0, 30.0, 20.0]))
+        0.5
+    """
+    return _pearson(_ranks(a), _ranks(b))
+
+
 def _figures(logged: F64, simulated: F64) -> dict[str, Any]:
     err = np.abs(simulated - logged)
     ls, ss = np.sort(logged), np.sort(simulated)
@@ -85,7 +96,7 @@ def _figures(logged: F64, simulated: F64) -> dict[str, Any]:
         "mean_abs_error_s": float(err.mean()),
         "median_abs_error_s": float(np.median(err)),
         "pearson": _pearson(logged, simulated),
-        "spearman": _pearson(_ranks(logged), _ranks(simulated)),
+        "spearman": spearman(logged, simulated),
         "wasserstein_s": float(np.abs(ls - ss).mean()),
         "ks": float(ks),
     }
