@@ -169,11 +169,17 @@ def _extreme(series: pl.Series, largest: bool = True) -> int | None:
     return None if value is None else int(value)  # type: ignore[arg-type]
 
 
-def _grid(runs: list[WhatifRun], period_s: int) -> tuple[int, int]:
-    """Start and number of the comparison windows covering every submit and end."""
+def _span(runs: list[WhatifRun]) -> tuple[int, int]:
+    """The first submit and the last submit or end over ``runs``."""
     t0 = min(_extreme(r.outcomes["submit"], largest=False) or 0 for r in runs)
     t1 = max(max(_extreme(r.outcomes["end"]) or 0, _extreme(r.outcomes["submit"]) or 0)
              for r in runs)
+    return t0, t1
+
+
+def _grid(runs: list[WhatifRun], period_s: int) -> tuple[int, int]:
+    """Start and number of the comparison windows covering every submit and end."""
+    t0, t1 = _span(runs)
     return t0, max(1, math.ceil((t1 - t0 + 1) / period_s))
 
 
@@ -220,9 +226,7 @@ def _finite(value: float) -> float | None:
 def _timeseries(runs: list[WhatifRun], max_bins: int) -> dict[str, Any]:
     import polars as pl
 
-    t0, _ = _grid(runs, 1)
-    t1 = max(max(_extreme(r.outcomes["end"]) or 0, _extreme(r.outcomes["submit"]) or 0)
-             for r in runs)
+    t0, t1 = _span(runs)
     width = bin_width(max(t1 - t0, 1), max_bins)
     edges = t0 + width * np.arange(math.ceil(max(t1 - t0, 1) / width) + 1, dtype=np.float64)
     series = {}
