@@ -226,6 +226,7 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
     # windows where either run has a job or a busy core take part; empty ones add nothing
     active = np.flatnonzero((base.jobs + cand.jobs + base.busy + cand.busy) > 0)
     counts = _resample(len(active), bootstrap, seed)
+    base_active, cand_active = _take(base, active), _take(cand, active)
     alpha = (1 - confidence) / 2
     rows = []
     for metric in metrics:
@@ -235,15 +236,15 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
         if counts is not None:
             edges = _edges(hist_top[metric.column]) if metric.quantile is not None and \
                 metric.column is not None else None
-            b_reps = _replicate_values(_take(base, active), counts, metric, edges)
-            c_reps = _replicate_values(_take(cand, active), counts, metric, edges)
+            b_reps = _replicate_values(base_active, counts, metric, edges)
+            c_reps = _replicate_values(cand_active, counts, metric, edges)
             with np.errstate(invalid="ignore", divide="ignore"):
                 diffs, ratios = c_reps - b_reps, c_reps / b_reps - 1
             if np.isfinite(diffs).any():
                 low, high = _interval(diffs, alpha)
             if np.isfinite(ratios).any():
                 rel_low, rel_high = _interval(ratios, alpha)
-        bw, cw = base.values[metric.key][active], cand.values[metric.key][active]
+        bw, cw = base_active.values[metric.key], cand_active.values[metric.key]
         ok = np.isfinite(bw) & np.isfinite(cw)
         better = cw[ok] < bw[ok] if metric.better == "lower" else cw[ok] > bw[ok]
         rows.append({
