@@ -83,6 +83,21 @@ def _place(need, free, j):
 
 
 @njit(cache=True)
+def _hold(need, j, end_t, req_end_t, free, run_end, run_req, run_grp, run_need, nrun):
+    """Job ``j`` starts holding its resources until ``end_t`` (planned ``req_end_t``) in the
+    group :func:`_place` gives, appended to the running jobs; returns their new count (the
+    same when no group can hold it)."""
+    g = _place(need, free, j)
+    if g < 0:
+        return nrun
+    run_end[nrun], run_req[nrun], run_grp[nrun] = end_t, req_end_t, g
+    for r in range(4):
+        run_need[nrun, r] = need[j, g, r]
+        free[g, r] -= need[j, g, r]
+    return nrun + 1
+
+
+@njit(cache=True)
 def _room(a, used, more):
     """``a``, or a copy twice as large (or more) when ``used + more`` entries do not fit."""
     if used + more <= a.shape[0]:
@@ -139,13 +154,8 @@ def _sweep(k, order, submit, start, end, req_end, need, bg_start, bg_end, bg_req
         # background starts up to t (those already over by t leave no trace)
         while b < bg_start.shape[0] and bg_start[b] <= t:
             if bg_end[b] > t:
-                g = _place(bg_need, free, b)
-                if g >= 0:
-                    run_end[nrun], run_req[nrun], run_grp[nrun] = bg_end[b], bg_req_end[b], g
-                    for r in range(4):
-                        run_need[nrun, r] = bg_need[b, g, r]
-                        free[g, r] -= bg_need[b, g, r]
-                    nrun += 1
+                nrun = _hold(bg_need, b, bg_end[b], bg_req_end[b], free, run_end, run_req,
+                             run_grp, run_need, nrun)
             b += 1
         # the state before this start
         q = q_off[step]
@@ -172,13 +182,8 @@ def _sweep(k, order, submit, start, end, req_end, need, bg_start, bg_end, bg_req
         # the start itself
         started[j] = True
         if end[j] > t:
-            g = _place(need, free, j)
-            if g >= 0:
-                run_end[nrun], run_req[nrun], run_grp[nrun] = end[j], req_end[j], g
-                for r in range(4):
-                    run_need[nrun, r] = need[j, g, r]
-                    free[g, r] -= need[j, g, r]
-                nrun += 1
+            nrun = _hold(need, j, end[j], req_end[j], free, run_end, run_req, run_grp, run_need,
+                         nrun)
     return slot, frees, fits, queue, q_off, r_cores, r_req, r_off
 
 
