@@ -53,6 +53,17 @@ WalltimeFallbackOpt = Annotated[str | None, typer.Option(
     "--walltime-fallback", help="Planning time of jobs without a requested walltime: runtime "
     "(perfect estimates), max (longest request in the partition), error, or SECONDS; default "
     "auto: max, or an error when no job has a request.")]
+AllocatorOpt = Annotated[list[str] | None, typer.Option(
+    "--allocator", help="How jobs are placed: first-fit (the default: node groups by their "
+    "totals; the compiled engine) or, placing GPUs on nodes, first-available "
+    "(lowest-numbered free GPUs), best-fit (tightest node, else fewest nodes) or "
+    "topology-aware (closest GPUs: one node, else one rack). The node-level ones apply the "
+    "cluster's GPU speeds and spread penalty and report GPU fragmentation. Repeat to "
+    "compare.")]
+SpreadPenaltyOpt = Annotated[float | None, typer.Option(
+    "--spread-penalty", help="With a node-level --allocator: a job whose GPUs are on several "
+    "nodes runs 1 + P x D times longer (D: 1 within a rack, 2 across racks, unless the "
+    "cluster spec says otherwise); default the spec's value, else 0 (off).", min=0)]
 CompatOpt = Annotated[str | None, typer.Option(
     "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
     "options override; see README).")]

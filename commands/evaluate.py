@@ -9,6 +9,7 @@ import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
 from hpcpolicy.commands._options import (
+    AllocatorOpt,
     ClusterOpt,
     CompatOpt,
     JsonOutOpt,
@@ -16,6 +17,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SpreadPenaltyOpt,
     WalltimeFallbackOpt,
     parse_window_starts,
     workload_options,
@@ -47,31 +49,51 @@ def _cell(value: Any, spread: dict[str, Any], digits: int) -> str:
     return f"{value:,.{digits}f}" + ("" if std is None else f"\n[dim]±{std:,.{digits}f}[/]")
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"
+
+
 def _print(ev: Evaluation) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
+    gpu = any(run.gpu is not None for run in ev.runs)
     table = Table(title="evaluate: mean over windows, ±std across windows", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("policy", "backfill", "bsld", "wait s", "response s", "util", "vs best"):
-        text = col in ("policy", "backfill")
+    cols = (["policy", "allocator", "backfill", "bsld", "wait s", "GPU util", "GPU frag",
+             "vs best", "vs best GPU util"] if gpu else
+            ["policy", "backfill", "bsld", "wait s", "response s", "util", "vs best"])
+    for col in cols:
+        text = col in ("policy", "allocator", "backfill")
         table.add_column(col, justify="left" if text else "right",
                          overflow="fold" if col == "policy" else "ellipsis")
     best = ev.best_heuristics()
+    best_util = ev.best_heuristics("gpu_utilization")
     for run in ev.runs:
         s, spread = run.summary, ev.spread(run)
-        ratio = ev.versus_best(run)
-        name, backfill = run.config.policy, run.config.backfill
-        table.add_row(
-            Text(name + (" *" if best.get(backfill, ("",))[0] == name else "")), backfill,
-            _cell(s["mean_bsld"], spread["mean_bsld"], 2),
-            _cell(s["mean_wait_s"], spread["mean_wait_s"], 0),
-            _cell(s["mean_response_s"], spread["mean_response_s"], 0),
-            _cell(s["utilization"], spread["utilization"], 2),
-            "-" if ratio is None else f"{ratio:+.1%}",
-        )
+        label, backfill = ev.label(run), run.config.backfill
+        marks = ("*" if best.get(backfill, ("",))[0] == label else "") + (
+            "†" if gpu and best_util.get(backfill, ("",))[0] == label else "")
+        name = Text(run.config.policy + (f" {marks}" if marks else ""))
+        bsld = _cell(s["mean_bsld"], spread["mean_bsld"], 2)
+        wait = _cell(s["mean_wait_s"], spread["mean_wait_s"], 0)
+        if not gpu:
+            table.add_row(name, backfill, bsld, wait,
+                          _cell(s["mean_response_s"], spread["mean_response_s"], 0),
+                          _cell(s["utilization"], spread["utilization"], 2),
+                          _ratio(ev.versus_best(run)))
+            continue
+        frag = (run.gpu or {}).get("gpu_fragmentation")
+        table.add_row(name, "learned" if run.config.policy in ev.placers
+                      else run.config.allocator, backfill, bsld, wait,
+                      _cell(s["gpu_utilization"], spread["gpu_utilization"], 3),
+                      "-" if frag is None else f"{frag:.3f}", _ratio(ev.versus_best(run)),
+                      _ratio(ev.versus_best(run, "gpu_utilization")))
     console.print(table)
+    if gpu:
+        console.print("† best heuristic GPU utilisation; vs best GPU util: change against it "
+                      "(positive is better)")
     cfg = ev.config
     console.print(f"{len(ev.starts)} window(s) of {cfg.window_size} jobs from the {cfg.split} "
                   f"part (train_frac {cfg.train_frac}), {'warm' if cfg.warm else 'cold'} "
@@ -107,6 +129,12 @@ def main(
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
     compat: CompatOpt = None,
+    allocator: AllocatorOpt = None,
+    spread_penalty: SpreadPenaltyOpt = None,
+    gpu_baselines: Annotated[bool, typer.Option(
+        "--gpu-baselines", help="Add the nine baselines of a GPU partition: fcfs, lcfs and sjf "
+        "x first-available, best-fit and topology-aware allocation (trained policies that "
+        "place GPUs themselves run once).")] = False,
     kill_at_limit: Annotated[bool, typer.Option(
         "--kill-at-limit", help="End jobs at their requested walltime.")] = False,
     json_out: JsonOutOpt = None,
@@ -124,26 +152,37 @@ def main(
         hpcpolicy evaluate jobs.parquet --policy fcfs,sjf,f1,runs/x/policy --backfill none,easy
 
         hpcpolicy evaluate jobs.parquet -p sjf -p wfp3 --windows 20 --window-size 512 --json e.json
+
+        hpcpolicy evaluate gpu.parquet --cluster examples/gpu-partition.toml --gpu-baselines
+            -p runs/marl/policy
     """
     from rich.text import Text
 
     from hpcpolicy.atomic import write_json
+    from hpcpolicy.cluster_io import with_spread_penalty
     from hpcpolicy.env.factory import load
-    from hpcpolicy.evaluate import EvaluateConfig, evaluate
+    from hpcpolicy.evaluate import GPU_ALLOCATORS, GPU_BASELINES, EvaluateConfig, evaluate
 
     with fail_cleanly():
         if json_out is not None and json_out.exists() and not overwrite:
             from hpcpolicy.errors import ConfigError
 
             raise ConfigError(f"{json_out} already exists; pass --overwrite to replace it")
+        policies = _listed(policy, [] if gpu_baselines else ["fcfs,sjf,f1"])
+        allocators = _listed(allocator, ["first-fit"])
+        if gpu_baselines:
+            policies = (*GPU_BASELINES, *(p for p in policies if p not in GPU_BASELINES))
+            allocators = (*GPU_ALLOCATORS, *(a for a in allocators
+                                             if a not in GPU_ALLOCATORS and a != "first-fit"))
         cfg = EvaluateConfig(
-            policies=_listed(policy, ["fcfs,sjf,f1"]), backfills=_listed(backfill, ["none"]),
+            policies=policies, backfills=_listed(backfill, ["none"]), allocators=allocators,
             windows=windows, window_size=window_size, seed=seed, split=split,
             train_frac=train_frac, starts=parse_window_starts(window_starts), warm=warm,
             compat=compat, kill_at_limit=kill_at_limit, exclusive_nodes=compat == "rlscheduler")
         options = workload_options(compat, procs_from, walltime_fallback)
         workload, machine = load(table, options.to_dict(),
                                  None if cluster is None else str(cluster), procs)
+        machine = with_spread_penalty(machine, spread_penalty, allocators)
         ev = with_progress(lambda step: evaluate(workload, machine, cfg, on_step=step),
                            "evaluating")
         if json_out is not None:

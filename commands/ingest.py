@@ -16,8 +16,10 @@ __all__ = ["main"]
 def main(
     inputs: Annotated[
         list[Path],
-        typer.Argument(help="Log files: SWF (.swf, .swf.gz) or Slurm sacct exports (.txt, .csv, "
-                       ".gz). Several files are read as one log.", show_default=False),
+        typer.Argument(help="Log files: SWF (.swf, .swf.gz), Slurm sacct exports (.txt, .csv, "
+                       ".gz), or GPU-cluster traces: an Alibaba GPU-trace pod list, a Helios "
+                       "cluster_log.csv or a Philly job log as CSV. Several files are read as "
+                       "one log.", show_default=False),
     ],
     out: Annotated[
         Path,
@@ -25,7 +27,8 @@ def main(
                      "and NAME.ingest.json are written beside it.", dir_okay=False),
     ] = Path("jobs.parquet"),
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="auto, swf or sacct.")
+        str, typer.Option("--format", "-f", help="auto (recognised from the first lines), swf, "
+                          "sacct, alibaba (Alibaba GPU trace 2023 pod list), helios or philly.")
     ] = "auto",
     tz: Annotated[
         str, typer.Option("--tz", help="Time zone of the log's zone-less timestamps (sacct "
@@ -44,13 +47,27 @@ def main(
                                  "line: its columns in order, comma-separated, as given to "
                                  "`sacct --format` (e.g. JobID,Submit,Start,End,State).")
     ] = None,
+    origin: Annotated[
+        str | None, typer.Option("--origin", help="Alibaba GPU trace: the UTC instant its "
+                                 "times (seconds from the trace start) count from; the trace "
+                                 "gives no date, so the default is an arbitrary "
+                                 "2023-01-01T00:00:00Z.", show_default=False)
+    ] = None,
+    node_list: Annotated[
+        Path | None, typer.Option("--node-list", help="Alibaba GPU trace: its node list "
+                                  "(openb_node_list_all_node.csv), written as the cluster spec "
+                                  "NAME.cluster.toml. By default the file of that name beside "
+                                  "the pod list, if there is one.", dir_okay=False,
+                                  show_default=False)
+    ] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Read job logs, clean them, and write one canonical job table.
 
     Every input row ends up in exactly one place: a kept job, a folded job step, or
     NAME.rejects.parquet with a reason code; the counts (rows read = kept + rejected + folded)
-    are printed and stored in NAME.ingest.json. Outputs are written atomically: a failed
+    are printed and stored in NAME.ingest.json. An Alibaba GPU trace with its node list also
+    gives NAME.cluster.toml, the cluster spec. Outputs are written atomically: a failed
     ingest leaves no file behind.
 
     Examples:
@@ -58,6 +75,10 @@ def main(
         hpcpolicy ingest sacct.txt -o jobs.parquet
 
         hpcpolicy ingest HPC2N-2002-2.2-cln.swf.gz -o hpc2n.parquet
+
+        hpcpolicy ingest openb_pod_list_default.csv -o openb.parquet
+
+        hpcpolicy ingest Venus/cluster_log.csv -o venus.parquet
 
         sacct --allusers --parsable2 --duplicates --format=ALL -S 2024-01-01 > sacct.txt
     """
@@ -70,7 +91,8 @@ def main(
         cfg = IngestConfig(format=fmt, tz=tz, procs=procs,
                            max_reject_fraction=max_reject_fraction, overwrite=overwrite,
                            sacct_columns=tuple(sacct_columns.split(",")) if sacct_columns
-                           else None)
+                           else None, origin=origin,
+                           node_list=str(node_list) if node_list is not None else None)
         if is_quiet():
             report = ingest(inputs, out, cfg)
         else:
@@ -79,6 +101,8 @@ def main(
                                 on_stage=lambda msg: status.update(f"ingest: {msg}"))
     if is_quiet():
         console.print(report.output)
+        if report.cluster_spec:
+            console.print(report.cluster_spec)
         return
     table = Table(title=f"ingest -> {report.output}", show_header=False, title_justify="left")
     table.add_row("rows read", f"{report.rows_read:,}")
@@ -92,6 +116,8 @@ def main(
             table.add_row(f"  repaired: {rule}", f"{n:,}  [dim]{describe(rule)}[/]")
     span = report.time_span
     table.add_row("submit span", f"{span['first_submit']} .. {span['last_submit']}")
+    if report.cluster_spec:
+        table.add_row("cluster spec", report.cluster_spec)
     table.add_row("time", f"{report.timings_s['total']:.2f} s")
     console.print(table)
     for note in report.notes:

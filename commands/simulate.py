@@ -10,6 +10,7 @@ import typer
 
 from hpcpolicy.commands._console import console, duration, fail_cleanly, is_quiet, with_progress
 from hpcpolicy.commands._options import (
+    AllocatorOpt,
     ClusterOpt,
     CompatOpt,
     JsonOutOpt,
@@ -17,6 +18,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SpreadPenaltyOpt,
     WalltimeFallbackOpt,
     parse_window_starts,
     workload_options,
@@ -48,22 +50,52 @@ def render_runs(runs: list[Replay], windowed: bool) -> None:
     title = "mean over windows" if windowed else "whole workload"
     table = Table(title=f"simulate ({title})", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("policy", "backfill", "jobs", "mean wait", "p95 wait", "mean bsld",
-                "p95 bsld", "util"):
-        text = col in ("policy", "backfill")
+    gpu = any(run.gpu is not None for run in runs)
+    cols = ["policy", "backfill", "jobs", "mean wait", "p95 wait", "mean bsld", "p95 bsld",
+            "util"]
+    if gpu:
+        cols[1:1] = ["allocator"]
+    for col in cols:
+        text = col in ("policy", "backfill", "allocator")
         table.add_column(col, justify="left" if text else "right", no_wrap=text,
-                         min_width=12 if col == "backfill" else None)
+                         min_width=12 if col == "backfill" and not gpu else None)
     for run in runs:
         s = run.summary
-        table.add_row(
-            run.config.policy, run.config.backfill, f"{s['jobs']:,}", _wait(s["mean_wait_s"]),
-            _wait(s["p95_wait_s"]), _bsld(s["mean_bsld"]), _bsld(s["p95_bsld"]),
-            _fmt(s["utilization"], 3),
-        )
+        row = [run.config.policy, run.config.backfill, f"{s['jobs']:,}",
+               _wait(s["mean_wait_s"]), _wait(s["p95_wait_s"]), _bsld(s["mean_bsld"]),
+               _bsld(s["p95_bsld"]), _fmt(s["utilization"], 3)]
+        if gpu:
+            row[1:1] = [run.config.allocator]
+        table.add_row(*row)
     console.print(table)
+    if gpu:
+        _render_gpu(runs, box)
     engine_s = sum(w.wall_s for run in runs for w in run.windows)
     console.print(f"{len(runs)} run(s) x {len(runs[0].windows)} window(s); engine time "
                   f"{engine_s:.2f} s")
+
+
+def _render_gpu(runs: list[Replay], box: Any) -> None:
+    """The GPU placement table of the node-level runs (hpcpolicy/gpu/metrics.py)."""
+    from rich.table import Table
+
+    table = Table(title="GPU placement", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    for col in ("policy", "allocator", "GPU util", "GPU frag", "spread", "cross-rack",
+                "penalty GPU-h", "speed x"):
+        text = col in ("policy", "allocator")
+        table.add_column(col, justify="left" if text else "right", no_wrap=text)
+    for run in runs:
+        g = run.gpu
+        if g is None:
+            continue
+        table.add_row(run.config.policy, run.config.allocator, _fmt(g["gpu_utilization"], 3),
+                      _fmt(g["gpu_fragmentation"], 3), f"{g['spread_jobs']:,}",
+                      f"{g['cross_rack_jobs']:,}", _fmt(g["spread_penalty_gpu_hours"], 1),
+                      _fmt(g["mean_speed_factor"], 2))
+    console.print(table)
+    console.print("spread: GPU jobs on several nodes; penalty GPU-h: GPU time the spread "
+                  "penalty added; speed x: mean run-time factor from GPU speeds")
 
 
 def main(
@@ -76,6 +108,8 @@ def main(
         "--backfill", "-b", help="none, easy or conservative; repeat to compare (every "
         "policy x backfill combination runs on the same jobs).")] = None,
     cluster: ClusterOpt = None,
+    allocator: AllocatorOpt = None,
+    spread_penalty: SpreadPenaltyOpt = None,
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
@@ -120,11 +154,14 @@ def main(
         hpcpolicy simulate jobs.parquet -p fcfs -p sjf -p f1 -b none -b easy --windows 10
 
         hpcpolicy simulate lublin.parquet --compat rlscheduler --window-starts 1981,2714
+
+        hpcpolicy simulate gpu.parquet --cluster examples/gpu-partition.toml
+            --allocator topology-aware --spread-penalty 0.2
     """
     import polars as pl
 
     from hpcpolicy.atomic import write_json
-    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.policies.learned import LearnedPolicy, policy_simulator, resolve_policy
     from hpcpolicy.sim.metrics import write_outcomes
@@ -148,11 +185,14 @@ def main(
         wcfg = WindowConfig(size=window_size or 1024, count=windows or 10, seed=seed,
                             starts=starts, warm=warm) if windowed else None
         options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime)
+        allocators = allocator or ["first-fit"]
         configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
-                             check=check, engine=engine, exclusive_nodes=compat == "rlscheduler")
-                   for p in policies for b in backfills]
+                             check=check, engine=engine, exclusive_nodes=compat == "rlscheduler",
+                             allocator=a)
+                   for p in policies for b in backfills for a in allocators]
         util_end = "last_start" if compat == "rlscheduler" else "last_end"
-        machine = resolve_cluster(spec=cluster, procs=procs, table=table)
+        machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
+                                      spread_penalty, allocators)
         workload = Workload.from_table(table, options=options)
         if not is_quiet():
             _describe(table, workload, machine)

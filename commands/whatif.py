@@ -15,6 +15,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SpreadPenaltyOpt,
     WalltimeFallbackOpt,
     workload_options,
 )
@@ -104,6 +105,7 @@ def main(
     confidence: Annotated[float, typer.Option(
         "--confidence", help="Confidence level of the intervals.")] = 0.95,
     cluster: ClusterOpt = None,
+    spread_penalty: SpreadPenaltyOpt = None,
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
@@ -127,7 +129,7 @@ def main(
 
         hpcpolicy whatif jobs.parquet --baseline fairshare+easy -c sjf+conservative
     """
-    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
     from hpcpolicy.table import open_job_table
     from hpcpolicy.whatif import WhatifConfig, check_report_dir, run_whatif, write_report
     from hpcpolicy.workload import Workload
@@ -136,10 +138,11 @@ def main(
         cfg = WhatifConfig(baseline=baseline, candidates=tuple(candidate or ("sjf+easy",)),
                            scenarios=tuple(scenario or ()), period_s=parse_period(period),
                            metric=metric, bootstrap=bootstrap, confidence=confidence, seed=seed)
-        cfg.run_specs()
+        base, cands = cfg.run_specs()
         cfg.scenario_list()
         check_report_dir(out, overwrite=overwrite)
-        machine = resolve_cluster(spec=cluster, procs=procs, table=table)
+        machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
+                                      spread_penalty, [s.allocator for s in (base, *cands)])
         workload = Workload.from_table(
             table, options=workload_options(None, procs_from, walltime_fallback))
         source_format = open_job_table(table).metadata.get("source_format")

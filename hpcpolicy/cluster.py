@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["ClusterSpec", "NodeGroup"]
+__all__ = ["ClusterSpec", "GpuModel", "NodeGroup"]
 
 
 @dataclass(frozen=True)
@@ -32,9 +32,10 @@ class NodeGroup:
     gpu_type: str | None = None
     """GPU type name (a100, v100, ...), None for CPU nodes."""
     gpu_speed: float = 1.0
-    """Speed of this GPU type relative to the reference type (run times scale by 1/speed).
-    Reserved for the GPU-aware engine: the current simulator replays logged run times as they
-    are, whatever the group's speed."""
+    """Speed of this GPU type relative to the reference type. The node-level GPU allocators
+    (:mod:`hpcpolicy.gpu`) scale a GPU job's run time by the speed of the type it ran on in the
+    log over the speed of the type it gets (see :class:`GpuModel`); the pooled ``first-fit``
+    allocator replays logged run times as they are."""
     rack: str | None = None
     """Rack name, for topology-aware allocation."""
 
@@ -50,6 +51,53 @@ class NodeGroup:
 
 
 @dataclass(frozen=True)
+class GpuModel:
+    """How placement changes a GPU job's run time under the node-level allocators.
+
+    Distances between two GPUs of one job: 0 on the same node, :attr:`same_rack` on two nodes
+    of one rack, :attr:`cross_rack` in two racks. A job spread over nodes runs
+    ``1 + spread_penalty * D`` times longer, where ``D`` is the largest distance between two
+    of its GPUs (off by default: ``spread_penalty = 0``).
+
+    A GPU job that ran on type ``a`` in the log and gets type ``b`` runs
+    ``(speed(a) / speed(b)) ** s`` times as long, where ``s`` is the speed sensitivity of its
+    class (its partition): 1 for a job bound by the GPU, 0 for one the GPU does not limit.
+    A logged type the spec does not know (or none) counts as speed 1.
+
+    Example:
+        >>> m = GpuModel(spread_penalty=0.1, partition_sensitivity=(("infer", 0.5),))
+        >>> m.sensitivity_of("infer"), m.sensitivity_of("train")
+        (0.5, 1.0)
+    """
+
+    same_rack: float = 1.0
+    """Distance between GPUs on two nodes of one rack."""
+    cross_rack: float = 2.0
+    """Distance between GPUs in two racks."""
+    spread_penalty: float = 0.0
+    """Run-time slowdown per unit of a job's largest GPU distance; 0 turns it off."""
+    sensitivity: float = 1.0
+    """Speed sensitivity of jobs whose partition is not in :attr:`partition_sensitivity`."""
+    partition_sensitivity: tuple[tuple[str, float], ...] = ()
+    """(partition, sensitivity) pairs for job classes that differ from the default."""
+
+    def __post_init__(self) -> None:
+        for name in ("same_rack", "cross_rack", "spread_penalty", "sensitivity"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"gpu model: {name} must be >= 0")
+        if self.cross_rack < self.same_rack:
+            raise ConfigError("gpu model: cross_rack must be >= same_rack (GPUs in two racks "
+                              "are not closer than GPUs in one)")
+        for part, value in self.partition_sensitivity:
+            if value < 0:
+                raise ConfigError(f"gpu model: sensitivity of partition {part!r} must be >= 0")
+
+    def sensitivity_of(self, partition: str) -> float:
+        """Speed sensitivity of a job in ``partition``."""
+        return dict(self.partition_sensitivity).get(partition, self.sensitivity)
+
+
+@dataclass(frozen=True)
 class ClusterSpec:
     """The whole machine."""
 
@@ -60,6 +108,8 @@ class ClusterSpec:
     source: str = "explicit"
     """Where the spec came from: a file path, ``swf-header``, ``--procs``, ``inferred``."""
     notes: tuple[str, ...] = field(default=())
+    gpu: GpuModel = field(default_factory=GpuModel)
+    """Distances, spread penalty and speed sensitivity for the node-level GPU allocators."""
 
     def __post_init__(self) -> None:
         if not self.groups:

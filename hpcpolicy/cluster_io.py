@@ -12,17 +12,20 @@ Without a file, the machine comes from ``--procs N`` or from the SWF header fact
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcpolicy.cluster import ClusterSpec, NodeGroup
+from hpcpolicy.cluster import ClusterSpec, GpuModel, NodeGroup
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["cluster_from_dict", "header_facts", "load_cluster", "resolve_cluster"]
+__all__ = ["cluster_from_dict", "header_facts", "load_cluster", "resolve_cluster",
+           "with_spread_penalty"]
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -69,8 +72,10 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], where: str)
         for key in schema.get("required", []):
             if key not in value:
                 raise ConfigError(f"{at}required key {key!r} is missing")
+        extra = schema.get("additionalProperties")
         for key, sub in value.items():
-            _check(sub, props[key], root, f"{where}.{key}" if where else key)
+            rule = props.get(key, extra if isinstance(extra, dict) else {})
+            _check(sub, rule, root, f"{where}.{key}" if where else key)
     elif isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
             raise ConfigError(f"{where} needs at least {schema['minItems']} item(s)")
@@ -118,8 +123,11 @@ def cluster_from_dict(doc: Any, *, source: str = "explicit") -> ClusterSpec:
             raise ConfigError(f"{where}: gpu_type {raw['gpu_type']!r} given but gpus is 0")
         ints = {k: int(v) for k, v in raw.items() if k in ("count", "cores", "mem_mib", "gpus")}
         groups.append(NodeGroup(**{**raw, **ints}))
+    gpu = dict(doc.get("gpu", {}))
+    parts = tuple(sorted(gpu.pop("partitions", {}).items()))
     return ClusterSpec(tuple(groups), name=doc.get("name", "cluster"), source=source,
-                       notes=tuple(doc.get("notes", ())))
+                       notes=tuple(doc.get("notes", ())),
+                       gpu=GpuModel(**gpu, partition_sensitivity=parts))
 
 
 def load_cluster(path: str | Path) -> ClusterSpec:
@@ -235,3 +243,19 @@ def resolve_cluster(
     where = f"{table}: " if table is not None else ""
     raise ConfigError(f"{where}the machine size is unknown (no MaxProcs/MaxNodes in the log "
                       "header); pass --procs N or --cluster spec.toml")
+
+
+def with_spread_penalty(spec: ClusterSpec, penalty: float | None,
+                        allocators: Sequence[str]) -> ClusterSpec:
+    """``spec`` with its GPU spread penalty set to ``penalty`` (None keeps the spec's).
+
+    Raises:
+        ConfigError: a penalty with only the pooled ``first-fit`` allocator, which does not
+            place GPUs on nodes and so cannot charge for spreading them.
+    """
+    if penalty is None:
+        return spec
+    if all(a == "first-fit" for a in allocators):
+        raise ConfigError("--spread-penalty needs a node-level --allocator (first-available, "
+                          "best-fit or topology-aware); first-fit does not place GPUs on nodes")
+    return dataclasses.replace(spec, gpu=dataclasses.replace(spec.gpu, spread_penalty=penalty))

@@ -9,6 +9,13 @@ per window and averaged over windows; the spread over windows (sample standard d
 max) says how much one number can be trusted. For every backfilling mode the best heuristic
 (lowest mean bounded slowdown) is named, and each trained policy is compared with it.
 
+On a GPU partition, ``allocators`` adds the placement heuristics as a third axis: every policy
+runs with every allocator, so ``policies=("fcfs", "lcfs", "sjf")`` with
+``allocators=GPU_ALLOCATORS`` is the nine-baseline matrix of the two-agent scheduler's paper
+(:data:`GPU_BASELINES`). A trained policy that places GPUs itself (it has ``bind_placer``)
+runs once, with its own placements. The best baseline is then the best policy + allocator
+pair, and trained policies are also compared with the best baseline GPU utilisation.
+
 Example:
     >>> cfg = EvaluateConfig(policies=("fcfs", "sjf"), backfills=("none", "easy"), windows=3,
     ...                      window_size=64)
@@ -25,16 +32,22 @@ from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.env.split import SPLITS, split_starts
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.sim.types import BACKFILL_MODES, SimConfig
+from hpcpolicy.sim.types import ALLOCATORS, BACKFILL_MODES, SimConfig
 from hpcpolicy.sim.windows import Replay, WindowConfig, replay
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.workload import Workload
 
-__all__ = ["SPREAD_KEYS", "EvaluateConfig", "Evaluation", "evaluate"]
+__all__ = ["GPU_ALLOCATORS", "GPU_BASELINES", "SPREAD_KEYS", "EvaluateConfig", "Evaluation",
+           "evaluate"]
 
-SPREAD_KEYS = ("mean_bsld", "mean_wait_s", "mean_response_s", "utilization")
+GPU_ALLOCATORS = ("first-available", "best-fit", "topology-aware")
+"""The node-level allocators, in the order the evaluation matrix lists them."""
+GPU_BASELINES = ("fcfs", "lcfs", "sjf")
+"""Queue policies of the nine-baseline matrix (x :data:`GPU_ALLOCATORS`)."""
+
+SPREAD_KEYS = ("mean_bsld", "mean_wait_s", "mean_response_s", "utilization", "gpu_utilization")
 """Summary metrics whose spread over windows is reported."""
 
 
@@ -71,6 +84,8 @@ class EvaluateConfig:
     """End a job at its requested walltime when its logged run time is longer."""
     exclusive_nodes: bool = False
     """Jobs occupy whole nodes (RLScheduler's machine model)."""
+    allocators: tuple[str, ...] = ("first-fit",)
+    """Placement rules; every policy runs with each (see the module docstring)."""
 
     def __post_init__(self) -> None:
         if not self.policies:
@@ -81,6 +96,10 @@ class EvaluateConfig:
         if bad or not self.backfills:
             raise ConfigError(f"evaluate: backfill {bad or '(none given)'} must be among "
                               f"{', '.join(BACKFILL_MODES)}")
+        bad = [a for a in self.allocators if a not in ALLOCATORS]
+        if bad or not self.allocators:
+            raise ConfigError(f"evaluate: allocator {bad or '(none given)'} must be among "
+                              f"{', '.join(ALLOCATORS)}")
         if self.split not in SPLITS:
             raise ConfigError(f"evaluate: split {self.split!r} is not one of {', '.join(SPLITS)}")
         self.window_config()  # checks the window options
@@ -92,10 +111,11 @@ class EvaluateConfig:
         return WindowConfig(size=self.window_size, count=self.windows, seed=self.seed,
                             starts=starts if starts is not None else self.starts, warm=self.warm)
 
-    def sim_config(self, policy: str, backfill: str) -> SimConfig:
+    def sim_config(self, policy: str, backfill: str, allocator: str = "first-fit") -> SimConfig:
         """The engine options of one run."""
         return SimConfig(policy=policy, backfill=backfill, kill_at_limit=self.kill_at_limit,
-                         compat=self.compat, exclusive_nodes=self.exclusive_nodes)
+                         compat=self.compat, exclusive_nodes=self.exclusive_nodes,
+                         allocator=allocator)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -120,32 +140,43 @@ class Evaluation:
     """One replay per (backfill, policy), backfill-major."""
     learned: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Trained policies by spec: algo, reward, k and training data from their manifests."""
+    placers: frozenset[str] = frozenset()
+    """Trained policies that place GPUs themselves (run once, whatever the allocators)."""
 
     def spread(self, run: Replay) -> dict[str, dict[str, float | None]]:
         """Std (sample), min and max over windows of each of :data:`SPREAD_KEYS`."""
         return {key: _spread([float(w.summary[key]) for w in run.windows
                               if w.summary[key] is not None]) for key in SPREAD_KEYS}
 
-    def best_heuristics(self) -> dict[str, tuple[str, float]]:
-        """Per backfilling mode, the heuristic with the lowest mean bounded slowdown."""
+    def label(self, run: Replay) -> str:
+        """The run's policy, with its allocator when the evaluation compares allocators."""
+        if len(self.config.allocators) == 1 or run.config.policy in self.placers:
+            return run.config.policy
+        return f"{run.config.policy} + {run.config.allocator}"
+
+    def best_heuristics(self, key: str = "mean_bsld") -> dict[str, tuple[str, float]]:
+        """Per backfilling mode, the heuristic (with its allocator) best on ``key``: the
+        lowest mean bounded slowdown, or the highest ``gpu_utilization``."""
+        sign = -1.0 if key == "gpu_utilization" else 1.0
         best: dict[str, tuple[str, float]] = {}
         for run in self.runs:
-            bsld = run.summary["mean_bsld"]
-            name, backfill = run.config.policy, run.config.backfill
-            if name in self.learned or bsld is None:
+            value = run.summary[key]
+            backfill = run.config.backfill
+            if run.config.policy in self.learned or value is None:
                 continue
-            if backfill not in best or bsld < best[backfill][1]:
-                best[backfill] = (name, float(bsld))
+            if backfill not in best or sign * value < sign * best[backfill][1]:
+                best[backfill] = (self.label(run), float(value))
         return best
 
-    def versus_best(self, run: Replay) -> float | None:
-        """Relative change of mean bounded slowdown against the best heuristic (-0.1: 10 %
-        lower, i.e. better); None for a heuristic or without one to compare with."""
-        best = self.best_heuristics().get(run.config.backfill)
-        bsld = run.summary["mean_bsld"]
-        if run.config.policy not in self.learned or best is None or bsld is None:
+    def versus_best(self, run: Replay, key: str = "mean_bsld") -> float | None:
+        """Relative change of ``key`` against the best heuristic on it (mean bounded
+        slowdown: -0.1 is 10 % lower, i.e. better; GPU utilisation: +0.1 is 10 % higher,
+        better); None for a heuristic or without one to compare with."""
+        best = self.best_heuristics(key).get(run.config.backfill)
+        value = run.summary[key]
+        if run.config.policy not in self.learned or best is None or value is None or not best[1]:
             return None
-        return float(bsld) / best[1] - 1.0
+        return float(value) / best[1] - 1.0
 
     def to_document(self, *, source: str, workload: Workload,
                     cluster: ClusterSpec) -> dict[str, Any]:
@@ -166,25 +197,33 @@ class Evaluation:
                         "warm": self.config.warm},
             "best_heuristic": {b: {"policy": name, "mean_bsld": bsld}
                                for b, (name, bsld) in self.best_heuristics().items()},
+            "best_heuristic_gpu_utilization": {
+                b: {"policy": name, "gpu_utilization": util}
+                for b, (name, util) in self.best_heuristics("gpu_utilization").items()},
             "learned": self.learned,
             "runs": [{
                 "policy": run.config.policy,
                 "backfill": run.config.backfill,
+                "allocator": ("learned" if run.config.policy in self.placers
+                              else run.config.allocator),
                 "kind": "learned" if run.config.policy in self.learned else "heuristic",
                 "summary": run.summary,
+                "gpu": run.gpu,
                 "spread": self.spread(run),
                 "bsld_vs_best_heuristic": self.versus_best(run),
+                "gpu_utilization_vs_best_heuristic": self.versus_best(run, "gpu_utilization"),
                 "windows": [{"start": w.start, "preloaded": w.preloaded, "backlog": w.backlog,
-                             "summary": w.summary} for w in run.windows],
+                             "summary": w.summary, "gpu": w.gpu} for w in run.windows],
             } for run in self.runs],
         }
 
 
 def _manifest_facts(policy: Any) -> dict[str, Any]:
+    """What a trained policy's manifest says (its ``artifact``: a loaded policy directory)."""
     manifest = policy.artifact.manifest
     return {"path": str(policy.artifact.path), "algo": manifest["algo"],
-            "reward": manifest["reward"], "k": manifest["observation"]["k"],
-            "training_data": manifest["training_data"],
+            "reward": manifest.get("reward"), "k": manifest.get("observation", {}).get("k"),
+            "training_data": manifest.get("training_data"),
             "backend": policy.artifact.backend}
 
 
@@ -211,18 +250,23 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
         >>> ev.versus_best(ev.runs[1])  # doctest: +SKIP
         -0.12
     """
-    from hpcpolicy.policies.learned import LearnedPolicy, policy_simulator, resolve_policy
+    from hpcpolicy.policies.heuristics import Heuristic
+    from hpcpolicy.policies.learned import policy_simulator, resolve_policy
 
     policies = {spec: resolve_policy(spec) for spec in cfg.policies}
-    labels = {spec: spec if isinstance(p, LearnedPolicy) else p.name
+    labels = {spec: p.name if isinstance(p, Heuristic) else spec
               for spec, p in policies.items()}
     starts = split_starts(len(workload), cfg.split, cfg.train_frac, cfg.window_config())
-    configs = [cfg.sim_config(labels[spec], backfill)
-               for backfill in cfg.backfills for spec in cfg.policies]
+    placers = frozenset(spec for spec, p in policies.items() if hasattr(p, "bind_placer"))
+    configs = [cfg.sim_config(labels[spec], backfill, allocator)
+               for backfill in cfg.backfills for allocator in cfg.allocators
+               for spec in cfg.policies
+               if spec not in placers or allocator == cfg.allocators[0]]
     runs = replay(workload, cluster, configs, cfg.window_config(starts),
                   utilization_end="last_start" if cfg.compat == "rlscheduler" else "last_end",
                   simulate=policy_simulator({labels[s]: p for s, p in policies.items()}),
                   on_step=on_step)
     learned = {spec: _manifest_facts(p) for spec, p in policies.items()
-               if isinstance(p, LearnedPolicy)}
-    return Evaluation(config=cfg, starts=starts, runs=runs, learned=learned)
+               if not isinstance(p, Heuristic)}
+    return Evaluation(config=cfg, starts=starts, runs=runs, learned=learned,
+                      placers=frozenset(labels[s] for s in placers))

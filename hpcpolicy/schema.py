@@ -37,8 +37,9 @@ __all__ = [
     "submit_columns",
 ]
 
-SCHEMA_VERSION = "1.0"
-"""Version of the job-table contract; bump the major part on incompatible changes."""
+SCHEMA_VERSION = "1.1"
+"""Version of the job-table contract; bump the major part on incompatible changes, the minor
+part on compatible ones (1.1 added the nullable ``req_gpu_milli``)."""
 
 METADATA_PREFIX = "hpcpolicy."
 """Prefix of the Parquet key-value metadata keys hpcpolicy writes."""
@@ -78,9 +79,12 @@ class Column:
     nullable: bool = True
     """Whether null (unknown) is allowed."""
     unit: str | None = None
-    """Unit of the values: s, MiB, cpus, nodes, gpus, or None."""
+    """Unit of the values: s, MiB, cpus, nodes, gpus, milli-GPUs, or None."""
     minimum: int | None = None
     """Smallest valid value for integer columns."""
+    since: int = 0
+    """Minor schema version that added the column; a table of an older 1.x version reads as
+    if the (nullable) column were all null."""
 
 
 _I64, _I32, _STR = pl.Int64(), pl.Int32(), pl.String()
@@ -114,6 +118,9 @@ JOB_COLUMNS: tuple[Column, ...] = (
     Column("req_nodes", _I32, "submit", "Requested nodes.", unit="nodes", minimum=1),
     Column("req_gpus", _I32, "submit", "Requested GPUs, whole job.", unit="gpus", minimum=0),
     Column("req_gpu_type", _STR, "submit", "Requested GPU type (a100 in gres/gpu:a100=2)."),
+    Column("req_gpu_milli", _I32, "submit",
+           "Share of each requested GPU in thousandths (1000 = a whole GPU, 500 = half of "
+           "one); null = whole GPUs or unknown.", unit="milli-GPUs", minimum=1, since=1),
     Column("req_mem_mib", _I64, "submit", "Requested memory, whole job.", unit="MiB",
            minimum=0),
     Column("req_walltime_s", _I64, "submit", "Requested time limit.", unit="s", minimum=1),

@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from hpcpolicy.errors import InputFormatError, SchemaValidationError
-from hpcpolicy.schema import METADATA_PREFIX, SCHEMA_VERSION, polars_schema
+from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION, polars_schema
 
 __all__ = ["JobTable", "open_job_table"]
 
@@ -92,6 +92,12 @@ def open_job_table(path: str | Path) -> JobTable:
         )
     frame = pl.scan_parquet(path)
     found = frame.collect_schema()
+    minor = int(version.split(".")[1]) if version.count(".") == 1 and (
+        version.split(".")[1].isdigit()) else 0
+    added = [c for c in JOB_COLUMNS if c.since > minor and c.name not in found]
+    if added:  # an older 1.x table: the columns added since read as unknown
+        frame = frame.with_columns(pl.lit(None, dtype=c.dtype).alias(c.name) for c in added)
+        found = frame.collect_schema()
     wrong = [
         f"{name} ({'missing' if name not in found else f'{found[name]}, expected {dtype}'})"
         for name, dtype in polars_schema().items()

@@ -186,8 +186,15 @@ class Workload:
     logged_start: I64
     """Start time recorded in the log (s since origin), or -1 where the log has none; used
     only to measure how well a replay reproduces the log."""
+    gpu_share: I64 | None = None
+    """Share of each GPU a job uses, in thousandths (460 = 0.46 of a GPU; 1000 = whole GPUs);
+    None when every job uses whole GPUs. Read by the node-level GPU allocators."""
+    gpu_type: I32 | None = None
+    """Logged GPU type of each job, an index into :attr:`gpu_types`, -1 where unknown; None
+    when the log names no type."""
     users: tuple[str, ...] = ()
     partitions: tuple[str, ...] = ()
+    gpu_types: tuple[str, ...] = ()
     origin: int = 0
     """Epoch seconds of t = 0."""
     notes: tuple[str, ...] = field(default=())
@@ -203,10 +210,12 @@ class Workload:
     def take(self, index: npt.ArrayLike) -> Workload:
         """A new workload of the jobs at ``index`` (e.g. a window of consecutive jobs)."""
         idx = np.asarray(index)
-        cols = {name: getattr(self, name)[idx] for name in _ARRAY_FIELDS}
-        return Workload(**cols, users=self.users, partitions=self.partitions,
-                        origin=self.origin, notes=self.notes, dropped=self.dropped,
-                        options=self.options)
+        cols: dict[str, Any] = {name: getattr(self, name)[idx] for name in _ARRAY_FIELDS}
+        gpu: dict[str, Any] = {name: None if getattr(self, name) is None
+                               else getattr(self, name)[idx] for name in _GPU_FIELDS}
+        return Workload(**cols, **gpu, users=self.users, partitions=self.partitions,
+                        gpu_types=self.gpu_types, origin=self.origin, notes=self.notes,
+                        dropped=self.dropped, options=self.options)
 
     @classmethod
     def from_table(
@@ -255,9 +264,11 @@ class Workload:
 
 _ARRAY_FIELDS = ("job_id", "submit", "run_time", "req_walltime", "procs", "nodes", "gpus",
                  "mem_mib", "user", "partition", "logged_start")
+_GPU_FIELDS = ("gpu_share", "gpu_type")
 _REQUIRED = ("job_id", "submit_time", "run_time_s")
 _OPTIONAL = ("req_cpus", "alloc_cpus", "req_nodes", "alloc_nodes", "req_gpus", "alloc_gpus",
-             "req_mem_mib", "req_walltime_s", "user", "partition", "start_time", "wait_time_s")
+             "req_mem_mib", "req_walltime_s", "user", "partition", "start_time", "wait_time_s",
+             "req_gpu_type", "req_gpu_milli")
 
 
 def _scan(source: str | Path | pl.DataFrame | pl.LazyFrame) -> tuple[pl.LazyFrame, str]:
@@ -340,6 +351,8 @@ def _resolve(frame: pl.LazyFrame, opts: WorkloadOptions) -> pl.LazyFrame:
         _pick("req_nodes", "alloc_nodes", mode).fill_null(0).alias("nodes"),
         _pick("req_gpus", "alloc_gpus", mode).fill_null(0).alias("gpus"),
         _positive("req_mem_mib").fill_null(0).alias("mem"),
+        _positive("req_gpu_milli").alias("gpu_share"),
+        pl.col("req_gpu_type").cast(pl.String).alias("gpu_type"),
         pl.col("user").cast(pl.String).fill_null("(unknown)"),
         pl.col("partition").cast(pl.String).fill_null("(none)"),
         logged.alias("logged"),
@@ -430,6 +443,15 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
     def i64(column: pl.Series) -> I64:
         return np.asarray(column.to_numpy(), dtype=np.int64)
 
+    share = None if kept["gpu_share"].null_count() == kept.height else (
+        i64(kept["gpu_share"].fill_null(1000).clip(upper_bound=1000)))
+    gpu_type: I32 | None = None
+    gpu_types: tuple[str, ...] = ()
+    if kept["gpu_type"].null_count() < kept.height:
+        codes, gpu_types = _codes(kept["gpu_type"].drop_nulls())
+        gpu_type = np.full(kept.height, -1, dtype=np.int32)
+        gpu_type[kept["gpu_type"].is_not_null().to_numpy()] = codes
+
     return cls(
         job_id=kept["job_id"].to_numpy().astype(object, copy=False),
         submit=i64(kept["submit"] - origin),
@@ -442,8 +464,11 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         user=users,
         partition=parts,
         logged_start=i64((kept["logged"] - origin).fill_null(-1)),
+        gpu_share=share,
+        gpu_type=gpu_type,
         users=user_names,
         partitions=part_names,
+        gpu_types=gpu_types,
         origin=origin,
         notes=tuple(notes),
         dropped=dropped,

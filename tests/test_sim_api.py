@@ -23,7 +23,7 @@ W = workload([(0, 10, 10, 2), (5, 10, 10, 2)])
     ({"engine": "turbo"}, ["engine 'turbo'", "fast, reference"]),
     ({"compat": "slurm"}, ["compat 'slurm'", "rlscheduler, hpcopt"]),
     ({"compat": "rlscheduler", "backfill": "conservative"}, ["no conservative"]),
-    ({"allocator": "best-fit"}, ["allocator 'best-fit'", "first-fit"]),
+    ({"allocator": "worst-fit"}, ["allocator 'worst-fit'", "first-fit, first-available"]),
 ])
 def test_bad_options_are_named(kwargs: dict[str, str], words: list[str]) -> None:
     with pytest.raises(ConfigError) as err:

@@ -249,6 +249,19 @@ def test_other_major_schema_version_is_refused(tmp_path: Path) -> None:
     assert profile(minor)["source_format"] == "sacct"
 
 
+def test_a_1_0_table_reads_the_columns_added_since_as_null(tmp_path: Path) -> None:
+    old = tmp_path / "v1_0.parquet"
+    job_table(JOBS).drop("req_gpu_milli").write_parquet(
+        old, metadata={"hpcpolicy.schema_version": "1.0"})
+    frame = open_job_table(old).frame.collect()
+    assert frame["req_gpu_milli"].null_count() == frame.height
+    # A table that claims 1.1 must have the column.
+    job_table(JOBS).drop("req_gpu_milli").write_parquet(
+        old, metadata={"hpcpolicy.schema_version": "1.1"})
+    with pytest.raises(SchemaValidationError, match="req_gpu_milli"):
+        open_job_table(old)
+
+
 def test_missing_or_mistyped_columns_are_named(tmp_path: Path) -> None:
     meta = {"hpcpolicy.schema_version": SCHEMA_VERSION}
     broken = tmp_path / "broken.parquet"

@@ -1,10 +1,10 @@
-"""Read real job logs (SWF, Slurm sacct) into the canonical job table."""
+"""Read real job logs (SWF, Slurm sacct, GPU-cluster traces) into the canonical job table."""
 
 from __future__ import annotations
 
 from hpcpolicy.ingest.config import FORMATS, IngestConfig
 from hpcpolicy.ingest.detect import detect_format
-from hpcpolicy.ingest.pipeline import IngestReport, ingest, output_paths
+from hpcpolicy.ingest.pipeline import IngestReport, cluster_path, ingest, output_paths
 from hpcpolicy.ingest.plan import STEP_FOLDED, ReaderPlan
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "IngestConfig",
     "IngestReport",
     "ReaderPlan",
+    "cluster_path",
     "detect_format",
     "ingest",
     "output_paths",

@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["FORMATS", "IngestConfig", "check_time_zone"]
+__all__ = ["DEFAULT_ORIGIN", "FORMATS", "IngestConfig", "check_time_zone", "parse_origin"]
 
-FORMATS = ("auto", "swf", "sacct")
+FORMATS = ("auto", "swf", "sacct", "alibaba", "philly", "helios")
 """Values of ``--format``; ``auto`` recognises each of the others from the file's first lines."""
+
+DEFAULT_ORIGIN = "2023-01-01T00:00:00Z"
+"""Time origin of an Alibaba GPU trace, whose times count seconds from its start and which
+gives no date: an arbitrary instant, chosen so that the table has plausible 2023 dates."""
+
+
+def parse_origin(text: str, option: str = "origin") -> datetime:
+    """The UTC instant of an ISO 8601 time (``2023-01-01T00:00:00Z``; no zone means UTC).
+
+    Raises:
+        ConfigError: naming ``option`` and giving an example.
+    """
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"{option} {text!r} is not an ISO 8601 time; write it like "
+                          f"{DEFAULT_ORIGIN}") from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def check_time_zone(tz: str, option: str = "tz") -> str:
@@ -35,7 +54,7 @@ class IngestConfig:
     """How to read and clean the input logs."""
 
     format: str = "auto"
-    """Input format: auto, swf or sacct."""
+    """Input format: one of :data:`FORMATS`."""
     tz: str = "UTC"
     """Time zone of zone-less timestamps in the input (sacct prints the cluster's local time)."""
     procs: int | None = None
@@ -48,6 +67,12 @@ class IngestConfig:
     sacct_columns: tuple[str, ...] | None = None
     """Column names of a header-less sacct export, in order (its ``--format`` list); None when
     the file has a header line."""
+    origin: str | None = None
+    """Alibaba GPU trace: the instant its times (seconds from the trace start) count from,
+    ISO 8601; None means :data:`DEFAULT_ORIGIN`."""
+    node_list: str | None = None
+    """Alibaba GPU trace: its node list, written as a cluster spec beside the job table; None
+    means ``openb_node_list_all_node.csv`` beside the pod list, if it is there."""
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:
@@ -67,6 +92,8 @@ class IngestConfig:
                     "sacct --format (e.g. JobID,Submit,Start,End,State)"
                 )
             object.__setattr__(self, "sacct_columns", tuple(names))
+        if self.origin is not None:
+            parse_origin(self.origin)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as a JSON-ready dict."""

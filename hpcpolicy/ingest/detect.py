@@ -12,14 +12,24 @@ import zlib
 from pathlib import Path
 
 from hpcpolicy.errors import InputFormatError
+from hpcpolicy.ingest.gpu_layouts import ALIBABA_NODES, GPU_LAYOUTS
 
-__all__ = ["BOM", "detect_format", "head_text", "is_gzip"]
+__all__ = ["BOM", "SUPPORTED", "detect_format", "head_text", "is_gzip"]
 
 BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte order mark."""
 
 _SACCT_KEYS = ("jobid", "jobidraw", "submit", "state", "elapsed", "ncpus", "reqcpus", "timelimit")
 _SWF_DATA = re.compile(r"^\s*-?\d+(\.\d+)?(\s+-?\d+(\.\d+)?){17}\s*$")
+_GPU_MATCH = 3
+"""Columns of a GPU-trace layout a header must name for ``auto`` to pick that layout."""
+SUPPORTED = (
+    "SWF (';' header or 18 numeric fields), Slurm sacct (export with "
+    "`sacct --parsable2 --format=...`), an Alibaba GPU-trace pod list "
+    "(openb_pod_list_*.csv), a Helios job log (cluster_log.csv) or a Philly job log as CSV "
+    "(see the README's GPU traces); or name it with --format"
+)
+"""The formats ``--format auto`` recognises, for error messages."""
 
 
 def is_gzip(path: Path) -> bool:
@@ -57,8 +67,27 @@ def head_text(path: Path, size: int = 65536) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _gpu_layout(path: Path, tokens: set[str]) -> str | None:
+    """The GPU-trace layout whose columns the header names most (at least :data:`_GPU_MATCH`
+    of them, and more than any other layout), or None.
+
+    Raises:
+        InputFormatError: the header is the Alibaba trace's node list, not a job log.
+    """
+    if set(ALIBABA_NODES.required) <= tokens:
+        raise InputFormatError(
+            f"{path}: this is an Alibaba GPU-trace node list, not a job log; ingest the pod "
+            "list (openb_pod_list_*.csv) and give this file with --node-list"
+        )
+    scores = sorted(((sum(c in tokens for c in lay.columns), lay.name) for lay in GPU_LAYOUTS),
+                    reverse=True)
+    (best, name), (second, _) = scores[0], scores[1]
+    return name if best >= _GPU_MATCH and best > second else None
+
+
 def detect_format(path: Path) -> str:
-    """``swf`` or ``sacct``, judged from the first lines of ``path``.
+    """``swf``, ``sacct``, ``alibaba``, ``helios`` or ``philly``, judged from the first lines
+    of ``path``.
 
     Raises:
         InputFormatError: the file matches no supported format; the message lists them.
@@ -66,8 +95,7 @@ def detect_format(path: Path) -> str:
     text = head_text(path)
     if "\x00" in text[:4096]:
         raise InputFormatError(
-            f"{path}: looks like a binary file, not a text log; supported formats: SWF "
-            "(.swf, .swf.gz) and Slurm sacct exports (--parsable2/--parsable or CSV)"
+            f"{path}: looks like a binary file, not a text log; supported formats: {SUPPORTED}"
         )
     lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
     first = lines[0].strip().lower()
@@ -77,10 +105,12 @@ def detect_format(path: Path) -> str:
     header_tokens = {t.strip().strip('"').lower() for t in re.split(r"[|,;\t]", first)}
     if sum(k in header_tokens for k in _SACCT_KEYS) >= 2:
         return "sacct"
+    gpu = _gpu_layout(path, header_tokens)
+    if gpu is not None:
+        return gpu
     if "|" in first:
         return "sacct"  # header-less parsable export; the sacct reader checks the columns
     raise InputFormatError(
-        f"{path}: cannot tell the format from line 1 ({lines[0][:60]!r}); supported: SWF "
-        "(';' header or 18 numeric fields) and Slurm sacct (export with "
-        "`sacct --parsable2 --format=...`); or name it with --format"
+        f"{path}: cannot tell the format from line 1 ({lines[0][:60]!r}); supported formats: "
+        f"{SUPPORTED}"
     )

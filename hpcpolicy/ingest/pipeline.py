@@ -3,6 +3,8 @@
 One streaming pass (``polars.collect_all`` over lazy sinks that share the reader's scan) writes
 ``NAME.parquet`` and ``NAME.rejects.parquet`` to temporary files and counts rows by reason;
 only when the counts balance are the temporaries renamed and ``NAME.ingest.json`` written.
+An input that describes its machine (the Alibaba trace's node list) also gets
+``NAME.cluster.toml``, written before the report.
 A reader whose rules need the whole file may ask for a second pass (``ReaderPlan.after_pass``).
 The SHA-256 of each input is computed in a background thread while the pass runs (hashlib
 works without the GIL); the Parquet metadata that holds it is written when the pass ends.
@@ -28,18 +30,22 @@ from typing import Any
 import polars as pl
 
 from hpcpolicy import __version__
-from hpcpolicy.atomic import atomic_path, file_sha256, write_json
-from hpcpolicy.errors import InputFormatError
+from hpcpolicy.atomic import atomic_path, file_sha256, write_json, write_text
+from hpcpolicy.errors import ConfigError, InputFormatError
+from hpcpolicy.ingest.cluster_toml import ClusterDoc
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.detect import detect_format, head_text
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, ROWS, STEP_FOLDED, PassCheck, ReaderPlan
 from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION
 
-__all__ = ["READERS", "IngestReport", "ingest", "output_paths"]
+__all__ = ["READERS", "IngestReport", "cluster_path", "ingest", "output_paths"]
 
 READERS: dict[str, str] = {
     "swf": "hpcpolicy.ingest.swf:plan_swf",
     "sacct": "hpcpolicy.ingest.sacct:plan_sacct",
+    "alibaba": "hpcpolicy.ingest.alibaba:plan_alibaba",
+    "helios": "hpcpolicy.ingest.gpu_jobs:plan_helios",
+    "philly": "hpcpolicy.ingest.gpu_jobs:plan_philly",
 }
 """Format name -> ``module:function`` building a :class:`ReaderPlan` (imported on use)."""
 
@@ -64,6 +70,8 @@ class IngestReport:
     timings_s: dict[str, float]
     config: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    cluster_spec: str | None = None
+    """``NAME.cluster.toml`` when an input described its machine, else None."""
     schema_version: str = SCHEMA_VERSION
     hpcpolicy_version: str = __version__
 
@@ -80,6 +88,13 @@ def output_paths(out: Path) -> dict[str, Path]:
         "rejects": out.with_name(f"{stem}.rejects.parquet"),
         "report": out.with_name(f"{stem}.ingest.json"),
     }
+
+
+def cluster_path(out: Path) -> Path:
+    """``NAME.cluster.toml``, the cluster spec an ingest to ``out`` writes when an input
+    describes its machine."""
+    jobs = output_paths(out)["jobs"]
+    return jobs.with_name(jobs.name.removesuffix(".parquet") + ".cluster.toml")
 
 
 def _reader(fmt: str) -> Callable[[Path, IngestConfig], ReaderPlan]:
@@ -138,9 +153,11 @@ def ingest(
     """Read logs, clean them, and write the job table, its rejects and an ingest report.
 
     Args:
-        inputs: log files (SWF, sacct; plain or gzipped). Several files are concatenated.
-        out: the job table path, ``NAME.parquet``; ``NAME.rejects.parquet`` and
-            ``NAME.ingest.json`` are written beside it.
+        inputs: log files (SWF, sacct, GPU traces; plain or gzipped). Several files are
+            concatenated.
+        out: the job table path, ``NAME.parquet``; ``NAME.rejects.parquet``,
+            ``NAME.ingest.json`` and, for an input that describes its machine,
+            ``NAME.cluster.toml`` are written beside it.
         cfg: options; defaults to :class:`IngestConfig()`.
         on_stage: called with a short description as each stage begins (for progress output).
 
@@ -150,7 +167,9 @@ def ingest(
     Raises:
         InputFormatError: an input cannot be read, or too many rows were rejected. Nothing
             is written in that case.
-        ConfigError: conflicting options, or outputs exist and ``overwrite`` is off.
+        ConfigError: conflicting options (``origin``/``node_list`` without an Alibaba pod
+            list, inputs with different node lists), or outputs exist and ``overwrite`` is
+            off.
 
     Example:
         >>> from hpcpolicy.ingest import ingest
@@ -159,8 +178,6 @@ def ingest(
         >>> report.rows_read == kept + rejected + report.steps_folded  # doctest: +SKIP
         True
     """
-    from hpcpolicy.errors import ConfigError
-
     cfg = cfg or IngestConfig()
     stage = on_stage or (lambda _msg: None)
     if not Path(out).name.endswith(".parquet"):
@@ -177,6 +194,7 @@ def ingest(
     try:
         hashes = [hasher.submit(file_sha256, Path(p)) for p in inputs]
         plans, sources = _plans(inputs, cfg, stage)
+        cluster = _cluster_of(plans, cfg, cluster_path(Path(out)))
         timings["plan"] = time.perf_counter() - t0
 
         t1 = time.perf_counter()
@@ -194,9 +212,43 @@ def ingest(
             _check_rejects(report, inputs, cfg)
     finally:
         hasher.shutdown(cancel_futures=True)
+    _write_cluster(cluster, cluster_path(Path(out)), report, cfg.overwrite)
     report.timings_s = {**timings, "total": time.perf_counter() - t0}
     write_json(paths["report"], report.to_dict())
     return report
+
+
+def _cluster_of(plans: list[ReaderPlan], cfg: IngestConfig, target: Path) -> ClusterDoc | None:
+    """The cluster spec the inputs describe (one at most), checking the options that only
+    Alibaba pod lists use and an existing ``NAME.cluster.toml`` before any work is done."""
+    if not any(p.source_format == "alibaba" for p in plans):
+        for option, value in (("--origin", cfg.origin), ("--node-list", cfg.node_list)):
+            if value is not None:
+                raise ConfigError(f"{option} applies to Alibaba GPU-trace pod lists only; "
+                                  "none of the inputs is one (leave it out)")
+    docs = [p.cluster for p in plans if p.cluster is not None]
+    if len({d.spec.source for d in docs}) > 1:
+        raise ConfigError(f"the inputs come with different node lists "
+                          f"({', '.join(sorted({d.spec.source for d in docs}))}); ingest them "
+                          "separately, or pass the right one with --node-list")
+    if docs and target.exists() and not cfg.overwrite:
+        raise ConfigError(f"{target} already exists; pass --overwrite to replace")
+    return docs[0] if docs else None
+
+
+def _write_cluster(doc: ClusterDoc | None, target: Path, report: IngestReport,
+                   overwrite: bool) -> None:
+    """Write the cluster spec; with ``overwrite``, remove an older one these inputs do not
+    describe (it would be taken for theirs)."""
+    if doc is not None:
+        write_text(target, doc.to_toml())
+        report.cluster_spec = str(target)
+    elif target.exists() and overwrite:
+        target.unlink()
+        report.notes.append(f"removed {target}, written by an earlier ingest: these inputs "
+                            "describe no machine")
+    elif target.exists():
+        report.notes.append(f"{target} is left as it was: it does not come from these inputs")
 
 
 def _plans(inputs: Sequence[str | Path], cfg: IngestConfig,

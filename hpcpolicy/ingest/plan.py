@@ -30,6 +30,8 @@ from typing import Any
 
 import polars as pl
 
+from hpcpolicy.ingest.cluster_toml import ClusterDoc
+
 __all__ = ["INTERNAL_COLUMNS", "REPAIR_PREFIX", "ROWS", "STEP_FOLDED", "PassCheck", "ReaderPlan"]
 
 STEP_FOLDED = "step_folded"
@@ -54,6 +56,9 @@ class ReaderPlan:
     """Facts the reader had to infer or assume, each with how (e.g. machine size)."""
     notes: list[str] = field(default_factory=list)
     """Plain-language notes for the user: what can and cannot be derived from this file."""
+    cluster: ClusterDoc | None = None
+    """The machine the log ran on, when the input comes with a description of it (the
+    Alibaba trace's node list); the pipeline writes it as ``NAME.cluster.toml``."""
     after_pass: Callable[[int], PassCheck] | None = None
     """Called with the rows read after a pass over the whole file, for what only the whole file
     shows (records superseded later in it, a header's record count to compare); None when

@@ -29,6 +29,10 @@ REJECT_REASONS: dict[str, str] = {
     "swf_bad_status": "the SWF status field is not a whole number from -1 to 5",
     "swf_fractional_id": "an SWF id field (user, group, executable, queue, partition, "
     "preceding job) is not a whole number",
+    "bad_state": "the state, status or phase field is empty or a word the format does not "
+    "define",
+    "bad_gpu_share": "gpu_milli is outside 0..1000, 0 for a pod that requests GPUs, or above "
+    "0 for one that requests none",
 }
 
 REPAIR_RULES: dict[str, str] = {
@@ -53,6 +57,13 @@ REPAIR_RULES: dict[str, str] = {
     "(counted from eligibility)",
     "sacct_run_time_over_limit": "CPUTimeRAW / ReqCPUS exceeds the time limit (more CPUs "
     "were allocated than requested): run_time_s is the limit for TIMEOUT jobs, else null",
+    "gpu_zero_request": "a GPU trace's request of 0 CPUs or 0 nodes (not set) stored as null",
+    "gpu_ambiguous_local_time": "a GPU trace's local time in the repeated hour of a clock "
+    "change was read as the earlier of the two instants",
+    "gpu_running_at_end": "a Helios or Philly job with a start time and no end: stored as "
+    "running (it had not ended when the log was taken); run_time_s null",
+    "alibaba_cpus_rounded_up": "cpu_milli is not a whole number of CPUs: req_cpus is it "
+    "rounded up (3152 milli-CPUs -> 4 CPUs)",
 }
 
 

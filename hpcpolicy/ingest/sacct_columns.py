@@ -265,6 +265,7 @@ def _requests(c: Columns) -> None:
             value = c.tres_count(tres, key, "req")
         c.values[col] = value if value is not None else _null()
     c.values["req_gpus"], c.values["req_gpu_type"] = c.gpus(tres, "req")
+    c.values["req_gpu_milli"] = _null(pl.Int32())  # gres/gpu counts whole GPUs
     _walltime(c)
     _memory(c, tres)
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.errors import ConfigError
 from hpcpolicy.policies.base import Policy, ScoreKernel
 from hpcpolicy.policies.heuristics import get_policy
 from hpcpolicy.sim.checks import check_schedule
@@ -73,8 +74,12 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
     """
     cfg = cfg if cfg is not None else SimConfig()
     pol: Policy = policy if policy is not None else get_policy(cfg.policy)
-    prep = prepare(workload, cluster, cfg, running)
     scorer = pol.bind(workload, cluster, cfg)
+    bind_placer = getattr(pol, "bind_placer", None)
+    if cfg.allocator in NODE_LEVEL or bind_placer is not None:
+        placer = bind_placer(workload, cluster) if bind_placer is not None else None
+        return _simulate_gpu(workload, cluster, cfg, scorer, placer, running)
+    prep = prepare(workload, cluster, cfg, running)
     tic = time.perf_counter()
     if cfg.engine == "reference" and cfg.compat != "rlscheduler":
         outcome = ReferenceEngine(prep, cfg, scorer, workload).run()
@@ -95,6 +100,27 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
     return result
 
 
+NODE_LEVEL = ("first-available", "best-fit", "topology-aware")
+"""Allocators that place GPUs on nodes, run by :class:`hpcpolicy.gpu.engine.GpuEngine`."""
+
+
+def _simulate_gpu(workload: Workload, cluster: ClusterSpec, cfg: SimConfig, scorer: Any,
+                  placer: Any, running: RunningJobs | None) -> SimResult:
+    from hpcpolicy.gpu.engine import GpuEngine
+
+    if running is not None and len(running):
+        raise ConfigError(f"allocator {cfg.allocator!r} starts from an empty machine; a warm "
+                          "start needs --allocator first-fit")
+    tic = time.perf_counter()
+    engine = GpuEngine(workload, cluster, cfg, scorer, placer)
+    outcome = engine.run()
+    outcome["stats"]["wall_s"] = time.perf_counter() - tic
+    result = assemble(engine.p, workload, outcome, "gpu")
+    if cfg.check:
+        check_schedule(engine.p, workload, cluster, cfg, result)
+    return result
+
+
 def assemble(prep: Prepared, workload: Workload, outcome: dict[str, Any],
              engine: str) -> SimResult:
     """A :class:`SimResult` from an engine's raw per-job arrays."""
@@ -110,14 +136,18 @@ def assemble(prep: Prepared, workload: Workload, outcome: dict[str, Any],
         "never_fits": int(never.sum()),
         "never_fits_ids": [str(x) for x in workload.job_id[never][:NEVER_FITS_SHOWN]],
     })
+    # The node-level GPU engine decides run times and GPU counts as jobs start.
+    dur = outcome.get("dur", prep.dur)
+    gpus = outcome.get("alloc_gpus", held[:, 1])
     return SimResult(
         start=start,
-        end=np.where(started, start + prep.dur, -1).astype(np.int64),
+        end=np.where(started, start + dur, -1).astype(np.int64),
         never_fits=never.copy(),
-        killed=prep.killed & started,
+        killed=outcome.get("killed", prep.killed) & started,
         stats=stats,
         backfilled=np.asarray(outcome["backfilled"], dtype=bool) & started,
         alloc_cores=np.where(started, held[:, 0], 0).astype(np.int64),
-        alloc_gpus=np.where(started, held[:, 1], 0).astype(np.int64),
+        alloc_gpus=np.where(started, gpus, 0).astype(np.int64),
         group=group,
+        placement=outcome.get("placement", {}),
     )

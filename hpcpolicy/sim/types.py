@@ -26,7 +26,9 @@ ENGINES = ("fast", "reference")
 ENGINE_COMPAT = ("rlscheduler", "hpcopt")
 """Peers whose engine semantics ``SimConfig.compat`` can select. ``hpcopt`` selects the
 project's own semantics (its strict FCFS is the same); only ``rlscheduler`` changes the engine."""
-ALLOCATORS = ("first-fit",)
+ALLOCATORS = ("first-fit", "first-available", "best-fit", "topology-aware")
+"""``first-fit`` places jobs in node groups by their totals (the compiled engines); the others
+place GPUs on nodes (:mod:`hpcpolicy.gpu`, a plain-Python engine)."""
 
 I64 = npt.NDArray[np.int64]
 
@@ -87,7 +89,8 @@ class SimConfig:
     with all their cores and GPUs (RLScheduler's model; Slurm ``--exclusive``)."""
     allocator: str = "first-fit"
     """Which node group a job is placed in; ``first-fit``: the first group (in the cluster
-    spec's order) where it fits now."""
+    spec's order) where it fits now. ``first-available``, ``best-fit`` and ``topology-aware``
+    also choose the nodes a job's GPUs are on (:mod:`hpcpolicy.gpu.placement`)."""
     fairshare: FairshareConfig = field(default_factory=FairshareConfig)
     """Parameters of the ``fairshare`` policy (unused by the others)."""
 
@@ -190,3 +193,6 @@ class SimResult:
     """GPUs a job held (whole nodes' GPUs under ``exclusive_nodes``); 0 if never started."""
     group: npt.NDArray[np.int64] = field(default_factory=_empty_i64)
     """Index of the node group (ClusterSpec.groups) a job ran in; -1 if never started."""
+    placement: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    """Per-job facts of a node-level GPU placement (:mod:`hpcpolicy.gpu.engine`): nodes and
+    racks used, GPU distance, run-time factors; empty for the pooled ``first-fit`` allocator."""

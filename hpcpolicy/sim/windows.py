@@ -179,6 +179,9 @@ class WindowRun:
     """Warm-up jobs still waiting at the window's first submit, left out."""
     wall_s: float
     """Wall-clock seconds the engine took (for progress output only; never in results)."""
+    gpu: dict[str, Any] | None = None
+    """GPU metrics of a node-level replay (:func:`hpcpolicy.gpu.metrics.gpu_summary`); None
+    under the pooled ``first-fit`` allocator."""
 
     def outcomes(self) -> pl.DataFrame:
         """The window's outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
@@ -193,6 +196,8 @@ class Replay:
     windows: list[WindowRun]
     summary: dict[str, Any]
     """The whole workload's summary, or the mean over windows."""
+    gpu: dict[str, Any] | None = None
+    """GPU metrics (whole workload, or over windows); None under ``first-fit``."""
 
     def never_fits(self) -> list[str]:
         """Ids of the jobs that need more than the machine has (never started), each once."""
@@ -284,19 +289,39 @@ def replay(
             res = simulate(jobs, cluster, cfg, running=running)
             wall = time.perf_counter() - t0
             table = metrics.outcome_table(jobs, res, identity=False)
+            summary = metrics.summarize(table, cluster, utilization_end=utilization_end)
+            gpu = None
+            if res.placement:
+                from hpcpolicy.gpu.metrics import gpu_summary
+
+                gpu = gpu_summary(jobs, res, cluster)
+                summary["gpu_utilization"] = gpu["gpu_utilization"]  # fractions of GPUs too
             runs.append(WindowRun(
                 start=start,
                 jobs=jobs,
                 result=res,
-                summary=metrics.summarize(table, cluster, utilization_end=utilization_end),
+                summary=summary,
                 preloaded=0 if running is None else len(running),
                 backlog=backlog,
                 wall_s=wall,
+                gpu=gpu,
             ))
-        summary = runs[0].summary if windows is None else metrics.aggregate(
-            [r.summary for r in runs])
-        out.append(Replay(config=cfg, windows=runs, summary=summary))
+        out.append(_combine(cfg, runs, windowed=windows is not None))
     return out
+
+
+def _combine(cfg: SimConfig, runs: list[WindowRun], *, windowed: bool) -> Replay:
+    """One configuration's replay from its windows (or its one whole-workload run)."""
+    gpus = [r.gpu for r in runs if r.gpu is not None]
+    if not windowed:
+        return Replay(config=cfg, windows=runs, summary=runs[0].summary, gpu=runs[0].gpu)
+    gpu = None
+    if gpus:
+        from hpcpolicy.gpu.metrics import mean_gpu_summary
+
+        gpu = mean_gpu_summary(gpus)
+    return Replay(config=cfg, windows=runs, summary=metrics.aggregate([r.summary for r in runs]),
+                  gpu=gpu)
 
 
 def _breakdown_rows(outcomes: pl.DataFrame, by: str) -> list[dict[str, Any]]:
@@ -330,13 +355,14 @@ def to_document(
             "backfill": run.config.backfill,
             "config": run.config.to_dict(),
             "summary": run.summary,
+            "gpu": run.gpu,
             "never_fits": {"jobs": len(never), "job_ids": never[:max_ids]},
             "killed": int(table["killed"].sum()),
             "by_partition": _breakdown_rows(table, "partition"),
             "by_user": _breakdown_rows(table, "user"),
             "windows": [] if windows is None else [
                 {"start": w.start, "preloaded": w.preloaded, "backlog": w.backlog,
-                 "summary": w.summary}
+                 "summary": w.summary, "gpu": w.gpu}
                 for w in run.windows
             ],
         }

@@ -151,7 +151,8 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
     from hpcpolicy.sim.windows import replay
 
     w, c = apply_scenario(scenario, workload, cluster)
-    configs = [SimConfig(policy=s.policy, backfill=s.backfill) for s in specs]
+    configs = [SimConfig(policy=s.policy, backfill=s.backfill, allocator=s.allocator)
+               for s in specs]
     replays = replay(w, c, configs, None, simulate=policy_simulator(policies),
                      on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0))
     runs = []
