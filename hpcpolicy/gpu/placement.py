@@ -15,7 +15,6 @@ schedule (a test checks this); with it on, where the GPUs are changes how long j
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -92,53 +91,58 @@ def _fewest_nodes(units: I64, k: int, among: I64) -> I64:
     raise AssertionError("caller checked that the nodes hold k GPUs")
 
 
-@dataclass(frozen=True)
-class FirstAvailable:
+class _Rule:
+    """What every allocator does alike: a fractional job goes on one node, a whole-GPU job
+    only when the pool has enough whole free GPUs; :meth:`whole` says where."""
+
+    name = ""
+    tightest_node = True
+    """Whether a fractional job goes on the tightest node that holds it (else the first)."""
+
+    def place(self, free: I64, racks: I64, gpus: int, share: int) -> I64 | None:
+        """See :class:`NodeAllocator`."""
+        if share < MILLI:
+            return _fractional(free, gpus * share, self.tightest_node)
+        units = free // MILLI
+        if int(units.sum()) < gpus:
+            return None
+        return self.whole(units, racks, gpus) * MILLI
+
+    def whole(self, units: I64, racks: I64, gpus: int) -> I64:
+        """Whole GPUs taken from each node; ``units`` (free whole GPUs) holds ``gpus``."""
+        raise NotImplementedError
+
+
+class FirstAvailable(_Rule):
     """GPUs in node order: the lowest-numbered free GPUs, as a plain node list would give."""
 
-    name: str = "first-available"
+    name = "first-available"
+    tightest_node = False
 
-    def place(self, free: I64, racks: I64, gpus: int, share: int) -> I64 | None:
-        """See :class:`NodeAllocator`."""
-        if share < MILLI:
-            return _fractional(free, gpus * share, pick_tightest=False)
-        units = free // MILLI
-        if int(units.sum()) < gpus:
-            return None
-        return _fill(units, gpus, np.arange(len(free))) * MILLI
+    def whole(self, units: I64, racks: I64, gpus: int) -> I64:
+        """See :meth:`_Rule.whole`."""
+        return _fill(units, gpus, np.arange(len(units)))
 
 
-@dataclass(frozen=True)
-class BestFit:
+class BestFit(_Rule):
     """The tightest single node that holds the job; else as few nodes as possible."""
 
-    name: str = "best-fit"
+    name = "best-fit"
 
-    def place(self, free: I64, racks: I64, gpus: int, share: int) -> I64 | None:
-        """See :class:`NodeAllocator`."""
-        if share < MILLI:
-            return _fractional(free, gpus * share, pick_tightest=True)
-        units = free // MILLI
-        if int(units.sum()) < gpus:
-            return None
-        return _fewest_nodes(units, gpus, np.arange(len(free))) * MILLI
+    def whole(self, units: I64, racks: I64, gpus: int) -> I64:
+        """See :meth:`_Rule.whole`."""
+        return _fewest_nodes(units, gpus, np.arange(len(units)))
 
 
-@dataclass(frozen=True)
-class TopologyAware:
+class TopologyAware(_Rule):
     """The GPUs closest together: one node if any holds the job (the tightest), else one rack
     (the rack needing the fewest nodes, then the fullest), else as few racks as possible,
     filling the emptiest racks first."""
 
-    name: str = "topology-aware"
+    name = "topology-aware"
 
-    def place(self, free: I64, racks: I64, gpus: int, share: int) -> I64 | None:
-        """See :class:`NodeAllocator`."""
-        if share < MILLI:
-            return _fractional(free, gpus * share, pick_tightest=True)
-        units = free // MILLI
-        if int(units.sum()) < gpus:
-            return None
+    def whole(self, units: I64, racks: I64, gpus: int) -> I64:
+        """See :meth:`_Rule.whole`."""
         best: tuple[int, int, int] | None = None
         for r in np.unique(racks).tolist():
             nodes = np.flatnonzero(racks == r)
@@ -150,14 +154,13 @@ class TopologyAware:
             if best is None or key < best:
                 best = key
         if best is not None:
-            return _fewest_nodes(units, gpus, np.flatnonzero(racks == best[2])) * MILLI
+            return _fewest_nodes(units, gpus, np.flatnonzero(racks == best[2]))
         rack_total = np.bincount(racks, weights=units).astype(np.int64)
         # Emptiest rack first, and inside a rack the emptiest node first.
-        order = np.lexsort((-units, -rack_total[racks]))
-        return _fill(units, gpus, order) * MILLI
+        return _fill(units, gpus, np.lexsort((-units, -rack_total[racks])))
 
 
-NODE_ALLOCATORS: dict[str, type[FirstAvailable] | type[BestFit] | type[TopologyAware]] = {
+NODE_ALLOCATORS: dict[str, type[_Rule]] = {
     "first-available": FirstAvailable,
     "best-fit": BestFit,
     "topology-aware": TopologyAware,
