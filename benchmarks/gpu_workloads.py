@@ -18,10 +18,10 @@ Each table keeps the job-table metadata, so every command reads it.
 from __future__ import annotations
 
 import math
-from datetime import timedelta
 import subprocess
 import sys
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 
 import polars as pl

@@ -54,16 +54,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import env as env_bench  # noqa: E402  (benchmarks/env.py)
+from cli import hpcpolicy_cli  # noqa: E402
 
 env_bench.TRACES.setdefault("CTC-SP2", "CTC-SP2-1996-3.1-cln.swf.gz")
 TARGET = 50_000
 """Dataset build decisions per second the issue asks for."""
-
-
-def _cli() -> list[str]:
-    script = Path(sys.executable).with_name("hpcpolicy")
-    return [str(script)] if script.exists() else [
-        sys.executable, "-c", "from hpcpolicy.commands import main; main()"]
 
 
 def build(table: Path, out: Path, source: str, max_windows: int | None, seed: int,
@@ -91,7 +86,7 @@ def build(table: Path, out: Path, source: str, max_windows: int | None, seed: in
 def train(dataset: Path, run: Path, algo: str, steps: int, seed: int) -> dict[str, Any]:
     """``hpcpolicy train DATASET --algo ALGO``; wall time of the whole command."""
     start = time.perf_counter()
-    subprocess.run([*_cli(), "-q", "train", str(dataset), "--algo", algo, "--steps",
+    subprocess.run([*hpcpolicy_cli(), "-q", "train", str(dataset), "--algo", algo, "--steps",
                     str(steps), "--seed", str(seed), "-o", str(run)], check=True)
     return {"algo": algo, "steps": steps, "run": str(run),
             "train_wall_s": time.perf_counter() - start}

@@ -34,6 +34,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from cli import hpcpolicy_cli  # noqa: E402  (benchmarks/cli.py)
+
 DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 TRACES = {
     # name: (file, extra simulate options); RICC's copy has no header: 8,192 cores per PWA
@@ -61,12 +64,6 @@ t = time.perf_counter(); simulate(small, c, cfg); second = time.perf_counter() -
 t = time.perf_counter(); simulate(w, c, cfg); full = time.perf_counter() - t
 print(json.dumps({"jobs": len(w), "jit_s": max(first - second, 0.0), "engine_s": full}))
 """
-
-
-def _cli() -> list[str]:
-    script = Path(sys.executable).with_name("hpcpolicy")
-    return [str(script)] if script.exists() else [
-        sys.executable, "-c", "from hpcpolicy.commands import main; main()"]
 
 
 def ingest_traces(cache: Path) -> dict[str, dict[str, Path]]:
@@ -98,7 +95,7 @@ def _time_cli(args: list[str], timeout: float) -> float | None:
     """Wall time of one ``hpcpolicy -q simulate ARGS`` process (None: it timed out)."""
     t = time.perf_counter()
     try:
-        subprocess.run([*_cli(), "-q", "simulate", *args], check=True, timeout=timeout,
+        subprocess.run([*hpcpolicy_cli(), "-q", "simulate", *args], check=True, timeout=timeout,
                        capture_output=True, text=True)
     except subprocess.TimeoutExpired:
         return None

@@ -37,16 +37,14 @@ import argparse
 import csv
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from cli import train_until  # noqa: E402  (benchmarks/cli.py)
 from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
 
 HEURISTICS = ("fcfs", "sjf", "f1", "wfp3", "unicep")
@@ -64,36 +62,12 @@ DEFAULT_PPO = {"num_envs": 8, "num_steps": 256, "num_minibatches": 8, "update_ep
 """PPO fields of every run (``--config`` JSON overrides them)."""
 
 
-def _cli() -> list[str]:
-    script = Path(sys.executable).with_name("hpcpolicy")
-    return [str(script)] if script.exists() else [
-        sys.executable, "-c", "from hpcpolicy.commands import main; main()"]
-
-
 def _steady_sps(run: Path) -> float:
     """Steps per second over updates 2.. of a run's metrics.csv (the first has start-up)."""
     with (run / "metrics.csv").open(newline="") as f:
         rows = [(float(r["global_step"]), float(r["wall_time_s"])) for r in csv.DictReader(f)]
     (s0, t0), (s1, t1) = rows[0], rows[-1]
     return (s1 - s0) / (t1 - t0)
-
-
-def _train(args: list[str], deadline_s: float | None) -> float:
-    """Run ``hpcpolicy train ARGS``; Ctrl-C it (its whole process group) at the deadline.
-
-    Returns the wall time. The trainer answers SIGINT by finishing the update, checkpointing
-    and exporting the policy, as after a Ctrl-C in a terminal.
-    """
-    start = time.perf_counter()
-    proc = subprocess.Popen([*_cli(), "-q", "train", *args], start_new_session=True)
-    try:
-        proc.wait(timeout=deadline_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait()
-    if proc.returncode != 0:
-        raise SystemExit(f"hpcpolicy train {' '.join(args)} failed (exit {proc.returncode})")
-    return time.perf_counter() - start
 
 
 def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: dict[str, Any],
@@ -112,14 +86,14 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
     if steps is None:
         assert budget_s is not None
         probe = run.parent / f"{run.name}.calibration"
-        calibration = _train([*common, "--steps", str(3 * batch), "-o", str(probe)], None)
+        calibration = train_until([*common, "--steps", str(3 * batch), "-o", str(probe)], None)
         sps = _steady_sps(probe)
         # start-up (imports, workers, JIT) and the final export, as the calibration run had
         fixed = calibration - json.loads((probe / "result.json").read_text())["wall_time_s"]
         left = budget_s - calibration
         steps = max(batch, int(sps * (left - fixed - MARGIN_S)) // batch * batch)
         deadline = max(left - MARGIN_S, 60.0)
-    wall = _train([*common, "--steps", str(steps), "-o", str(run)], deadline)
+    wall = train_until([*common, "--steps", str(steps), "-o", str(run)], deadline)
     result = json.loads((run / "result.json").read_text())
     return {"run": str(run), "steps_budget": steps, "global_step": result["global_step"],
             "updates": result["updates"], "interrupted": result["interrupted"],

@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from simulate import _cli, ingest_traces
+from cli import hpcpolicy_cli
+from simulate import ingest_traces
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 60.0
@@ -71,7 +72,7 @@ def main() -> None:
                         "whatif.json")
     args = parser.parse_args()
     table = ingest_traces(args.cache)["HPC2N"]["full"]
-    cli = _cli()
+    cli = hpcpolicy_cli()
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "hpc2n+10.toml"  # the header's 120 nodes x 2 cores, + 10 %
         spec.write_text('name = "hpc2n+10%"\n[[groups]]\nname = "n"\ncount = 132\ncores = 2\n')
