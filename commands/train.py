@@ -84,10 +84,12 @@ def _check_input(source: Path, algo: str) -> None:
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.rl.config import ALGO_CONFIGS
 
-    if algo not in OFFLINE_ALGOS and algo not in ALGO_CONFIGS:
+    if algo not in OFFLINE_ALGOS and algo not in ALGO_CONFIGS and algo != MARL:
         raise ConfigError(f"unknown --algo {algo!r}; valid: online "
                           f"{', '.join(sorted(ALGO_CONFIGS))} (on a job table), offline "
-                          f"{', '.join(OFFLINE_ALGOS)} (on a replay dataset)")
+                          f"{', '.join(OFFLINE_ALGOS)} (on a replay dataset), and on a GPU "
+                          "partition (a job table with --cluster) marl (job selector + GPU "
+                          "allocator) or dqn (choosing GPU types)")
     if not source.exists():
         raise ConfigError(f"{source}: no such file or directory")
     if algo in OFFLINE_ALGOS and not source.is_dir():
@@ -253,14 +255,123 @@ def _summary(result: TrainResult, table: Path, backfill: str) -> None:
                   f"fcfs,sjf,f1,wfp3,unicep,{result.run_dir / 'policy'} --backfill {backfill}")
 
 
+MARL = "marl"
+"""The two-agent scheduler (hpcpolicy.marl): a job selector and a GPU allocator."""
+
+
+def _marl(table: Path, *, overrides: dict[str, Any], config: Path | None, env: dict[str, Any],
+          workers: int, resume: bool, out: Path | None, cluster: Path | None,
+          procs: int | None, options: Any, given: list[str]) -> None:
+    """``hpcpolicy train TABLE --algo marl``: train, then print where the artifact is."""
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
+    from hpcpolicy.marl.session import TrainingData, train_table
+    from hpcpolicy.rl.runs import RunPaths, default_run_name
+
+    if given:
+        raise ConfigError(f"{', '.join(given)}: not an option of --algo marl (its reward "
+                          "weights are the config fields bsld_weight and gpu_util_weight; "
+                          "set them with --config)")
+    if not table.is_file():
+        raise ConfigError(f"{table}: no such job table; --algo marl trains on a job table "
+                          "written by `hpcpolicy ingest` (jobs.parquet)")
+    fields = {k: v for k, v in overrides.items() if v is not None}
+    cfg = MarlConfig.from_dict({**config_fields(config, MARL), **fields})
+    if resume and out is None:
+        raise ConfigError("--resume needs --out: the run directory to continue")
+    run = out if out is not None else Path("runs") / default_run_name(MARL, cfg.seed)
+    if not resume:
+        RunPaths(run).check_new()
+    data = TrainingData(str(table), MarlEnvConfig(**{k: v for k, v in env.items()
+                                                     if v is not None}),
+                        workload=options.to_dict(),
+                        cluster=None if cluster is None else str(cluster), procs=procs)
+    workload, machine = data.load()
+    run.mkdir(parents=True, exist_ok=True)
+    _check_env_file(run, f"hpcpolicy.{MARL}", data.to_dict(), resume)
+    if not is_quiet():
+        console.print(f"{table}: {len(workload):,} jobs on {machine.name} "
+                      f"({machine.total_gpus:,} GPUs); two agents, {cfg.total_steps:,} "
+                      f"decisions; run {run}")
+    result = with_progress(lambda step: train_table(
+        data, cfg, run, workers=workers, resume=resume, progress=None if step is None else
+        lambda row: step(_format(dict(row)), int(row["global_step"]), cfg.total_steps)),
+        "training marl")
+    policy = result.run_dir / "policy"
+    if is_quiet():
+        console.print(str(policy))
+        return
+    console.print(f"{result.global_step:,} decisions in {result.updates:,} updates, "
+                  f"{result.wall_time_s:,.1f} s; last {_format(result.last_metrics)}")
+    if result.interrupted:
+        console.print("stopped before the budget was spent; continue with the same command "
+                      "and --resume")
+    console.print(f"policy: {policy}")
+    machine_option = f" --cluster {cluster}" if cluster is not None else ""
+    console.print(f"compare it: hpcpolicy evaluate {table}{machine_option} --gpu-baselines "
+                  f"-p {policy} --backfill {data.env.backfill}")
+
+
+def _gpu_dqn(table: Path, *, overrides: dict[str, Any], config: Path | None, resume: bool,
+             out: Path | None, cluster: Path | None, options: Any, given: list[str]) -> None:
+    """``hpcpolicy train TABLE --algo dqn --cluster SPEC``: online DQN choosing GPU types."""
+    from hpcpolicy.atomic import file_sha256
+    from hpcpolicy.env.factory import load
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.hetero import ALGO, GpuDqnConfig
+    from hpcpolicy.hetero.train import train_gpu_dqn
+    from hpcpolicy.rl.runs import default_run_name
+
+    if given:
+        raise ConfigError(f"{', '.join(given)}: not an option of --algo dqn on a job table "
+                          "(online DQN choosing GPU types; its fields are in "
+                          "hpcpolicy.hetero.config, set them with --config)")
+    if not table.is_file():
+        raise ConfigError(f"{table}: no such file or directory; --algo dqn trains on a job "
+                          "table with --cluster (GPU types), or offline on a replay dataset "
+                          "directory")
+    if cluster is None:
+        raise ConfigError("--algo dqn on a job table learns which GPU type each job starts on; "
+                          "give --cluster with at least 2 GPU types (e.g. "
+                          "examples/gpu-partition.toml), or give a replay dataset directory "
+                          "for offline DQN")
+    cfg = GpuDqnConfig.from_dict({**config_fields(config, ALGO),
+                                  **{k: v for k, v in overrides.items() if v is not None}})
+    if resume and out is None:
+        raise ConfigError("--resume needs --out: the run directory to continue")
+    run = out if out is not None else Path("runs") / default_run_name(ALGO, cfg.seed)
+    workload, machine = load(table, options.to_dict(), str(cluster), None)
+    if not is_quiet():
+        console.print(f"{table}: {len(workload):,} jobs on {machine.name} "
+                      f"({machine.total_gpus:,} GPUs); {cfg.steps:,} GPU-type decisions, "
+                      f"lambda {cfg.idle_weight:g}; run {run}")
+    result = with_progress(lambda step: train_gpu_dqn(
+        workload, machine, cfg, run, resume=resume,
+        training_data={"path": str(table), "sha256": file_sha256(table)},
+        progress=None if step is None else lambda done, total: step("steps", done, total)),
+        "training dqn-gpu")
+    if is_quiet():
+        console.print(str(result.policy))
+        return
+    shown = ", ".join(f"{k} {v:,.4g}" for k, v in result.last_metrics.items())
+    console.print(f"{result.steps:,} steps, {result.wall_time_s:,.1f} s; last 10 episodes: "
+                  f"{shown}")
+    console.print(f"policy: {result.policy}")
+    console.print(f"compare it: hpcpolicy evaluate {table} --cluster {cluster} --gpu-baselines "
+                  f"-p {result.policy} --backfill {cfg.backfill}")
+
+
 def main(
     table: Annotated[Path, typer.Argument(
         metavar="INPUT", help="Online (ppo, ddppo): a job table written by `hpcpolicy ingest`. "
         "Offline (cql, bcq, bc, dqn): a replay dataset directory written by `hpcpolicy "
-        "dataset build`.", show_default=False)],
+        "dataset build`. dqn on a job table (with --cluster): online, choosing GPU types.",
+        show_default=False)],
     algo: Annotated[str, typer.Option(
         "--algo", help="Online: ppo (this process) or ddppo (torchrun workers). Offline "
-        "(d3rlpy): cql, bcq, bc or dqn.")] = "ppo",
+        "(d3rlpy): cql, bcq, bc or dqn. On a GPU partition (a job table with --cluster): marl, "
+        "the two-agent job selector + GPU allocator (PPO; --workers N for DD-PPO), or dqn, "
+        "online GPU-type assignment (d3rlpy double DQN) on several GPU types.")] = "ppo",
     workers: WorkersOpt = 1,
     steps: Annotated[int | None, typer.Option(
         "--steps", help="Online: environment steps (decisions), all workers together; "
@@ -297,6 +408,10 @@ def main(
         "from the offline weights (the run's finetune/ directory).")] = False,
     finetune_steps: Annotated[int, typer.Option(
         "--finetune-steps", help="Environment steps of --online-finetune.")] = 100_000,
+    idle_weight: Annotated[float | None, typer.Option(
+        "--lambda", help="dqn on a job table: weight of idle GPU time in the ADLRO reward "
+        "-(job completion time + lambda x idle GPU time); default 1.",
+        show_default=False)] = None,
 ) -> None:
     """Train a scheduling policy: online in the simulator, or offline from a replay dataset.
 
@@ -311,6 +426,11 @@ def main(
     (`hpcpolicy dataset build`); the run gets config.json, metrics.csv, d3rlpy/ (its logs
     and checkpoint) and the same deployable policy/.
 
+    dqn on a job table with --cluster (several GPU types) learns online which GPU type each
+    job starts on (FCFS order; reward -(job completion time + lambda x idle GPU time)); the
+    run gets config.json, episodes.csv, d3rlpy/, checkpoints/ and policy/
+    (hpcpolicy.hetero.train).
+
     Examples:
 
         hpcpolicy train jobs.parquet --algo ppo --steps 200000 -o runs/sjf-like
@@ -320,6 +440,11 @@ def main(
         hpcpolicy train data/mix --algo cql --steps 20000 -o runs/cql
 
         hpcpolicy train data/logged --algo bc --online-finetune -o runs/bc-ppo
+
+        hpcpolicy train gpu.parquet --algo marl --cluster examples/gpu-partition.toml -o runs/m
+
+        hpcpolicy train gpu.parquet --algo dqn --cluster examples/gpu-partition.toml
+            --lambda 0.5 --steps 50000 -o runs/dqn-gpu
     """
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs, load, provenance
@@ -329,6 +454,37 @@ def main(
     from hpcpolicy.rl.runs import RunPaths, default_run_name
 
     with fail_cleanly():
+        if algo == MARL:
+            marl_only = {"--reward": (reward, "bsld"), "--num-envs": (num_envs, None),
+                         "--warm": (warm, False), "--compat": (compat, None),
+                         "--online-finetune": (online_finetune, False),
+                         "--lambda": (idle_weight, None)}
+            _marl(table, overrides={"total_steps": steps, "seed": seed}, config=config,
+                  env={"k": k, "window_size": window_size, "backfill": backfill,
+                       "split": split, "train_frac": train_frac},
+                  workers=workers, resume=resume, out=out, cluster=cluster, procs=procs,
+                  options=workload_options(compat, procs_from, walltime_fallback),
+                  given=[name for name, (value, default) in marl_only.items()
+                         if value != default])
+            return
+        if algo == "dqn" and not table.is_dir():  # a job table: online, GPU types
+            not_taken = {"--workers": (workers, 1), "--reward": (reward, "bsld"),
+                         "--k": (k, None), "--num-envs": (num_envs, None),
+                         "--split": (split, "train"), "--warm": (warm, False),
+                         "--procs": (procs, None), "--compat": (compat, None),
+                         "--online-finetune": (online_finetune, False)}
+            _gpu_dqn(table, overrides={"steps": steps, "seed": seed, "idle_weight": idle_weight,
+                                       "backfill": None if backfill == "none" else backfill,
+                                       "window_size": None if window_size == 256 else window_size,
+                                       "train_frac": None if train_frac == 0.7 else train_frac},
+                     config=config, resume=resume, out=out, cluster=cluster,
+                     options=workload_options(compat, procs_from, walltime_fallback),
+                     given=[name for name, (value, default) in not_taken.items()
+                            if value != default])
+            return
+        if idle_weight is not None:
+            raise ConfigError("--lambda weighs idle GPU time for --algo dqn on a job table "
+                              f"(GPU types); --algo {algo} does not use it")
         _check_input(table, algo)
         if algo in OFFLINE_ALGOS:
             defaults = {"--workers": 1, "--resume": False, "--reward": "bsld",

@@ -52,6 +52,8 @@ __all__ = [
     "LoadedPolicy",
     "export_policy",
     "load_policy",
+    "manifest_format",
+    "read_manifest",
 ]
 
 MANIFEST_VERSION = "1.0"
@@ -84,7 +86,8 @@ def _finite(metrics: Mapping[str, float]) -> dict[str, float | None]:
 
 def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str], *,
                   config: Mapping[str, Any], metrics: Mapping[str, float], k: int,
-                  provenance: Mapping[str, Any] | None = None) -> Path:
+                  provenance: Mapping[str, Any] | None = None,
+                  observation: Mapping[str, Any] | None = None) -> Path:
     """Write ``policy.onnx``, ``policy.torchscript.pt`` and ``manifest.json`` to ``out_dir``.
 
     The directory is built beside ``out_dir`` and renamed into place, replacing an older one.
@@ -98,6 +101,9 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
         k: Slots the policy was trained with.
         provenance: ``reward``, ``training_data`` (``{"path", "sha256"}``) and further
             JSON-ready keys, recorded under ``provenance``.
+        observation: The inputs' contract to record, for a scorer of other slots than
+            waiting jobs (the two-agent scheduler's allocator scores candidate placements);
+            default :func:`~hpcpolicy.rl.spaces.feature_spec` of ``k``.
 
     Returns:
         ``out_dir`` as a Path.
@@ -118,7 +124,7 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
 
     scorer_net = agent if isinstance(agent, JobScorer) else agent.scorer
     scorer = PolicyScorer(copy.deepcopy(scorer_net).cpu()).eval()
-    spec = feature_spec(k)
+    spec = dict(observation) if observation is not None else feature_spec(k)
     n_job, n_cluster = len(spec["job_features"]), len(spec["cluster_features"])
     example = (torch.zeros(1, k, n_job), torch.zeros(1, n_cluster),
                torch.ones(1, k, dtype=torch.bool))
@@ -395,3 +401,51 @@ def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPo
         raise ArtifactError(f"{path} is a {implied} file but backend={backend!r} was asked for")
     chosen, model = _open_model(directory, manifest, implied or backend)
     return LoadedPolicy(directory, manifest, chosen, model)
+
+
+def _manifest_file(path: Path) -> Path:
+    return path if path.name == MANIFEST_FILE else path / MANIFEST_FILE
+
+
+def manifest_format(path: str | os.PathLike[str]) -> str | None:
+    """The ``format`` of the manifest of a policy directory (or of that ``manifest.json``),
+    None when there is none to read: how a caller tells the kinds of artifact apart (a
+    single scorer's ``hpcpolicy.policy``, others') before opening one.
+
+    Example:
+        >>> manifest_format("no/such/policy") is None
+        True
+    """
+    try:
+        text = _manifest_file(Path(path)).read_text(encoding="utf-8")
+        fmt = json.loads(text).get("format")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return fmt if isinstance(fmt, str) else None
+
+
+def read_manifest(path: str | os.PathLike[str], fmt: str,
+                  hint: str) -> tuple[Path, dict[str, Any]]:
+    """The directory and manifest of an artifact of format ``fmt`` whose major version this
+    code reads: the top-level check of artifact kinds that bundle other files than one scorer
+    (their scorers load with :func:`load_policy`).
+
+    Args:
+        path: The artifact directory, or its ``manifest.json``.
+        fmt: The format its manifest must name.
+        hint: How to make such an artifact; ends the error message.
+
+    Raises:
+        ArtifactError: No manifest of that format, or another major manifest version.
+    """
+    file = _manifest_file(Path(path))
+    if manifest_format(file) != fmt:
+        raise ArtifactError(f"{path}: not a {fmt} artifact (a directory whose {MANIFEST_FILE} "
+                            f"has format {fmt!r}); {hint}")
+    manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    version = str(manifest.get("manifest_version", ""))
+    major = MANIFEST_VERSION.split(".")[0]
+    if version.split(".")[0] != major:
+        raise ArtifactError(f"{file}: manifest version {version!r} cannot be read by hpcpolicy "
+                            f"{__version__} (reads {major}.x); export the policy again")
+    return file.parent, manifest

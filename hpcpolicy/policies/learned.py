@@ -102,7 +102,9 @@ class LearnedPolicy:
 
 
 def resolve_policy(spec: str) -> Policy:
-    """A heuristic by name (``sjf``), or a learned policy by path (``runs/NAME/policy``).
+    """A heuristic by name (``sjf``), or a learned policy by path (``runs/NAME/policy``): a
+    single-agent policy, a two-agent one (:class:`hpcpolicy.marl.policy.MarlPolicy`), or a
+    GPU-type chooser (:class:`hpcpolicy.hetero.policy.GpuDqnPolicy`).
 
     Raises:
         ConfigError: Neither a heuristic nor an existing path; the message lists the heuristics.
@@ -113,6 +115,18 @@ def resolve_policy(spec: str) -> Policy:
     if spec.strip().lower() in HEURISTICS:
         return get_policy(spec)
     if Path(spec).exists():
+        from hpcpolicy.marl.artifact import is_marl_artifact
+
+        if is_marl_artifact(spec):  # the two-agent scheduler: selector + GPU allocator
+            from hpcpolicy.marl.policy import MarlPolicy
+
+            return MarlPolicy(spec)
+        from hpcpolicy.hetero.export import is_gpu_policy
+
+        if is_gpu_policy(spec):  # online DQN choosing GPU types (FCFS queue order)
+            from hpcpolicy.hetero.policy import GpuDqnPolicy
+
+            return GpuDqnPolicy(spec)
         return LearnedPolicy(spec)
     raise ConfigError(f"policy {spec!r} is neither a heuristic ({', '.join(HEURISTICS)}) nor a "
                       "trained policy directory (runs/NAME/policy, written by `hpcpolicy train`)")

@@ -1,0 +1,186 @@
+"""Configuration of the two-agent scheduler: its training (``MarlConfig``) and its episodes
+(``MarlEnvConfig``).
+
+``MarlConfig`` is a :class:`~hpcpolicy.rl.config.DDPPOConfig` (so the DD-PPO worker group,
+:class:`~hpcpolicy.rl.ddppo.TorchDistComm`, takes it as it is) with the fields the second
+agent and the shared reward add. Both serialise to JSON and are written into the run
+directory; a resumed run must give the same ones.
+
+Example:
+    >>> cfg = MarlConfig(total_steps=4096, num_steps=512)
+    >>> cfg.algo, MarlConfig.from_dict(cfg.to_dict()) == cfg
+    ('marl', True)
+    >>> MarlEnvConfig(window_size=128).sim_config().backfill
+    'none'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from hpcpolicy.env.split import SPLITS
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.rl.config import DDPPOConfig
+from hpcpolicy.sim.types import SimConfig
+
+__all__ = ["MarlConfig", "MarlEnvConfig"]
+
+DEFAULT_K = 32
+"""Waiting jobs the selector sees by default (the oldest)."""
+
+
+def _from_dict(cls: Any, data: dict[str, Any], what: str, tuples: tuple[str, ...]) -> Any:
+    """``cls(**data)`` with unknown keys refused (naming the valid ones) and lists as tuples."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"{what}: unknown field(s) {', '.join(unknown)}; valid: "
+                          f"{', '.join(sorted(names))}")
+    values = {k: tuple(v) if k in tuples and v is not None else v for k, v in data.items()}
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class MarlConfig(DDPPOConfig):
+    """Cooperative PPO of the selector and the allocator (DD-PPO across torchrun workers).
+
+    ``num_steps`` counts decisions of both agents per worker and rollout: a worker plays
+    whole episodes until it has at least that many, so a rollout never stops mid-episode.
+    ``hidden`` is the selector's scorer, ``allocator_hidden`` the allocator's; both agents'
+    value networks use ``value_hidden``.
+    """
+
+    algo: ClassVar[str] = "marl"
+
+    num_envs: int = 1
+    """Always 1: a worker plays its episodes one after another."""
+    num_steps: int = 4096
+    """Decisions (both agents) a worker collects per rollout, at least; whole episodes."""
+    # PPO's defaults moved the two agents' policies very little per update (approximate KL
+    # ~5e-5: one decision's share of the shared reward is a small signal in much noise);
+    # these, from a first short comparison on a GPU workload (HPC2N's GPU jobs on
+    # examples/gpu-partition.toml), move them ~50 times more (KL ~2e-3) and learned faster.
+    learning_rate: float = 1e-3
+    """Adam learning rate at the start of training."""
+    gamma: float = 0.97
+    """Discount factor per decision (of either agent)."""
+    gae_lambda: float = 0.9
+    """Lambda of generalised advantage estimation."""
+    num_minibatches: int = 8
+    """Minibatches per epoch, for each agent."""
+    update_epochs: int = 8
+    """Passes over each agent's decisions per update (fewer when ``target_kl`` stops early)."""
+    allocator_hidden: tuple[int, ...] = (32, 16)
+    """Hidden widths of the allocator's per-candidate scoring MLP."""
+    bsld_weight: float = 1.0
+    """Weight of the reward term minus the window's mean bounded slowdown."""
+    gpu_util_weight: float = 10.0
+    """Weight of the reward term the window's GPU utilisation (0..1)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.num_envs != 1:
+            raise ConfigError(f"config field `num_envs`: the two-agent scheduler plays one "
+                              f"episode at a time per worker; must be 1, got {self.num_envs}")
+        if self.sync_frac != 1.0:
+            raise ConfigError("config field `sync_frac`: the two-agent scheduler collects whole "
+                              f"episodes and has no straggler cut-off; must be 1, got "
+                              f"{self.sync_frac}")
+        widths = self.allocator_hidden
+        if not widths or not all(isinstance(w, int) and w >= 1 for w in widths):
+            raise ConfigError(f"config field `allocator_hidden`: must be one or more positive "
+                              f"integers, got {widths!r}")
+        for name in ("bsld_weight", "gpu_util_weight"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"config field `{name}`: must be >= 0, got "
+                                  f"{getattr(self, name)}")
+        if not self.bsld_weight and not self.gpu_util_weight:
+            raise ConfigError("config fields `bsld_weight` and `gpu_util_weight` are both 0: "
+                              "every decision would be worth the same; give one a weight")
+
+    @property
+    def reward(self) -> dict[str, float]:
+        """The shared reward's weights by term (recorded in the policy manifest)."""
+        return {"bsld": self.bsld_weight, "gpu_utilization": self.gpu_util_weight}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MarlConfig:
+        """Rebuild from :meth:`to_dict` output (``algo`` must be ``marl`` when given).
+
+        Raises:
+            ConfigError: Another algo, unknown keys, or invalid values.
+        """
+        values = dict(data)
+        algo = values.pop("algo", cls.algo)
+        if algo != cls.algo:
+            raise ConfigError(f"config algo is {algo!r}; the two-agent scheduler needs "
+                              f"{cls.algo!r}")
+        config: MarlConfig = _from_dict(cls, values, "marl config", (
+            "hidden", "value_hidden", "allocator_hidden", "episode_metric_names"))
+        return config
+
+
+@dataclass(frozen=True)
+class MarlEnvConfig:
+    """The episodes of the two-agent scheduler: windows of a GPU workload on a GPU cluster.
+
+    Example:
+        >>> MarlEnvConfig.from_dict(MarlEnvConfig(k=16).to_dict()).k
+        16
+    """
+
+    k: int = DEFAULT_K
+    """Waiting jobs the selector sees (the oldest ``k``)."""
+    window_size: int = 256
+    """Consecutive jobs per episode."""
+    backfill: str = "none"
+    """Backfilling around a head that cannot start: none, easy or conservative."""
+    split: str = "train"
+    """Part of the workload episodes are drawn from: train or all (:mod:`hpcpolicy.env.split`)."""
+    train_frac: float = 0.7
+    """Share of the jobs (earliest first) in the training part."""
+    kill_at_limit: bool = False
+    """End a job at its requested walltime when its run is longer."""
+    baselines: tuple[str, ...] = ("sjf",)
+    """Heuristics replayed (with the first-available allocator) on each episode's window, for
+    the logged ``env/best_heuristic_bsld``; each costs about a tenth of the training time;
+    empty: none."""
+
+    def __post_init__(self) -> None:
+        from hpcpolicy.policies import policy_names
+
+        if self.k < 1:
+            raise ConfigError(f"marl env k must be >= 1 slot, not {self.k}")
+        if self.window_size < 1:
+            raise ConfigError(f"marl env window_size must be >= 1 job, not {self.window_size}")
+        if self.split not in SPLITS:
+            raise ConfigError(f"marl env split {self.split!r} is not one of {', '.join(SPLITS)}")
+        if not 0.0 < self.train_frac < 1.0:
+            raise ConfigError(f"marl env train_frac must be in (0, 1), not {self.train_frac}")
+        unknown = [b for b in self.baselines if b not in policy_names()]
+        if unknown:
+            raise ConfigError(f"marl env baselines {unknown} are not heuristics; valid: "
+                              f"{', '.join(policy_names())}")
+        self.sim_config()  # checks backfill
+
+    def sim_config(self, policy: str = "fcfs", allocator: str = "first-available") -> SimConfig:
+        """The engine options of an episode (``policy`` and ``allocator`` matter only for the
+        baselines; the agents choose jobs and placements themselves)."""
+        return SimConfig(policy=policy, backfill=self.backfill, allocator=allocator,
+                         kill_at_limit=self.kill_at_limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {**dataclasses.asdict(self), "baselines": list(self.baselines)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MarlEnvConfig:
+        """Rebuild from :meth:`to_dict` output.
+
+        Raises:
+            ConfigError: Unknown keys (listing the valid ones) or invalid values.
+        """
+        config: MarlEnvConfig = _from_dict(cls, dict(data), "marl env config", ("baselines",))
+        return config

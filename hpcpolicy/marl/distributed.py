@@ -1,0 +1,127 @@
+"""The two-agent scheduler's DD-PPO workers under torchrun.
+
+The same scheme as :mod:`hpcpolicy.rl.ddppo`, whose worker group
+(:class:`~hpcpolicy.rl.ddppo.TorchDistComm`: env:// rendezvous, flattened-gradient
+``all_reduce``, rank 0 writes) and checks are reused: every worker reads the run's
+``launch.json`` (config, training data, provenance), loads the workload itself and runs
+:func:`hpcpolicy.marl.train.run_marl` on its own episodes (windows drawn from ``(seed,
+rank)``). Each agent's gradients are averaged over the workers, weighted by each worker's
+share of that agent's decisions, so the parameters stay identical everywhere. Rollouts are
+whole episodes, so there is no straggler cut-off (``sync_frac`` is 1).
+
+Example:
+    >>> launch(MarlConfig(), data, "runs/marl", workers=2)     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hpcpolicy.atomic import write_json
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.marl.config import MarlConfig
+from hpcpolicy.marl.session import TrainingData
+from hpcpolicy.rl.ddppo import LAUNCH_FILE, TorchDistComm, _precheck
+from hpcpolicy.rl.ppo import TrainResult
+from hpcpolicy.rl.runs import RunPaths
+
+__all__ = ["launch", "worker_main"]
+
+
+def launch(cfg: MarlConfig, data: TrainingData, run_dir: str | Path, *, workers: int,
+           provenance: Mapping[str, Any] | None = None, resume: bool = False) -> TrainResult:
+    """Train with ``workers`` processes on this machine (``torchrun --standalone``).
+
+    Workers inherit this process's environment, with ``OMP_NUM_THREADS`` set to
+    ``cfg.torch_threads``; Ctrl-C reaches them too (they checkpoint and exit).
+
+    Raises:
+        ConfigError: An existing run without ``resume``, or a mismatching resume.
+        RuntimeError: A worker failed (its traceback is in the output above).
+    """
+    paths = RunPaths(run_dir)
+    _precheck(cfg, paths, workers, resume)
+    write_json(paths.root / LAUNCH_FILE, {"config": cfg.to_dict(), "data": data.to_dict(),
+                                          "provenance": dict(provenance or {})})
+    (paths.root / "result.json").unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc-per-node={workers}", "-m", "hpcpolicy.marl.distributed", str(paths.root),
+           *(["--resume"] if resume else [])]
+    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": str(cfg.torch_threads)})
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:  # the workers got SIGINT too: let them checkpoint and exit
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait()
+            raise
+    result = paths.root / "result.json"
+    if code != 0 or not result.is_file():
+        raise RuntimeError(f"two-agent DD-PPO workers failed (torchrun exit code {code}); see "
+                           f"their output above. The last checkpoint, if any, is "
+                           f"{paths.checkpoint}")
+    done = json.loads(result.read_text(encoding="utf-8"))
+    return TrainResult(**{**done, "run_dir": Path(done["run_dir"])})
+
+
+def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:
+    """Body of one torchrun worker: read launch.json, join the group, train.
+
+    Raises:
+        ConfigError: launch.json is missing or not a two-agent launch.
+    """
+    from hpcpolicy.marl.train import run_marl
+
+    path = Path(run_dir) / LAUNCH_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path} not found; start two-agent workers with `hpcpolicy train "
+                          "--algo marl --workers N`")
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    if "data" not in spec:
+        raise ConfigError(f"{path} is not a two-agent launch (written by --algo ddppo?)")
+    cfg = MarlConfig.from_dict(spec["config"])
+    data = TrainingData.from_dict(spec["data"])
+    workload, machine = data.load()
+    comm = TorchDistComm(cfg)
+
+    def progress(row: Mapping[str, float]) -> None:
+        print(f"update {row['update']:.0f}  decisions {row['global_step']:.0f}  "
+              f"{row['sps']:.0f}/s  bsld {row['env/bsld']:.4g}", file=sys.stderr, flush=True)
+
+    finished = False
+    try:
+        result = run_marl(cfg, data.env, workload, machine, run_dir, comm, comm.device,
+                          resume=resume, provenance=spec["provenance"],
+                          progress=progress if comm.rank == 0 else None)
+        finished = True
+        return result
+    finally:
+        comm.close(finished)
+
+
+def _main(argv: list[str] | None = None) -> None:
+    """``python -m hpcpolicy.marl.distributed RUN_DIR [--resume]``, started by torchrun."""
+    parser = argparse.ArgumentParser(prog="python -m hpcpolicy.marl.distributed",
+                                     description="One two-agent DD-PPO worker.")
+    parser.add_argument("run_dir", help="run directory holding launch.json")
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    args = parser.parse_args(argv)
+    worker_main(args.run_dir, resume=args.resume)
+    # As hpcpolicy.rl.ddppo: every output is written; end before the interpreter's shutdown
+    # can catch a gloo thread mid-teardown and fail a finished run.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    _main()

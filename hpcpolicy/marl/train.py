@@ -1,0 +1,279 @@
+"""Cooperative PPO of the selector and the allocator on their shared reward.
+
+One update, in every worker (the loop of :mod:`hpcpolicy.rl.ppo`, with two agents):
+
+1. anneal both learning rates;
+2. collect a rollout: whole episodes (:func:`hpcpolicy.marl.episode.play`) until the worker
+   has at least ``num_steps`` decisions of the two agents together;
+3. compute GAE (:func:`hpcpolicy.rl.ppo.compute_gae`) over that one interleaved sequence of
+   decisions, each valued by the critic of the agent that took it: both agents' advantages
+   come from the same shared rewards, so a placement is credited with what it does to later
+   selections and the other way round (cooperative, not competing);
+4. optimise each agent with PPO's clipped objective on its own decisions (the update of
+   :mod:`hpcpolicy.rl.ppo`, gradients all-reduced over DD-PPO workers, each worker weighted by
+   its share of that agent's decisions); an agent that some worker saw fewer than
+   ``num_minibatches`` times in this rollout is left unchanged for this update;
+5. log one row, checkpoint every ``checkpoint_every`` updates.
+
+Run directories, checkpoints (both agents, both optimisers, counters, every worker's sampling
+generator and window generator), Ctrl-C handling and resumption are those of
+:mod:`hpcpolicy.rl.runs`. Because rollouts are whole episodes, a checkpoint holds no
+environment state and a resumed run continues exactly as an uninterrupted one would.
+
+Metrics (``metrics.csv``): the columns of :data:`hpcpolicy.rl.runs.METRICS` that apply
+(``losses/*`` excepted), then per agent ``selector/<name>`` and ``allocator/<name>`` for
+each loss of the PPO update (policy_loss, value_loss, entropy, old_approx_kl, approx_kl,
+clipfrac, explained_variance, epochs), then ``env/<name>`` for the episode metrics of
+:data:`hpcpolicy.marl.episode.EPISODE_METRICS` (means over the update's episodes).
+
+Example:
+    See :func:`train`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from hpcpolicy.atomic import write_json
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.marl.artifact import export_marl
+from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
+from hpcpolicy.marl.episode import EPISODE_METRICS, Trajectory, WindowSource, play
+from hpcpolicy.marl.features import max_candidates
+from hpcpolicy.marl.networks import AGENTS, TwoAgents
+
+# The PPO update and its storage are reused from the single-agent trainer, not copied.
+from hpcpolicy.rl.ppo import (
+    Comm,
+    Progress,
+    SingleProcess,
+    TrainResult,
+    _episode_stats,
+    _optimise,
+    _Rollout,
+    compute_gae,
+)
+from hpcpolicy.rl.runs import (
+    MetricsLog,
+    RunPaths,
+    StopOnSignal,
+    check_resume_config,
+    load_checkpoint,
+    save_checkpoint,
+)
+from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
+from hpcpolicy.rl.vector import EpisodeStats
+
+if TYPE_CHECKING:
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.workload import Workload
+
+__all__ = ["run_marl", "train"]
+
+_EMPTY_EPISODES = 20
+"""Episodes in a row without a single decision to make before giving up."""
+
+
+def _collect(nets: TwoAgents, source: WindowSource, cfg: MarlConfig, gen: torch.Generator,
+             device: torch.device) -> tuple[Trajectory, list[EpisodeStats]]:
+    """Whole episodes until at least ``cfg.num_steps`` decisions are recorded."""
+    traj = Trajectory()
+    episodes: list[EpisodeStats] = []
+    empty = 0
+    while len(traj) < cfg.num_steps:
+        episodes.append(play(source.next(), source, cfg, nets, gen, traj, device))
+        empty = empty + 1 if episodes[-1].length == 0 else 0
+        if empty == _EMPTY_EPISODES:
+            raise ConfigError(f"{empty} windows in a row left the agents no choice to make "
+                              "(every decision had a single option); use larger windows, a "
+                              "busier workload or a cluster with more than one GPU pool")
+    return traj, episodes
+
+
+def _rollout(traj: Trajectory, agent: int, width: int, device: torch.device) -> _Rollout:
+    """One agent's decisions as the PPO update's storage, ``[T, 1, ...]`` tensors (options
+    padded to ``width`` with masked slots)."""
+    obs = traj.obs[agent]
+    t, dim = len(obs), obs[0]["jobs"].shape[1]
+    jobs = np.zeros((t, 1, width, dim), np.float32)
+    mask = np.zeros((t, 1, width), np.bool_)
+    for i, o in enumerate(obs):
+        n = o["jobs"].shape[0]
+        jobs[i, 0, :n], mask[i, 0, :n] = o["jobs"], o["mask"]
+    positions = [i for i, a in enumerate(traj.agent) if a == agent]
+    buf = _Rollout.__new__(_Rollout)  # filled here instead of from a vector of environments
+    buf.jobs = torch.as_tensor(jobs, device=device)
+    buf.cluster = torch.as_tensor(np.stack([o["cluster"] for o in obs])[:, None], device=device)
+    buf.mask = torch.as_tensor(mask, device=device)
+    buf.actions = torch.as_tensor(traj.actions[agent], device=device)[:, None]
+    buf.logprobs = torch.as_tensor(traj.logprobs[agent], device=device)[:, None]
+    buf.values = torch.as_tensor([traj.values[i] for i in positions], device=device)[:, None]
+    return buf
+
+
+def _learn(nets: TwoAgents, optimizers: Sequence[torch.optim.Optimizer], traj: Trajectory,
+           weights: list[float], widths: tuple[int, int], cfg: MarlConfig, comm: Comm,
+           gen: torch.Generator, device: torch.device) -> dict[str, float]:
+    """GAE over the interleaved decisions, then each agent's PPO update on its own ones.
+
+    ``weights``: each agent's share of its decisions over all workers, 0 to skip the agent
+    (some worker saw it fewer than ``num_minibatches`` times). Returns its losses by name.
+    """
+    advantages, returns = compute_gae(
+        torch.tensor(traj.rewards, device=device)[:, None],
+        torch.tensor(traj.values, device=device)[:, None],
+        torch.tensor(traj.dones, dtype=torch.float32, device=device)[:, None],
+        torch.zeros(1, device=device), cfg.gamma, cfg.gae_lambda)
+    losses: dict[str, float] = {}
+    for a, name in enumerate(AGENTS):
+        if not weights[a]:
+            continue
+        rows = torch.tensor([i for i, x in enumerate(traj.agent) if x == a], device=device)
+        out = _optimise(nets.agent(a), optimizers[a], _rollout(traj, a, widths[a], device),
+                        len(traj.obs[a]), advantages[rows], returns[rows], cfg, comm,
+                        weights[a], gen)
+        losses.update({f"{name}/{key.split('/')[1]}": v for key, v in out.items()})
+    return losses
+
+
+def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: ClusterSpec,
+             run_dir: str | Path, comm: Comm, device: torch.device, *, resume: bool = False,
+             provenance: Mapping[str, Any] | None = None,
+             progress: Progress | None = None) -> TrainResult:
+    """The training loop of one worker (:func:`train` in this process; DD-PPO workers from
+    :mod:`hpcpolicy.marl.distributed`)."""
+    paths = RunPaths(run_dir)
+    writer = comm.rank == 0
+    torch.set_num_threads(cfg.torch_threads)
+    seed_everything(cfg.seed)
+    source = WindowSource(workload, cluster, env, derive_seed(cfg.seed, comm.rank, 0))
+    nets = TwoAgents(cfg).to(device)
+    comm.sync_parameters(nets)
+    optimizers = [torch.optim.Adam(nets.agent(a).parameters(), lr=cfg.learning_rate, eps=1e-5)
+                  for a in range(len(AGENTS))]
+    gen = worker_generator(cfg.seed, comm.rank, device.type)
+    metrics = MetricsLog(paths.metrics)
+    global_step, update, wall_before = 0, 0, 0.0
+
+    if resume:
+        ckpt = load_checkpoint(paths.checkpoint)
+        check_resume_config(ckpt["config"], cfg, paths.resumable_changes())
+        if len(ckpt["workers"]) != comm.world_size:
+            raise ConfigError(f"{paths.checkpoint} was written by {len(ckpt['workers'])} "
+                              f"worker(s); resume with the same number (now {comm.world_size})")
+        nets.load_state_dict(ckpt["model"])
+        for optimizer, state in zip(optimizers, ckpt["optimizers"], strict=True):
+            optimizer.load_state_dict(state)
+        global_step, update = ckpt["counters"]["global_step"], ckpt["counters"]["update"]
+        wall_before = ckpt["counters"]["wall_time_s"]
+        mine = ckpt["workers"][comm.rank]
+        gen.set_state(mine["generator"])
+        source.load_state_dict(mine["windows"])
+        metrics.load(update)
+    elif writer:
+        paths.check_new()
+        paths.write_config(cfg)
+
+    session_start = time.perf_counter()
+
+    def checkpoint() -> None:
+        states = comm.gather({"generator": gen.get_state(), "windows": source.state_dict()})
+        if writer and states is not None:
+            metrics.flush()
+            save_checkpoint(paths.checkpoint, {
+                "config": cfg.to_dict(), "model": nets.state_dict(),
+                "optimizers": [o.state_dict() for o in optimizers], "workers": states,
+                "counters": {"global_step": global_step, "update": update,
+                             "wall_time_s": wall_before + time.perf_counter() - session_start}})
+
+    row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
+    stopped = False
+    with StopOnSignal() as stop:
+        while global_step < cfg.total_steps and not stopped:
+            t0 = time.perf_counter()
+            lr = cfg.learning_rate * (1.0 - global_step / cfg.total_steps if cfg.anneal_lr
+                                      else 1.0)
+            for optimizer in optimizers:
+                optimizer.param_groups[0]["lr"] = lr
+
+            traj, episodes = _collect(nets, source, cfg, gen, device)
+            counts = [len(traj.obs[a]) for a in range(len(AGENTS))]
+            sums = comm.all_sum(torch.tensor(
+                [len(traj), float(stop.requested), *counts,
+                 *(float(c >= cfg.num_minibatches) for c in counts),
+                 *_episode_stats(episodes, EPISODE_METRICS)], dtype=torch.float64)).tolist()
+            collected, stopped = int(sums[0]), sums[1] > 0
+            weights = [c / total if ok == comm.world_size else 0.0
+                       for c, total, ok in zip(counts, sums[2:4], sums[4:6], strict=True)]
+            losses = _learn(nets, optimizers, traj, weights,
+                            (env.k, max_candidates(source.topology)), cfg, comm, gen, device)
+            global_step += collected
+            update += 1
+
+            n_ep = sums[6]
+            row = {"update": float(update), "global_step": float(global_step),
+                   "wall_time_s": wall_before + time.perf_counter() - session_start,
+                   "sps": collected / (time.perf_counter() - t0),
+                   "charts/episodic_return": sums[7] / n_ep if n_ep else math.nan,
+                   "charts/episodic_length": sums[8] / n_ep if n_ep else math.nan,
+                   "charts/episodes": n_ep, "charts/learning_rate": lr, **losses}
+            for j, name in enumerate(EPISODE_METRICS):
+                total, count = sums[9 + 2 * j], sums[10 + 2 * j]
+                row[f"env/{name}"] = total / count if count else math.nan
+            row.update(comm.extra_metrics(update, nets))
+            if writer:
+                metrics.append(row)
+                if progress is not None:
+                    progress(row)
+            if update % cfg.checkpoint_every == 0 or stopped or global_step >= cfg.total_steps:
+                checkpoint()
+
+    wall = wall_before + time.perf_counter() - session_start
+    result = TrainResult(paths.root, global_step, update,
+                         stopped and global_step < cfg.total_steps, wall, row)
+    if writer:
+        export_marl(nets, paths.policy, cfg=cfg, k=env.k,
+                    candidates=max_candidates(source.topology), metrics=row,
+                    provenance=provenance)
+        write_json(paths.root / "result.json", result.to_dict())
+    return result
+
+
+def train(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: ClusterSpec,
+          run_dir: str | Path, *, resume: bool = False,
+          provenance: Mapping[str, Any] | None = None,
+          progress: Progress | None = None) -> TrainResult:
+    """Train the two-agent scheduler in this process.
+
+    Args:
+        cfg: Hyperparameters, reward weights and budget (``total_steps`` decisions).
+        env: Episodes: window size, k, backfilling, split.
+        workload: The jobs.
+        cluster: A GPU cluster.
+        run_dir: ``runs/<name>``; gets config.json, metrics.csv, checkpoints/, policy/.
+        resume: Continue from ``run_dir``'s last checkpoint (to identical results).
+        provenance: Recorded in the artifact's manifest (``training_data`` and others).
+        progress: Called with each update's metrics row.
+
+    Returns:
+        Where training ended (Ctrl-C stops after the current update, with a checkpoint).
+
+    Raises:
+        ConfigError: A fresh run into a directory that holds one, or a resume that does not
+            match.
+
+    Example:
+        >>> import sys, tempfile; sys.path.insert(0, "tests")      # doctest: +SKIP
+        >>> r = train(MarlConfig(total_steps=256, num_steps=128), MarlEnvConfig(),
+        ...           workload, cluster, tempfile.mkdtemp())         # doctest: +SKIP
+    """
+    return run_marl(cfg, env, workload, cluster, run_dir, SingleProcess(),
+                    torch.device(cfg.device), resume=resume, provenance=provenance,
+                    progress=progress)

@@ -1,0 +1,114 @@
+"""Online DQN on GPU types: a short run, its artifact in ``simulate``, determinism and resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gpu_jobs import GPU_PARTITION, write_gpu_table
+
+from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.cluster_io import load_cluster
+from hpcpolicy.errors import ArtifactError, ConfigError
+from hpcpolicy.hetero.config import GpuDqnConfig
+from hpcpolicy.hetero.export import load_gpu_policy
+from hpcpolicy.hetero.observe import obs_dim
+from hpcpolicy.hetero.policy import GpuDqnPolicy
+from hpcpolicy.hetero.train import train_gpu_dqn
+from hpcpolicy.policies.learned import resolve_policy
+from hpcpolicy.sim import SimConfig, simulate
+from hpcpolicy.workload import Workload
+
+TINY = GpuDqnConfig(steps=300, window_size=64, update_start=50, steps_per_epoch=150,
+                    epsilon_steps=200, target_update_interval=50, hidden=(16,))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workload, ClusterSpec]:
+    table = write_gpu_table(tmp_path_factory.mktemp("hetero") / "gpu.parquet", n=300)
+    return Workload.from_table(table), load_cluster(GPU_PARTITION)
+
+
+@pytest.fixture(scope="module")
+def trained(data: tuple[Workload, ClusterSpec], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    w, spec = data
+    run = tmp_path_factory.mktemp("runs") / "a"
+    seen: list[int] = []
+    result = train_gpu_dqn(w, spec, TINY, run, progress=lambda done, total: seen.append(done))
+    assert result.steps == 300 and seen[-1] == 300
+    return run
+
+
+def _probe(policy_dir: Path) -> list[list[float]]:
+    """Q-values of the exported model on a few fixed observations (all types valid)."""
+    model = load_gpu_policy(policy_dir)
+    rng = np.random.default_rng(0)
+    obs = rng.random((4, obs_dim(3))).astype(np.float32)
+    obs[:, [6, 11, 16]] = 1.0
+    return [model.q(o).tolist() for o in obs]
+
+
+def test_a_short_run_exports_a_policy_that_simulate_runs(
+        trained: Path, data: tuple[Workload, ClusterSpec]) -> None:
+    w, spec = data
+    files = sorted(p.name for p in trained.iterdir())
+    for name in ("checkpoints", "config.json", "d3rlpy", "episodes.csv", "policy",
+                 "result.json"):
+        assert name in files
+    manifest = json.loads((trained / "policy" / "manifest.json").read_text())
+    assert manifest["algo"] == "dqn-gpu" and manifest["queue_policy"] == "fcfs"
+    assert [p["name"] for p in manifest["pools"]] == ["a100", "v100", "h100"]
+    assert manifest["reward"]["idle_weight"] == 1.0 and manifest["reward"]["scale_s"] > 0
+    policy = resolve_policy(str(trained / "policy"))
+    assert isinstance(policy, GpuDqnPolicy)
+    result = simulate(w, spec, SimConfig(check=True), policy=policy)
+    assert (result.start >= 0).all() and result.stats["engine"] == "gpu"
+    # ONNX and TorchScript give the same Q-values; invalid types get -inf.
+    onnx, script = (load_gpu_policy(trained / "policy", b) for b in ("onnx", "torchscript"))
+    obs = np.zeros(obs_dim(3), np.float32)
+    obs[11] = 1.0  # only v100 can hold the job
+    q = onnx.q(obs)
+    assert np.isneginf(q[[0, 2]]).all() and np.isfinite(q[1])
+    assert np.allclose(q[1], script.q(obs)[1], atol=1e-5)
+
+
+def test_the_same_seed_gives_the_same_run(trained: Path, data: tuple[Workload, ClusterSpec],
+                                          tmp_path: Path) -> None:
+    w, spec = data
+    train_gpu_dqn(w, spec, TINY, tmp_path / "b")
+    assert (tmp_path / "b" / "episodes.csv").read_text() == (
+        trained / "episodes.csv").read_text()
+    assert _probe(tmp_path / "b" / "policy") == _probe(trained / "policy")
+
+
+def test_resume_continues_from_the_checkpoint(trained: Path, data: tuple[Workload, ClusterSpec],
+                                              tmp_path: Path) -> None:
+    w, spec = data
+    run = tmp_path / "c"
+    train_gpu_dqn(w, spec, dataclasses.replace(TINY, steps=150), run)
+    with pytest.raises(ConfigError, match="already holds a run"):
+        train_gpu_dqn(w, spec, TINY, run)
+    with pytest.raises(ConfigError, match=r"only --steps may change"):
+        train_gpu_dqn(w, spec, dataclasses.replace(TINY, seed=2), run, resume=True)
+    result = train_gpu_dqn(w, spec, TINY, run, resume=True)
+    assert result.steps == 300
+    assert json.loads((run / "checkpoints" / "last.json").read_text()) == {"step": 300}
+    assert (run / "d3rlpy-resumed-at-150").is_dir()
+    # The first 150 steps are the uninterrupted run's.
+    first = [r for r in (trained / "episodes.csv").read_text().splitlines()[1:]
+             if float(r.split(",")[0]) <= 150]
+    assert (run / "episodes.csv").read_text().splitlines()[1:len(first) + 1] == first
+
+
+def test_a_policy_refuses_other_gpu_types(trained: Path, data: tuple[Workload, ClusterSpec]
+                                          ) -> None:
+    w, spec = data
+    groups = tuple(g for g in spec.groups if g.gpu_type != "v100")
+    other = ClusterSpec(groups, name="no-v100")
+    with pytest.raises(ArtifactError, match=r"trained for GPU types a100 \(speed 1\), v100 "
+                                            r"\(speed 0.5\), h100 \(speed 2\); cluster "
+                                            "'no-v100' has a100"):
+        simulate(w, other, SimConfig(), policy=GpuDqnPolicy(trained / "policy"))

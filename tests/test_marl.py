@@ -1,0 +1,212 @@
+"""The two-agent scheduler: observations and masks, the shared reward, training and resuming,
+the artifact, and the policy in ``simulate``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from marl_case import load_case  # noqa: E402
+
+from hpcpolicy.cluster import ClusterSpec  # noqa: E402
+from hpcpolicy.errors import ArtifactError, ConfigError  # noqa: E402
+from hpcpolicy.gpu.engine import GpuEngine  # noqa: E402
+from hpcpolicy.gpu.metrics import gpu_summary  # noqa: E402
+from hpcpolicy.gpu.placer import PlacementView  # noqa: E402
+from hpcpolicy.gpu.topology import Topology  # noqa: E402
+from hpcpolicy.marl.artifact import export_marl, load_marl  # noqa: E402
+from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig  # noqa: E402
+from hpcpolicy.marl.decide import AgentPlacer, AgentScorer, Obs  # noqa: E402
+from hpcpolicy.marl.features import (  # noqa: E402
+    CANDIDATE_FEATURES,
+    CONTEXT_FEATURES,
+    AllocatorObserver,
+    SelectorObserver,
+)
+from hpcpolicy.marl.networks import TwoAgents  # noqa: E402
+from hpcpolicy.marl.policy import MarlPolicy  # noqa: E402
+from hpcpolicy.marl.reward import SharedReward  # noqa: E402
+from hpcpolicy.marl.train import train  # noqa: E402
+from hpcpolicy.policies import get_policy  # noqa: E402
+from hpcpolicy.policies.base import QueueView  # noqa: E402
+from hpcpolicy.policies.learned import resolve_policy  # noqa: E402
+from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
+from hpcpolicy.sim import SimConfig, simulate  # noqa: E402
+from hpcpolicy.sim.metrics import outcome_table, summarize  # noqa: E402
+from hpcpolicy.workload import Workload  # noqa: E402
+
+ENV = MarlEnvConfig(k=8, window_size=48)
+CFG = MarlConfig(total_steps=400, num_steps=200, update_epochs=2, checkpoint_every=1, seed=3)
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workload, ClusterSpec]:
+    workload, cluster, _, _ = load_case(tmp_path_factory.mktemp("marl"))
+    return workload, cluster
+
+
+@pytest.fixture(scope="module")
+def trained(case: tuple[Workload, ClusterSpec],
+            tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("run") / "run"
+    train(CFG, ENV, *case, run)
+    return run
+
+
+def _rows(run: Path) -> list[dict[str, str]]:
+    with open(run / "metrics.csv", newline="") as f:
+        return [{k: v for k, v in r.items() if k not in ("wall_time_s", "sps")}
+                for r in csv.DictReader(f)]
+
+
+class _Spy:
+    """The engine's scorer and placer: checks every observation, then picks at random."""
+
+    def __init__(self, workload: Workload, cluster: ClusterSpec, k: int) -> None:
+        topo = Topology.from_cluster(cluster)
+        self.rng = np.random.default_rng(0)
+        self.calls = [0, 0]
+        self.scorer = AgentScorer(SelectorObserver(workload, topo, k), self.pick)
+        self.placer = AgentPlacer(AllocatorObserver(workload, topo), self.pick)
+        self.k = k
+        self.skipped = 0
+
+    def pick(self, agent: int, obs: Obs, now: int) -> int:
+        self.calls[agent] += 1
+        assert obs["mask"].sum() >= 2  # single options are never asked
+        for key in ("jobs", "cluster"):
+            assert obs[key].dtype == np.float32 and 0 <= obs[key].min() <= obs[key].max() <= 1
+        return int(self.rng.choice(np.flatnonzero(obs["mask"])))
+
+    def scores(self, view: QueueView) -> Any:
+        fits = view.fits_now[:self.k]
+        obs = self.scorer._observer.observe(view)
+        if obs is None:
+            assert not fits.any()
+            self.skipped += 1
+        else:
+            assert obs["mask"].shape == (self.k,)
+            assert obs["mask"][:fits.shape[0]].tolist() == fits.tolist()
+            assert not obs["mask"][fits.shape[0]:].any()
+        return self.scorer.scores(view)
+
+    def choose(self, view: PlacementView) -> int:
+        obs = self.placer._observer.observe(view)
+        assert obs["jobs"].shape == (len(view.candidates), len(CANDIDATE_FEATURES))
+        assert obs["cluster"].shape == (len(CONTEXT_FEATURES),) and obs["mask"].all()
+        return self.placer.choose(view)
+
+
+def test_masks_hold_exactly_the_options_that_can_be_taken(
+        case: tuple[Workload, ClusterSpec]) -> None:
+    workload, cluster = case
+    w = workload.take(np.arange(100))
+    spy = _Spy(w, cluster, k=8)
+    result = GpuEngine(w, cluster, SimConfig(), spy, spy).run()
+    assert (result["start"] >= 0).all()
+    assert spy.calls[0] > 10 and spy.calls[1] > 10 and spy.skipped > 0
+
+
+def test_shared_reward_adds_up_to_the_window_metrics(case: tuple[Workload, ClusterSpec]) -> None:
+    workload, cluster = case
+    w = workload.take(np.arange(80))
+    cfg = SimConfig(policy="sjf", allocator="topology-aware")
+    engine = GpuEngine(w, cluster, cfg, get_policy("sjf").bind(w, cluster, cfg))
+    meter = SharedReward(engine, 1.0, 10.0)
+    engine.run()
+    result = simulate(w, cluster, cfg)  # the same schedule
+    bsld, util = meter.terms(meter.last_end())
+    assert bsld == pytest.approx(summarize(outcome_table(w, result), cluster)["mean_bsld"])
+    assert util == pytest.approx(gpu_summary(w, result, cluster)["gpu_utilization"])
+    assert meter.potential(meter.last_end()) == pytest.approx(10.0 * util - bsld)
+
+
+def test_training_resumes_to_identical_results(case: tuple[Workload, ClusterSpec],
+                                               trained: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    first = train(MarlConfig.from_dict({**CFG.to_dict(), "total_steps": 200}), ENV, *case, run)
+    assert first.updates == 1
+    resumed = train(CFG, ENV, *case, run, resume=True)
+    straight = load_checkpoint(trained / "checkpoints" / "last.pt")
+    again = load_checkpoint(run / "checkpoints" / "last.pt")
+    assert resumed.updates == 2 and resumed.global_step == straight["counters"]["global_step"]
+    assert all(torch.equal(straight["model"][k], again["model"][k]) for k in straight["model"])
+    assert _rows(run) == _rows(trained)
+    with pytest.raises(ConfigError, match="different config"):
+        train(MarlConfig.from_dict({**CFG.to_dict(), "seed": 4}), ENV, *case, run, resume=True)
+
+
+def test_training_logs_both_agents(trained: Path) -> None:
+    row = _rows(trained)[-1]
+    for key in ("selector/policy_loss", "allocator/approx_kl", "env/bsld",
+                "env/gpu_utilization", "env/best_heuristic_bsld", "charts/episodic_return"):
+        assert row[key] != "", key
+    manifest = json.loads((trained / "policy" / "manifest.json").read_text())
+    assert manifest["algo"] == "marl" and manifest["format"] == "hpcpolicy.marl"
+    assert manifest["reward"] == {"bsld": 1.0, "gpu_utilization": 10.0}
+    assert manifest["agents"]["selector"]["k"] == 8
+
+
+def test_artifact_backends_agree(tmp_path: Path) -> None:
+    nets = TwoAgents(CFG)
+    for p in nets.parameters():  # away from the near-zero initial output layer
+        torch.nn.init.normal_(p, std=0.5)
+    path = export_marl(nets, tmp_path / "policy", cfg=CFG, k=8, candidates=9, metrics={})
+    onnx, script = load_marl(path, "onnx"), load_marl(path, "torchscript")
+    rng = np.random.default_rng(1)
+    for agent, (net, n, dims) in enumerate(((nets.selector, 8, (7, 7)),
+                                            (nets.allocator, 5, (13, 8)))):
+        jobs = rng.random((3, n, dims[0]), dtype=np.float32)
+        cluster = rng.random((3, dims[1]), dtype=np.float32)
+        mask = rng.random((3, n)) < 0.7
+        mask[:, 0] = True
+        a = (onnx.selector if agent == 0 else onnx.allocator).scores(jobs, cluster, mask)
+        b = (script.selector if agent == 0 else script.allocator).scores(jobs, cluster, mask)
+        with torch.no_grad():
+            eager = net.scorer(torch.as_tensor(jobs), torch.as_tensor(cluster)).numpy()
+        assert np.array_equal(np.isinf(a), ~mask) and np.array_equal(np.isinf(b), ~mask)
+        np.testing.assert_allclose(a[mask], b[mask], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(a[mask], eager[mask], rtol=1e-5, atol=1e-6)
+        assert a[mask].std() > 1e-3
+
+
+def test_the_artifact_is_a_policy_in_simulate(case: tuple[Workload, ClusterSpec],
+                                              trained: Path) -> None:
+    workload, cluster = case
+    policy = resolve_policy(str(trained / "policy"))
+    assert isinstance(policy, MarlPolicy) and policy.artifact.k == 8
+    result = simulate(workload, cluster, SimConfig(check=True, backfill="easy"), policy=policy)
+    assert result.stats["engine"] == "gpu" and (result.start >= 0).all()
+    again = simulate(workload, cluster, SimConfig(), policy=MarlPolicy(trained / "policy",
+                                                                       "torchscript"))
+    assert again.start.tolist() == simulate(workload, cluster, SimConfig(),
+                                            policy=policy).start.tolist()
+
+
+def test_the_single_agent_loader_refuses_the_two_agent_manifest(trained: Path) -> None:
+    from hpcpolicy.artifact import load_policy
+
+    with pytest.raises(ArtifactError, match="manifest does not match"):
+        load_policy(trained / "policy")
+    with pytest.raises(ArtifactError, match=r"not a hpcpolicy\.marl artifact"):
+        load_marl(trained / "policy" / "selector")
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"num_envs": 2}, "`num_envs`"),
+    ({"sync_frac": 0.6}, "`sync_frac`"),
+    ({"bsld_weight": 0.0, "gpu_util_weight": 0.0}, "both 0"),
+    ({"allocator_hidden": ()}, "`allocator_hidden`"),
+    ({"algo": "ppo"}, "needs 'marl'"),
+    ({"gamma_typo": 1}, "unknown field"),
+])
+def test_config_errors_name_the_field(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        MarlConfig.from_dict(fields)
