@@ -71,9 +71,12 @@ def _evaluation(table: Path, spec: Path, policies: tuple[str, ...], options: lis
 
 def _row(ev: Any, run: Any) -> dict[str, Any]:
     s = run.summary
+    g = run.gpu or {}
     return {"policy": ev.label(run), "mean_bsld": s["mean_bsld"],
-            "gpu_utilization": s["gpu_utilization"], "mean_wait_s": s["mean_wait_s"],
-            "spread_penalty_gpu_hours": (run.gpu or {}).get("spread_penalty_gpu_hours")}
+            "gpu_utilization": s["gpu_utilization"],
+            "effective_gpu_utilization": g.get("effective_gpu_utilization"),
+            "mean_wait_s": s["mean_wait_s"],
+            "spread_penalty_gpu_hours": g.get("spread_penalty_gpu_hours")}
 
 
 def topology(ev: Any) -> list[dict[str, Any]]:
@@ -93,7 +96,13 @@ def learned(ev: Any, spec: str) -> dict[str, Any]:
     (b_name, b_bsld), (u_name, u_util) = ev.best_heuristics()["none"], ev.best_heuristics(
         "gpu_utilization")["none"]
     bsld, util = run.summary["mean_bsld"], run.summary["gpu_utilization"]
-    return {"mean_bsld": bsld, "gpu_utilization": util,
+    effective = {r.config.policy if r is run else ev.label(r):
+                 (r.gpu or {}).get("effective_gpu_utilization") for r in ev.runs
+                 if r is run or r.config.policy not in ev.learned}
+    mine = effective.pop(run.config.policy)
+    e_name, e_best = max(effective.items(), key=lambda kv: kv[1] or 0.0)
+    return {"mean_bsld": bsld, "gpu_utilization": util, "effective_gpu_utilization": mine,
+            "best_effective_util_baseline": e_name, "best_effective_util": e_best,
             "best_bsld_baseline": b_name, "best_bsld": b_bsld,
             "best_util_baseline": u_name, "best_util": u_util,
             "bsld_change": ev.versus_best(run), "util_change": ev.versus_best(

@@ -123,10 +123,23 @@ def test_fractional_gpus_share_a_node() -> None:
 
 
 def test_metrics_report_fragmentation_and_spread() -> None:
+    from hpcpolicy.gpu.metrics import gpu_summary
+
     w = workload([(0, 100, 100, 1, 0, 1), (0, 100, 100, 1, 0, 6)])
     r = simulate(w, partition(), SimConfig(allocator="first-available"))
     assert r.placement["nodes"].tolist() == [1, 2]
     assert 0 < r.stats["gpu_fragmentation"] < 1
+    s = gpu_summary(w, r, partition())
+    assert s["effective_gpu_utilization"] == pytest.approx(s["gpu_utilization"])
+    # Logged on type b (speed 2), placed on type a (speed 1): it holds 16 of the 40 GPUs for
+    # twice its logged time, the whole span. The speed-weighted figure counts a's GPUs at
+    # half the weight of b's: 16 x 1 / (24 x 1 + 16 x 2).
+    w = dataclasses.replace(workload([(0, 100, 900, 1, 0, 16)]),
+                            gpu_type=np.array([0], dtype=np.int32), gpu_types=("b",))
+    spec = partition(speeds=(1.0, 2.0))
+    s = gpu_summary(w, simulate(w, spec, SimConfig(allocator="best-fit")), spec)
+    assert s["gpu_utilization"] == pytest.approx(16 / 40)
+    assert s["effective_gpu_utilization"] == pytest.approx(16 / 56)
 
 
 def test_gpu_engine_refuses_what_it_does_not_model() -> None:

@@ -3,6 +3,10 @@
 * ``gpu_utilization``: GPU thousandths held x run time, summed, over (cluster GPUs x 1000 x
   span), the span as in :func:`hpcpolicy.sim.metrics.summarize` (first submit to last end). A
   job using 0.46 of a GPU counts 0.46 here (the pooled summary counts whole GPUs).
+* ``effective_gpu_utilization``: the same with every GPU weighted by its speed (held time x
+  speed over the speed-weighted capacity). On a machine of one GPU type it equals
+  ``gpu_utilization``; with several, running a job on a fast GPU does not lower it, as it
+  lowers the plain figure (the job holds the GPU for less time).
 * ``gpu_fragmentation``: time average of the free whole GPUs on nodes that are partly in use,
   as a share of all GPUs (GPUs that a job wanting whole nodes can no longer get).
 * ``multi_gpu_jobs``, ``spread_jobs`` (on more than one node), ``cross_rack_jobs``.
@@ -18,14 +22,15 @@ from typing import Any
 import numpy as np
 
 from hpcpolicy.cluster import ClusterSpec
-from hpcpolicy.gpu.topology import MILLI
+from hpcpolicy.gpu.topology import MILLI, Topology
 from hpcpolicy.sim.types import SimResult
 from hpcpolicy.workload import Workload
 
 __all__ = ["GPU_KEYS", "gpu_summary", "mean_gpu_summary"]
 
-GPU_KEYS = ("gpu_utilization", "gpu_fragmentation", "multi_gpu_jobs", "spread_jobs",
-            "cross_rack_jobs", "spread_penalty_gpu_hours", "mean_speed_factor")
+GPU_KEYS = ("gpu_utilization", "effective_gpu_utilization", "gpu_fragmentation",
+            "multi_gpu_jobs", "spread_jobs", "cross_rack_jobs", "spread_penalty_gpu_hours",
+            "mean_speed_factor")
 """Keys of :func:`gpu_summary`, in order."""
 
 
@@ -56,10 +61,16 @@ def gpu_summary(workload: Workload, result: SimResult, cluster: ClusterSpec) -> 
             if started.any() else 0)
     capacity = cluster.total_gpus * MILLI
     spread_s = np.asarray(place["spread_s"], dtype=np.int64)
+    topo = Topology.from_cluster(cluster)
+    speed_of_job = topo.pool_speed[np.maximum(result.group, 0)]
+    speed_capacity = float((topo.node_gpu_milli * topo.pool_speed[topo.node_pool]).sum())
     speed = np.asarray(place["speed_factor"], dtype=np.float64)
     return {
         "gpu_utilization": (float((milli * run).sum()) / (capacity * span)
                             if capacity and span else None),
+        "effective_gpu_utilization": (float((milli * run * speed_of_job).sum())
+                                      / (speed_capacity * span)
+                                      if speed_capacity and span else None),
         "gpu_fragmentation": result.stats.get("gpu_fragmentation"),
         "multi_gpu_jobs": int((gpu_jobs & (np.asarray(workload.gpus) > 1)).sum()),
         "spread_jobs": int((gpu_jobs & (place["nodes"] > 1)).sum()),
