@@ -116,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=20.0,
                         help="training budget per workload and algorithm")
     parser.add_argument("--spread-penalty", type=float, default=0.2)
+    parser.add_argument("--workers", type=int, default=2, help="DD-PPO workers (marl)")
+    parser.add_argument("--train-window", type=int, default=512, help="jobs per episode")
     parser.add_argument("--train-frac", type=float, default=0.7)
     parser.add_argument("--windows", type=int, default=10)
     parser.add_argument("--window-size", type=int, default=1024)
@@ -140,10 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         trained: dict[str, dict[str, Any]] = {}
         for algo in ([] if a.no_train else ["marl", *(["dqn"] if a.dqn else [])]):
             run = runs_dir / f"{name}-{algo}"
+            marl = ["--workers", str(a.workers), "--window-size", str(a.train_window)]
             wall = train_until(
                 [str(table), "--algo", algo, "--cluster", str(spec), "--seed", str(a.seed),
                  "--steps", "100000000", "--train-frac", str(a.train_frac), *options,
-                 "-o", str(run)], max(a.minutes * 60.0 - MARGIN_S, 30.0))
+                 *(marl if algo == "marl" else []), "-o", str(run)],
+                max(a.minutes * 60.0 - MARGIN_S, 30.0))
             trained[algo] = {"run": str(run), "train_wall_s": wall}
         policies = tuple(str(Path(t["run"]) / "policy") for t in trained.values())
         ev = _evaluation(table, spec, policies, options, a)
