@@ -36,7 +36,6 @@ import csv
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from hpcpolicy.errors import ConfigError
 from hpcpolicy.hetero.config import GpuDqnConfig
 from hpcpolicy.hetero.env import GpuAssignEnv
 from hpcpolicy.hetero.reward import reward_spec
+from hpcpolicy.rl.runs import TrainedRun
 from hpcpolicy.workload import Workload
 
 __all__ = ["EPISODE_COLUMNS", "GpuDqnResult", "train_gpu_dqn"]
@@ -60,27 +60,9 @@ EPISODE_COLUMNS = ("step", "return", "mean_jct_s", "idle_gpu_h", "decisions", "j
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True)
-class GpuDqnResult:
-    """Where a run ended."""
-
-    run_dir: Path
-    """The run directory."""
-    steps: int
-    """Environment steps taken, all sessions together."""
-    wall_time_s: float
-    """Training time of this session (s)."""
-    last_metrics: dict[str, float]
-    """Means over the last 10 episodes: return, mean_jct_s, idle_gpu_h."""
-
-    @property
-    def policy(self) -> Path:
-        """The exported policy directory."""
-        return self.run_dir / "policy"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {**asdict(self), "run_dir": str(self.run_dir)}
+class GpuDqnResult(TrainedRun):
+    """Where a run ended: ``steps`` are environment steps of all sessions together;
+    ``last_metrics`` the means over the last 10 episodes (return, mean_jct_s, idle_gpu_h)."""
 
 
 class _EpisodeLog(gym.Wrapper[Any, Any, Any, Any]):

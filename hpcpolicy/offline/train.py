@@ -27,7 +27,7 @@ import csv
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from hpcpolicy.atomic import atomic_path, file_sha256, write_json
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.offline.config import OfflineConfig
 from hpcpolicy.offline.store import MANIFEST_FILE, StoredDataset
+from hpcpolicy.rl.runs import TrainedRun
 
 __all__ = ["SCORER_FILE", "OfflineResult", "d3rlpy_config", "train_offline"]
 
@@ -45,28 +46,13 @@ Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
-class OfflineResult:
-    """Where an offline run ended."""
+class OfflineResult(TrainedRun):
+    """Where an offline run ended: ``steps`` are gradient steps, ``wall_time_s`` leaves out
+    loading and export, ``last_metrics`` is the last row of metrics.csv plus
+    ``test_action_match``."""
 
-    run_dir: Path
-    """The run directory."""
-    algo: str
+    algo: str = ""
     """The algorithm."""
-    steps: int
-    """Gradient steps taken."""
-    wall_time_s: float
-    """Training time (seconds, without loading and export)."""
-    last_metrics: dict[str, float]
-    """The last row of metrics.csv, plus ``test_action_match``."""
-
-    @property
-    def policy(self) -> Path:
-        """The exported policy directory."""
-        return self.run_dir / "policy"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {**asdict(self), "run_dir": str(self.run_dir)}
 
 
 def d3rlpy_config(cfg: OfflineConfig) -> Any:
@@ -187,7 +173,7 @@ def train_offline(dataset: StoredDataset, cfg: OfflineConfig, run_dir: str | Pat
                                           "manifest_sha256": file_sha256(manifest),
                                           "train_windows": facts["splits"]["train"]["windows"]},
                   })
-    result = OfflineResult(run, cfg.algo, epochs * per_epoch, wall, last)
+    result = OfflineResult(run, epochs * per_epoch, wall, last, algo=cfg.algo)
     write_json(run / "result.json", result.to_dict())
     return result
 

@@ -26,6 +26,7 @@ import math
 import signal
 import threading
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -82,6 +83,29 @@ RESUMABLE_CHANGES = ("total_steps", "checkpoint_every", "torch_threads", "sync_c
 TUNE_CHANGES = ("learning_rate", "ent_coef", "clip_coef")
 """Config fields population-based training changes between rounds; they may also differ on
 resume in the directory of a tune member (one holding ``tune_member.json``)."""
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """Where a training run ended (the d3rlpy-based trainers return one)."""
+
+    run_dir: Path
+    """The run directory."""
+    steps: int
+    """Steps taken (gradient steps offline, environment steps online)."""
+    wall_time_s: float
+    """Training time of this session (s)."""
+    last_metrics: dict[str, float]
+    """The trainer's latest metrics."""
+
+    @property
+    def policy(self) -> Path:
+        """The exported policy directory."""
+        return self.run_dir / "policy"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {**asdict(self), "run_dir": str(self.run_dir)}
 
 
 class RunPaths:
