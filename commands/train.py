@@ -259,6 +259,16 @@ MARL = "marl"
 """The two-agent scheduler (hpcpolicy.marl): a job selector and a GPU allocator."""
 
 
+def _run_dir(out: Path | None, resume: bool, algo: str, seed: int) -> Path:
+    """The run directory: ``--out``, else a new name under runs/ (``--resume`` needs one)."""
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.rl.runs import default_run_name
+
+    if resume and out is None:
+        raise ConfigError("--resume needs --out: the run directory to continue")
+    return out if out is not None else Path("runs") / default_run_name(algo, seed)
+
+
 def _marl(table: Path, *, overrides: dict[str, Any], config: Path | None, env: dict[str, Any],
           workers: int, resume: bool, out: Path | None, cluster: Path | None,
           procs: int | None, options: Any, given: list[str]) -> None:
@@ -266,7 +276,7 @@ def _marl(table: Path, *, overrides: dict[str, Any], config: Path | None, env: d
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
     from hpcpolicy.marl.session import TrainingData, train_table
-    from hpcpolicy.rl.runs import RunPaths, default_run_name
+    from hpcpolicy.rl.runs import RunPaths
 
     if given:
         raise ConfigError(f"{', '.join(given)}: not an option of --algo marl (its reward "
@@ -277,9 +287,7 @@ def _marl(table: Path, *, overrides: dict[str, Any], config: Path | None, env: d
                           "written by `hpcpolicy ingest` (jobs.parquet)")
     fields = {k: v for k, v in overrides.items() if v is not None}
     cfg = MarlConfig.from_dict({**config_fields(config, MARL), **fields})
-    if resume and out is None:
-        raise ConfigError("--resume needs --out: the run directory to continue")
-    run = out if out is not None else Path("runs") / default_run_name(MARL, cfg.seed)
+    run = _run_dir(out, resume, MARL, cfg.seed)
     if not resume:
         RunPaths(run).check_new()
     data = TrainingData(str(table), MarlEnvConfig(**{k: v for k, v in env.items()
@@ -320,7 +328,6 @@ def _gpu_dqn(table: Path, *, overrides: dict[str, Any], config: Path | None, res
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.hetero import ALGO, GpuDqnConfig
     from hpcpolicy.hetero.train import train_gpu_dqn
-    from hpcpolicy.rl.runs import default_run_name
 
     if given:
         raise ConfigError(f"{', '.join(given)}: not an option of --algo dqn on a job table "
@@ -337,9 +344,7 @@ def _gpu_dqn(table: Path, *, overrides: dict[str, Any], config: Path | None, res
                           "for offline DQN")
     cfg = GpuDqnConfig.from_dict({**config_fields(config, ALGO),
                                   **{k: v for k, v in overrides.items() if v is not None}})
-    if resume and out is None:
-        raise ConfigError("--resume needs --out: the run directory to continue")
-    run = out if out is not None else Path("runs") / default_run_name(ALGO, cfg.seed)
+    run = _run_dir(out, resume, ALGO, cfg.seed)
     workload, machine = load(table, options.to_dict(), str(cluster), None)
     if not is_quiet():
         console.print(f"{table}: {len(workload):,} jobs on {machine.name} "
@@ -451,7 +456,7 @@ def main(
     from hpcpolicy.env.scheduling import EPISODE_METRICS
     from hpcpolicy.env.split import window_range
     from hpcpolicy.errors import ConfigError
-    from hpcpolicy.rl.runs import RunPaths, default_run_name
+    from hpcpolicy.rl.runs import RunPaths
 
     with fail_cleanly():
         if algo == MARL:
@@ -511,9 +516,7 @@ def main(
         if split not in ("train", "all"):
             raise ConfigError(f"--split {split!r}: train on the train part, or on all jobs; "
                               "the test part is for `hpcpolicy evaluate`")
-        if resume and out is None:
-            raise ConfigError("--resume needs --out: the run directory to continue")
-        run = out if out is not None else Path("runs") / default_run_name(algo, seed)
+        run = _run_dir(out, resume, algo, seed)
         paths = RunPaths(run)
         if not resume:
             paths.check_new()
