@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,7 +27,7 @@ from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.marl.config import MarlConfig
 from hpcpolicy.marl.session import TrainingData
-from hpcpolicy.rl.ddppo import LAUNCH_FILE, TorchDistComm, _precheck
+from hpcpolicy.rl.ddppo import LAUNCH_FILE, TorchDistComm, precheck_launch, run_workers
 from hpcpolicy.rl.ppo import TrainResult
 from hpcpolicy.rl.runs import RunPaths
 
@@ -47,30 +46,12 @@ def launch(cfg: MarlConfig, data: TrainingData, run_dir: str | Path, *, workers:
         RuntimeError: A worker failed (its traceback is in the output above).
     """
     paths = RunPaths(run_dir)
-    _precheck(cfg, paths, workers, resume)
+    precheck_launch(cfg, paths, workers, resume)
     write_json(paths.root / LAUNCH_FILE, {"config": cfg.to_dict(), "data": data.to_dict(),
                                           "provenance": dict(provenance or {})})
     (paths.root / "result.json").unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={workers}", "-m", "hpcpolicy.marl.distributed", str(paths.root),
-           *(["--resume"] if resume else [])]
-    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": str(cfg.torch_threads)})
-    try:
-        code = proc.wait()
-    except KeyboardInterrupt:  # the workers got SIGINT too: let them checkpoint and exit
-        try:
-            code = proc.wait()
-        except KeyboardInterrupt:
-            proc.terminate()
-            proc.wait()
-            raise
-    result = paths.root / "result.json"
-    if code != 0 or not result.is_file():
-        raise RuntimeError(f"two-agent DD-PPO workers failed (torchrun exit code {code}); see "
-                           f"their output above. The last checkpoint, if any, is "
-                           f"{paths.checkpoint}")
-    done = json.loads(result.read_text(encoding="utf-8"))
-    return TrainResult(**{**done, "run_dir": Path(done["run_dir"])})
+    return run_workers("hpcpolicy.marl.distributed", paths, workers, cfg.torch_threads,
+                       resume, "two-agent DD-PPO")
 
 
 def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:

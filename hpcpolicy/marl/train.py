@@ -53,19 +53,18 @@ from hpcpolicy.marl.networks import AGENTS, TwoAgents
 from hpcpolicy.rl.ppo import (
     Comm,
     Progress,
+    Rollout,
     SingleProcess,
     TrainResult,
-    _episode_stats,
-    _optimise,
-    _Rollout,
     compute_gae,
+    episode_stats,
+    optimise,
 )
 from hpcpolicy.rl.runs import (
     MetricsLog,
     RunPaths,
     StopOnSignal,
-    check_resume_config,
-    load_checkpoint,
+    resume_from,
     save_checkpoint,
 )
 from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
@@ -97,7 +96,7 @@ def _collect(nets: TwoAgents, source: WindowSource, cfg: MarlConfig, gen: torch.
     return traj, episodes
 
 
-def _rollout(traj: Trajectory, agent: int, width: int, device: torch.device) -> _Rollout:
+def _rollout(traj: Trajectory, agent: int, width: int, device: torch.device) -> Rollout:
     """One agent's decisions as the PPO update's storage, ``[T, 1, ...]`` tensors (options
     padded to ``width`` with masked slots)."""
     obs = traj.obs[agent]
@@ -108,7 +107,7 @@ def _rollout(traj: Trajectory, agent: int, width: int, device: torch.device) -> 
         n = o["jobs"].shape[0]
         jobs[i, 0, :n], mask[i, 0, :n] = o["jobs"], o["mask"]
     positions = [i for i, a in enumerate(traj.agent) if a == agent]
-    buf = _Rollout.__new__(_Rollout)  # filled here instead of from a vector of environments
+    buf = Rollout.__new__(Rollout)  # filled here instead of from a vector of environments
     buf.jobs = torch.as_tensor(jobs, device=device)
     buf.cluster = torch.as_tensor(np.stack([o["cluster"] for o in obs])[:, None], device=device)
     buf.mask = torch.as_tensor(mask, device=device)
@@ -136,7 +135,7 @@ def _learn(nets: TwoAgents, optimizers: Sequence[torch.optim.Optimizer], traj: T
         if not weights[a]:
             continue
         rows = torch.tensor([i for i, x in enumerate(traj.agent) if x == a], device=device)
-        out = _optimise(nets.agent(a), optimizers[a], _rollout(traj, a, widths[a], device),
+        out = optimise(nets.agent(a), optimizers[a], _rollout(traj, a, widths[a], device),
                         len(traj.obs[a]), advantages[rows], returns[rows], cfg, comm,
                         weights[a], gen)
         losses.update({f"{name}/{key.split('/')[1]}": v for key, v in out.items()})
@@ -163,19 +162,13 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
     global_step, update, wall_before = 0, 0, 0.0
 
     if resume:
-        ckpt = load_checkpoint(paths.checkpoint)
-        check_resume_config(ckpt["config"], cfg, paths.resumable_changes())
-        if len(ckpt["workers"]) != comm.world_size:
-            raise ConfigError(f"{paths.checkpoint} was written by {len(ckpt['workers'])} "
-                              f"worker(s); resume with the same number (now {comm.world_size})")
-        nets.load_state_dict(ckpt["model"])
-        for optimizer, state in zip(optimizers, ckpt["optimizers"], strict=True):
+        done = resume_from(paths, cfg, comm.world_size, comm.rank)
+        nets.load_state_dict(done.checkpoint["model"])
+        for optimizer, state in zip(optimizers, done.checkpoint["optimizers"], strict=True):
             optimizer.load_state_dict(state)
-        global_step, update = ckpt["counters"]["global_step"], ckpt["counters"]["update"]
-        wall_before = ckpt["counters"]["wall_time_s"]
-        mine = ckpt["workers"][comm.rank]
-        gen.set_state(mine["generator"])
-        source.load_state_dict(mine["windows"])
+        global_step, update, wall_before = done.global_step, done.update, done.wall_time_s
+        gen.set_state(done.mine["generator"])
+        source.load_state_dict(done.mine["windows"])
         metrics.load(update)
     elif writer:
         paths.check_new()
@@ -208,7 +201,7 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
             sums = comm.all_sum(torch.tensor(
                 [len(traj), float(stop.requested), *counts,
                  *(float(c >= cfg.num_minibatches) for c in counts),
-                 *_episode_stats(episodes, EPISODE_METRICS)], dtype=torch.float64)).tolist()
+                 *episode_stats(episodes, EPISODE_METRICS)], dtype=torch.float64)).tolist()
             collected, stopped = int(sums[0]), sums[1] > 0
             weights = [c / total if ok == comm.world_size else 0.0
                        for c, total, ok in zip(counts, sums[2:4], sums[4:6], strict=True)]

@@ -60,7 +60,8 @@ from hpcpolicy.rl.config import DDPPOConfig, config_from_dict
 from hpcpolicy.rl.ppo import TrainResult, run_training
 from hpcpolicy.rl.runs import RunPaths, check_resume_config, load_checkpoint
 
-__all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "prepare_launch", "worker_main"]
+__all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "precheck_launch", "prepare_launch",
+           "run_workers", "worker_main"]
 
 LAUNCH_FILE = "launch.json"
 """What every worker reads: config, environment factory and its arguments, provenance."""
@@ -244,7 +245,7 @@ def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:
         comm.close(finished)
 
 
-def _precheck(cfg: DDPPOConfig, paths: RunPaths, workers: int, resume: bool) -> None:
+def precheck_launch(cfg: DDPPOConfig, paths: RunPaths, workers: int, resume: bool) -> None:
     """Check, before starting workers, what the user can fix (so no worker fails on it)."""
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
@@ -284,15 +285,25 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
         RuntimeError: A worker failed (its traceback is in the output above).
     """
     paths = RunPaths(run_dir)
-    _precheck(cfg, paths, workers, resume)
+    precheck_launch(cfg, paths, workers, resume)
     prepare_launch(cfg, env_factory, run_dir, env_kwargs=env_kwargs, provenance=provenance)
     (paths.root / "result.json").unlink(missing_ok=True)
+    return run_workers("hpcpolicy.rl.ddppo", paths, workers, cfg.torch_threads, resume,
+                       "DD-PPO")
+
+
+def run_workers(module: str, paths: RunPaths, workers: int, threads: int, resume: bool,
+                what: str) -> TrainResult:
+    """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume]`` on ``workers``
+    processes, and the :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 wrote.
+
+    Raises:
+        RuntimeError: a worker failed, or wrote no result (``what`` names the trainer).
+    """
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={workers}", "-m", "hpcpolicy.rl.ddppo", str(paths.root)]
-    if resume:
-        cmd.append("--resume")
-    env = {**os.environ, "OMP_NUM_THREADS": str(cfg.torch_threads)}
-    proc = subprocess.Popen(cmd, env=env)
+           f"--nproc-per-node={workers}", "-m", module, str(paths.root),
+           *(["--resume"] if resume else [])]
+    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
     try:
         code = proc.wait()
     except KeyboardInterrupt:
@@ -305,7 +316,7 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
             raise
     result_file = paths.root / "result.json"
     if code != 0 or not result_file.is_file():
-        raise RuntimeError(f"DD-PPO workers failed (torchrun exit code {code}); see their "
+        raise RuntimeError(f"{what} workers failed (torchrun exit code {code}); see their "
                            f"output above. The last checkpoint, if any, is {paths.checkpoint}")
     data = json.loads(result_file.read_text(encoding="utf-8"))
     return TrainResult(**{**data, "run_dir": Path(data["run_dir"])})

@@ -28,21 +28,20 @@ import torch
 from torch import nn
 
 from hpcpolicy.atomic import write_json
-from hpcpolicy.errors import ConfigError
 from hpcpolicy.rl.config import PPOConfig
 from hpcpolicy.rl.networks import ActorCritic
 from hpcpolicy.rl.runs import (
     MetricsLog,
     RunPaths,
     StopOnSignal,
-    check_resume_config,
-    load_checkpoint,
+    resume_from,
     save_checkpoint,
 )
 from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.rl.vector import EpisodeStats, Obs, SyncEnvs
 
-__all__ = ["Comm", "SingleProcess", "TrainResult", "compute_gae", "run_training", "train"]
+__all__ = ["Comm", "Rollout", "SingleProcess", "TrainResult", "compute_gae", "episode_stats",
+           "optimise", "run_training", "train"]
 
 EnvFactory = Callable[[], Any]
 Progress = Callable[[Mapping[str, float]], None]
@@ -158,7 +157,7 @@ class TrainResult:
         return {**asdict(self), "run_dir": str(self.run_dir)}
 
 
-class _Rollout:
+class Rollout:
     """Storage of one rollout, ``[num_steps, num_envs, ...]`` tensors (CleanRL's buffers)."""
 
     def __init__(self, cfg: PPOConfig, envs: SyncEnvs, device: torch.device) -> None:
@@ -177,7 +176,7 @@ def _tensors(obs: Obs, device: torch.device) -> tuple[torch.Tensor, torch.Tensor
                  for k in ("jobs", "cluster", "mask"))
 
 
-def _collect(agent: ActorCritic, envs: SyncEnvs, obs: Obs, buf: _Rollout, cfg: PPOConfig,
+def _collect(agent: ActorCritic, envs: SyncEnvs, obs: Obs, buf: Rollout, cfg: PPOConfig,
              comm: Comm, update: int, gen: torch.Generator,
              device: torch.device) -> tuple[int, Obs, list[EpisodeStats]]:
     """Fill ``buf`` with up to ``num_steps`` steps; (steps taken, next obs, ended episodes)."""
@@ -205,7 +204,7 @@ def _collect(agent: ActorCritic, envs: SyncEnvs, obs: Obs, buf: _Rollout, cfg: P
     return steps, obs, episodes
 
 
-def _optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: _Rollout, steps: int,
+def optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: Rollout, steps: int,
               advantages: torch.Tensor, returns: torch.Tensor, cfg: PPOConfig, comm: Comm,
               weight: float, gen: torch.Generator) -> dict[str, float]:
     """PPO's epochs of minibatch updates on the first ``steps`` rows of ``buf``."""
@@ -269,7 +268,7 @@ def _optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: _Rollou
     }
 
 
-def _episode_stats(episodes: list[EpisodeStats], names: tuple[str, ...]) -> list[float]:
+def episode_stats(episodes: list[EpisodeStats], names: tuple[str, ...]) -> list[float]:
     """Sums to all-reduce: count, return, length, then (sum, count) per episode metric."""
     out = [float(len(episodes)), sum(e.reward for e in episodes),
            float(sum(e.length for e in episodes))]
@@ -303,18 +302,12 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
     global_step, update, wall_before = 0, 0, 0.0
 
     if resume:
-        ckpt = load_checkpoint(paths.checkpoint)
-        check_resume_config(ckpt["config"], cfg, paths.resumable_changes())
-        if len(ckpt["workers"]) != comm.world_size:
-            raise ConfigError(f"{paths.checkpoint} was written by {len(ckpt['workers'])} "
-                              f"worker(s); resume with the same number (now {comm.world_size})")
-        agent.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        global_step, update = ckpt["counters"]["global_step"], ckpt["counters"]["update"]
-        wall_before = ckpt["counters"]["wall_time_s"]
-        mine = ckpt["workers"][comm.rank]
-        gen.set_state(mine["generator"])
-        obs = envs.load_state_dict(mine["envs"])
+        done = resume_from(paths, cfg, comm.world_size, comm.rank)
+        agent.load_state_dict(done.checkpoint["model"])
+        optimizer.load_state_dict(done.checkpoint["optimizer"])
+        global_step, update, wall_before = done.global_step, done.update, done.wall_time_s
+        gen.set_state(done.mine["generator"])
+        obs = envs.load_state_dict(done.mine["envs"])
         metrics.load(update)
     else:
         if writer:
@@ -334,7 +327,7 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
                 "counters": {"global_step": global_step, "update": update,
                              "wall_time_s": wall_before + time.perf_counter() - session_start}})
 
-    buf = _Rollout(cfg, envs, device)
+    buf = Rollout(cfg, envs, device)
     names = cfg.episode_metric_names
     row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
     stopped = False
@@ -350,14 +343,14 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
                                                 device)
                 sums = comm.all_sum(torch.tensor(
                     [steps * cfg.num_envs, float(stop.requested), float(steps < cfg.num_steps),
-                     *_episode_stats(episodes, names)], dtype=torch.float64)).tolist()
+                     *episode_stats(episodes, names)], dtype=torch.float64)).tolist()
                 collected, stopped = int(sums[0]), sums[1] > 0
                 with torch.no_grad():
                     next_value = agent.get_value(*_tensors(obs, device))
                 advantages, returns = compute_gae(buf.rewards[:steps], buf.values[:steps],
                                                   buf.dones[:steps], next_value, cfg.gamma,
                                                   cfg.gae_lambda)
-                losses = _optimise(agent, optimizer, buf, steps, advantages, returns, cfg, comm,
+                losses = optimise(agent, optimizer, buf, steps, advantages, returns, cfg, comm,
                                    steps * cfg.num_envs / collected, gen)
                 global_step += collected
                 update += 1

@@ -198,6 +198,34 @@ def check_resume_config(saved: dict[str, Any], cfg: PPOConfig,
                           f"{', '.join(allowed)} may change")
 
 
+@dataclass(frozen=True)
+class Resumed:
+    """What a worker continues from: the checkpoint, its own part, and the counters."""
+
+    checkpoint: dict[str, Any]
+    mine: dict[str, Any]
+    """This worker's part of ``checkpoint["workers"]`` (generator and environment states)."""
+    global_step: int
+    update: int
+    wall_time_s: float
+
+
+def resume_from(paths: RunPaths, cfg: PPOConfig, world_size: int, rank: int) -> Resumed:
+    """The run's last checkpoint, checked against ``cfg`` and the number of workers.
+
+    Raises:
+        ConfigError: another config (beyond the resumable fields) or number of workers.
+    """
+    ckpt = load_checkpoint(paths.checkpoint)
+    check_resume_config(ckpt["config"], cfg, paths.resumable_changes())
+    if len(ckpt["workers"]) != world_size:
+        raise ConfigError(f"{paths.checkpoint} was written by {len(ckpt['workers'])} "
+                          f"worker(s); resume with the same number (now {world_size})")
+    counters = ckpt["counters"]
+    return Resumed(ckpt, ckpt["workers"][rank], counters["global_step"], counters["update"],
+                   counters["wall_time_s"])
+
+
 class MetricsLog:
     """Rows of metrics kept in memory and written to CSV atomically on :meth:`flush`."""
 
