@@ -252,16 +252,18 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
     """
     from hpcpolicy.policies.heuristics import Heuristic
     from hpcpolicy.policies.learned import policy_simulator, resolve_policy
+    from hpcpolicy.sim.engine import check_one_engine
 
     policies = {spec: resolve_policy(spec) for spec in cfg.policies}
     labels = {spec: p.name if isinstance(p, Heuristic) else spec
               for spec, p in policies.items()}
     starts = split_starts(len(workload), cfg.split, cfg.train_frac, cfg.window_config())
     placers = frozenset(spec for spec, p in policies.items() if hasattr(p, "bind_placer"))
+    pairs = [(spec, allocator) for allocator in cfg.allocators for spec in cfg.policies
+             if spec not in placers or allocator == cfg.allocators[0]]
+    check_one_engine([(f"{spec} (allocator {a})", policies[spec], a) for spec, a in pairs])
     configs = [cfg.sim_config(labels[spec], backfill, allocator)
-               for backfill in cfg.backfills for allocator in cfg.allocators
-               for spec in cfg.policies
-               if spec not in placers or allocator == cfg.allocators[0]]
+               for backfill in cfg.backfills for spec, allocator in pairs]
     runs = replay(workload, cluster, configs, cfg.window_config(starts),
                   utilization_end="last_start" if cfg.compat == "rlscheduler" else "last_end",
                   simulate=policy_simulator({labels[s]: p for s, p in policies.items()}),

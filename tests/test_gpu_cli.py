@@ -64,3 +64,14 @@ def test_evaluate_prints_the_nine_baselines(table: Path, tmp_path: Path) -> None
     best = doc["best_heuristic_gpu_utilization"]["none"]
     assert best["gpu_utilization"] == max(r["summary"]["gpu_utilization"] for r in doc["runs"])
     assert "GPU util" in result.output and "vs best GPU util" in result.output
+
+
+def test_pooled_and_node_level_runs_are_not_mixed(table: Path, tmp_path: Path) -> None:
+    line = one_line_error(invoke(
+        "whatif", str(table), "--cluster", str(GPU_PARTITION), "--baseline", "fcfs+none",
+        "--candidate", "fcfs+none@topology-aware", "-o", str(tmp_path / "r")))
+    assert "fcfs+none would run on the pooled first-fit allocator" in line
+    line = one_line_error(invoke(
+        "evaluate", str(table), "--cluster", str(GPU_PARTITION), "--allocator",
+        "first-fit,best-fit", "--windows", "2", "--window-size", "50"))
+    assert "(allocator first-fit) would run on the pooled first-fit allocator" in line

@@ -18,6 +18,7 @@ semantics instead (:mod:`hpcpolicy.sim.compat`).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from hpcpolicy.sim.reference import ReferenceEngine
 from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
 from hpcpolicy.workload import Workload
 
-__all__ = ["assemble", "simulate"]
+__all__ = ["assemble", "check_one_engine", "simulate"]
 
 NEVER_FITS_SHOWN = 20
 """How many ids of never-fitting jobs ``SimResult.stats['never_fits_ids']`` lists."""
@@ -102,6 +103,25 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
 
 NODE_LEVEL = ("first-available", "best-fit", "topology-aware")
 """Allocators that place GPUs on nodes, run by :class:`hpcpolicy.gpu.engine.GpuEngine`."""
+
+
+def check_one_engine(runs: Sequence[tuple[str, Any, str]]) -> None:
+    """Refuse to compare runs that would not all place GPUs on nodes, or all not.
+
+    ``runs`` are (label, policy object, allocator). A policy that places GPUs itself (it has
+    ``bind_placer``) or a node-level allocator runs the GPU engine, which applies GPU speeds
+    and the spread penalty; the pooled ``first-fit`` does not, so the two do not compare.
+
+    Raises:
+        ConfigError: both kinds are present; the message names the pooled runs.
+    """
+    node = [hasattr(p, "bind_placer") or a in NODE_LEVEL for _, p, a in runs]
+    if any(node) and not all(node):
+        pooled = ", ".join(label for (label, _, _), n in zip(runs, node, strict=True) if not n)
+        raise ConfigError(f"{pooled} would run on the pooled first-fit allocator beside runs "
+                          "that place GPUs on nodes (with GPU speeds and the spread penalty); "
+                          "give them a node-level allocator (first-available, best-fit or "
+                          "topology-aware) so that all runs are replayed alike")
 
 
 def _simulate_gpu(workload: Workload, cluster: ClusterSpec, cfg: SimConfig, scorer: Any,

@@ -139,8 +139,11 @@ def _iso(epoch: int) -> str:
 
 def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
     from hpcpolicy.policies.learned import resolve_policy
+    from hpcpolicy.sim.engine import check_one_engine
 
-    return {s.policy: resolve_policy(s.policy) for s in specs}
+    policies = {s.policy: resolve_policy(s.policy) for s in specs}
+    check_one_engine([(s.text, policies[s.policy], s.allocator) for s in specs])
+    return policies
 
 
 def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpec,
