@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from polars.io.plugins import register_io_source
 
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.detect import head_text, is_gzip
 from hpcpolicy.ingest.gpu_layouts import CsvLayout
-from hpcpolicy.ingest.text_chunks import push_down
+from hpcpolicy.ingest.text_chunks import lazy_frames
 
 __all__ = ["PIECE_BYTES", "CsvHeader", "read_header", "scan_csv", "split_fields"]
 
@@ -178,13 +177,5 @@ def scan_csv(path: Path, header: CsvHeader) -> pl.LazyFrame:
     :class:`InputFormatError`.
     """
 
-    def source(
-        with_columns: list[str] | None,
-        predicate: pl.Expr | None,
-        n_rows: int | None,
-        batch_size: int | None,
-    ) -> Iterator[pl.DataFrame]:
-        yield from push_down(_batches(path, header), with_columns, predicate, n_rows)
-
-    return register_io_source(source, schema=_schema(header.layout), is_pure=True,
-                              explain_name=header.layout.name, explain_detail=str(path))
+    return lazy_frames(lambda: _batches(path, header), _schema(header.layout),
+                       header.layout.name, path)

@@ -34,9 +34,8 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 import polars as pl
-from polars.io.plugins import register_io_source
 
-from hpcpolicy.ingest.text_chunks import WORKERS, LineChunks, push_down, scan_pieces
+from hpcpolicy.ingest.text_chunks import WORKERS, LineChunks, lazy_frames, scan_pieces
 from hpcpolicy.ingest.utf8 import valid_len
 
 __all__ = ["FIELD_MAX", "FIELD_NAMES", "KEPT_FIELDS", "REASONS", "SCAN_SCHEMA",
@@ -341,13 +340,4 @@ def scan_swf(path: Path) -> pl.LazyFrame:
         (2, 1.0, 60.0, None)
     """
 
-    def source(
-        with_columns: list[str] | None,
-        predicate: pl.Expr | None,
-        n_rows: int | None,
-        batch_size: int | None,
-    ) -> Iterator[pl.DataFrame]:
-        yield from push_down(_batches(path), with_columns, predicate, n_rows)
-
-    return register_io_source(source, schema=SCAN_SCHEMA, is_pure=True,
-                              explain_name="swf", explain_detail=str(path))
+    return lazy_frames(lambda: _batches(path), SCAN_SCHEMA, "swf", path)

@@ -20,10 +20,10 @@ from __future__ import annotations
 import contextlib
 import zlib
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numba as nb
 import numpy as np
@@ -265,3 +265,17 @@ def push_down(frames: Iterator[pl.DataFrame], with_columns: list[str] | None,
         if left is not None and left <= 0:
             return False
     return True
+
+
+def lazy_frames(batches: Callable[[], Iterator[pl.DataFrame]],
+                schema: pl.Schema | Mapping[str, Any], name: str, path: Path) -> pl.LazyFrame:
+    """A lazy frame read from ``batches()`` when collected, with Polars' projection, filter
+    and row limit pushed down (:func:`push_down`); ``name`` and ``path`` show in ``explain``."""
+    from polars.io.plugins import register_io_source
+
+    def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
+               batch_size: int | None) -> Iterator[pl.DataFrame]:
+        yield from push_down(batches(), with_columns, predicate, n_rows)
+
+    return register_io_source(source, schema=schema, is_pure=True, explain_name=name,
+                              explain_detail=str(path))
