@@ -36,7 +36,7 @@ from cli import train_until  # noqa: E402  (benchmarks/cli.py)
 WORKLOADS = {
     # name: (builder, train options)
     "hpc2n-gpu": (lambda cache: gpu_workloads.hpc2n_gpu(cache, 12.0), []),
-    "alibaba": (lambda cache: gpu_workloads.alibaba(cache, 32.0, 0.01),
+    "alibaba": (lambda cache: gpu_workloads.alibaba(cache, 64.0, 0.01),
                 ["--walltime-fallback", "runtime"]),
 }
 """Workload builders (arrival compression and cluster cut chosen so that jobs queue)."""
