@@ -155,11 +155,13 @@ class GpuEngine(ReferenceEngine):
         return factor
 
     # ------------------------------------------------------------------ placement hooks
+    def _pool_fits(self, j: int, g: int) -> bool:
+        """Whether pool ``g``'s free totals hold job ``j`` now."""
+        return bool(self.p.need[j, g, 0] >= 0 and (self.p.need[j, g] <= self.free[g]).all())
+
     def _where(self, j: int, g: int) -> I64 | None:
         """Where job ``j`` would go in pool ``g`` now (thousandths per node), or None."""
-        if self.p.need[j, g, 0] < 0 or not (self.p.need[j, g] <= self.free[g]).all():
-            return None
-        return self._place(j, g)
+        return self._place(j, g) if self._pool_fits(j, g) else None
 
     def _place(self, j: int, g: int, allocator: NodeAllocator | None = None) -> I64 | None:
         nodes = self.pool_nodes[g]
@@ -174,7 +176,7 @@ class GpuEngine(ReferenceEngine):
         """Every distinct placement the heuristics propose for job ``j`` in ``pools`` now."""
         out: list[Candidate] = []
         for g in pools:
-            if self.p.need[j, g, 0] < 0 or not (self.p.need[j, g] <= self.free[g]).all():
+            if not self._pool_fits(j, g):
                 continue
             seen: list[I64] = []
             for name, alloc in _HEURISTICS.items():

@@ -312,9 +312,9 @@ def replay(
 
 def _combine(cfg: SimConfig, runs: list[WindowRun], *, windowed: bool) -> Replay:
     """One configuration's replay from its windows (or its one whole-workload run)."""
-    gpus = [r.gpu for r in runs if r.gpu is not None]
     if not windowed:
         return Replay(config=cfg, windows=runs, summary=runs[0].summary, gpu=runs[0].gpu)
+    gpus = [r.gpu for r in runs if r.gpu is not None]
     gpu = None
     if gpus:
         from hpcpolicy.gpu.metrics import mean_gpu_summary
