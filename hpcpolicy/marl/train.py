@@ -32,7 +32,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -59,6 +58,7 @@ from hpcpolicy.rl.ppo import (
     compute_gae,
     episode_stats,
     optimise,
+    update_row,
 )
 from hpcpolicy.rl.runs import (
     MetricsLog,
@@ -210,16 +210,10 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
             global_step += collected
             update += 1
 
-            n_ep = sums[6]
-            row = {"update": float(update), "global_step": float(global_step),
-                   "wall_time_s": wall_before + time.perf_counter() - session_start,
-                   "sps": collected / (time.perf_counter() - t0),
-                   "charts/episodic_return": sums[7] / n_ep if n_ep else math.nan,
-                   "charts/episodic_length": sums[8] / n_ep if n_ep else math.nan,
-                   "charts/episodes": n_ep, "charts/learning_rate": lr, **losses}
-            for j, name in enumerate(EPISODE_METRICS):
-                total, count = sums[9 + 2 * j], sums[10 + 2 * j]
-                row[f"env/{name}"] = total / count if count else math.nan
+            row = update_row(
+                update, global_step, wall_before + time.perf_counter() - session_start,
+                collected / (time.perf_counter() - t0), lr, losses, sums[6:9],
+                EPISODE_METRICS, sums[9:], {})
             row.update(comm.extra_metrics(update, nets))
             if writer:
                 metrics.append(row)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,7 +41,7 @@ from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.rl.vector import EpisodeStats, Obs, SyncEnvs
 
 __all__ = ["Comm", "Rollout", "SingleProcess", "TrainResult", "compute_gae", "episode_stats",
-           "optimise", "run_training", "train"]
+           "optimise", "run_training", "train", "update_row"]
 
 EnvFactory = Callable[[], Any]
 Progress = Callable[[Mapping[str, float]], None]
@@ -268,6 +268,24 @@ def optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: Rollout,
     }
 
 
+def update_row(update: int, global_step: int, wall_time_s: float, sps: float, lr: float,
+               losses: Mapping[str, float], episodes: Sequence[float], names: Sequence[str],
+               env_sums: Sequence[float], extra: Mapping[str, float]) -> dict[str, float]:
+    """One row of metrics.csv: counters, ``episodes`` = (count, summed return, summed length)
+    of the episodes that ended, the losses, ``extra``, then each of ``names`` as the mean of
+    its (total, count) pair in ``env_sums`` (NaN without episodes)."""
+    n_ep, returns, lengths = episodes
+    row = {"update": float(update), "global_step": float(global_step),
+           "wall_time_s": wall_time_s, "sps": sps,
+           "charts/episodic_return": returns / n_ep if n_ep else math.nan,
+           "charts/episodic_length": lengths / n_ep if n_ep else math.nan,
+           "charts/episodes": n_ep, "charts/learning_rate": lr, **losses, **extra}
+    for j, name in enumerate(names):
+        total, count = env_sums[2 * j], env_sums[2 * j + 1]
+        row[f"env/{name}"] = total / count if count else math.nan
+    return row
+
+
 def episode_stats(episodes: list[EpisodeStats], names: tuple[str, ...]) -> list[float]:
     """Sums to all-reduce: count, return, length, then (sum, count) per episode metric."""
     out = [float(len(episodes)), sum(e.reward for e in episodes),
@@ -355,18 +373,10 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
                 global_step += collected
                 update += 1
 
-                n_ep = sums[3]
-                row = {"update": float(update), "global_step": float(global_step),
-                       "wall_time_s": wall_before + time.perf_counter() - session_start,
-                       "sps": collected / (time.perf_counter() - t0),
-                       "charts/episodic_return": sums[4] / n_ep if n_ep else math.nan,
-                       "charts/episodic_length": sums[5] / n_ep if n_ep else math.nan,
-                       "charts/episodes": n_ep, "charts/learning_rate": lr, **losses}
-                if comm.world_size > 1:
-                    row["ddppo/workers_cut"] = sums[2]
-                for j, name in enumerate(names):
-                    total, count = sums[6 + 2 * j], sums[7 + 2 * j]
-                    row[f"env/{name}"] = total / count if count else math.nan
+                row = update_row(
+                    update, global_step, wall_before + time.perf_counter() - session_start,
+                    collected / (time.perf_counter() - t0), lr, losses, sums[3:6], names,
+                    sums[6:], {"ddppo/workers_cut": sums[2]} if comm.world_size > 1 else {})
                 row.update(comm.extra_metrics(update, agent))
                 if writer:
                     metrics.append(row)
