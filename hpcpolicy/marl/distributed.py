@@ -15,9 +15,7 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +25,13 @@ from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.marl.config import MarlConfig
 from hpcpolicy.marl.session import TrainingData
-from hpcpolicy.rl.ddppo import LAUNCH_FILE, TorchDistComm, precheck_launch, run_workers
+from hpcpolicy.rl.ddppo import (
+    LAUNCH_FILE,
+    TorchDistComm,
+    precheck_launch,
+    run_workers,
+    worker_entry,
+)
 from hpcpolicy.rl.ppo import TrainResult
 from hpcpolicy.rl.runs import RunPaths
 
@@ -91,17 +95,8 @@ def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:
 
 def _main(argv: list[str] | None = None) -> None:
     """``python -m hpcpolicy.marl.distributed RUN_DIR [--resume]``, started by torchrun."""
-    parser = argparse.ArgumentParser(prog="python -m hpcpolicy.marl.distributed",
-                                     description="One two-agent DD-PPO worker.")
-    parser.add_argument("run_dir", help="run directory holding launch.json")
-    parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
-    args = parser.parse_args(argv)
-    worker_main(args.run_dir, resume=args.resume)
-    # As hpcpolicy.rl.ddppo: every output is written; end before the interpreter's shutdown
-    # can catch a gloo thread mid-teardown and fail a finished run.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    worker_entry("hpcpolicy.marl.distributed", "One two-agent DD-PPO worker.", worker_main,
+                 argv)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ from hpcpolicy.rl.ppo import TrainResult, run_training
 from hpcpolicy.rl.runs import RunPaths, check_resume_config, load_checkpoint
 
 __all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "precheck_launch", "prepare_launch",
-           "run_workers", "worker_main"]
+           "run_workers", "worker_entry", "worker_main"]
 
 LAUNCH_FILE = "launch.json"
 """What every worker reads: config, environment factory and its arguments, provenance."""
@@ -322,15 +322,16 @@ def run_workers(module: str, paths: RunPaths, workers: int, threads: int, resume
     return TrainResult(**{**data, "run_dir": Path(data["run_dir"])})
 
 
-def _main(argv: list[str] | None = None) -> None:
-    """``python -m hpcpolicy.rl.ddppo RUN_DIR [--resume]``: one worker, started by torchrun."""
-    parser = argparse.ArgumentParser(prog="python -m hpcpolicy.rl.ddppo",
-                                     description="One DD-PPO worker; start it with torchrun.")
+def worker_entry(module: str, description: str, main: Callable[..., Any],
+                 argv: list[str] | None = None) -> None:
+    """``python -m MODULE RUN_DIR [--resume]``, started by torchrun: run ``main(run_dir,
+    resume=...)``, then end the process at once."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     parser.add_argument("run_dir", help="run directory holding launch.json")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    worker_main(args.run_dir, resume=args.resume)
+    main(args.run_dir, resume=args.resume)
     # Every output is written and the group is left: end now. On a loaded machine the
     # interpreter's own shutdown can still catch a gloo thread mid-teardown and abort the
     # process ("terminate called without an active exception"), failing a finished run.
@@ -338,6 +339,12 @@ def _main(argv: list[str] | None = None) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _main(argv: list[str] | None = None) -> None:
+    """``python -m hpcpolicy.rl.ddppo RUN_DIR [--resume]``: one worker, started by torchrun."""
+    worker_entry("hpcpolicy.rl.ddppo", "One DD-PPO worker; start it with torchrun.",
+                 worker_main, argv)
 
 
 if __name__ == "__main__":
