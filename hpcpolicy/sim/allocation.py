@@ -115,7 +115,8 @@ class FirstFit:
             else:
                 zero = np.zeros(n, dtype=np.int64)
                 cols = (procs, gpus, mem if grp.mem_mib else zero, zero)
-            need[:, g, :] = np.stack(cols, axis=1)
+            for r, col in enumerate(cols):
+                need[:, g, r] = col
             possible = ((cols[0] <= capacity[g, 0]) & (cols[1] <= capacity[g, 1])
                         & (cols[2] <= capacity[g, 2]) & (cols[3] <= capacity[g, 3]))
             if not grp.gpus:

@@ -59,8 +59,8 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     rank[by_rank] = np.arange(n, dtype=np.int64)
     cores = prep.need[:n, :, 0]
     mincores = np.where(cores >= 0, cores, big).min(axis=1)
-    ji = np.stack([prep.submit, prep.dur, prep.length, prep.user, rank,
-                   prep.never_fits.astype(np.int64), mincores, by_rank]).astype(np.int64)
+    ji = np.stack([prep.submit, prep.dur, prep.length, prep.user, rank, prep.never_fits,
+                   mincores, by_rank], dtype=np.int64)
     minc = np.where(cores >= 0, cores, big).min(axis=0).astype(np.int64)
     fs = cfg.fairshare
     ip = np.array([kind, BACKFILL_MODES.index(cfg.backfill), int(cfg.check), n, m,
