@@ -147,7 +147,7 @@ def assemble(prep: Prepared, workload: Workload, outcome: dict[str, Any],
     start = np.asarray(outcome["start"], dtype=np.int64)
     started = start >= 0
     group = np.where(started, outcome["group"], -1).astype(np.int64)
-    held = prep.need[np.arange(prep.n), np.maximum(group, 0)]
+    jobs, in_group = np.arange(prep.n), np.maximum(group, 0)
     never = prep.never_fits
     stats = dict(outcome["stats"])
     stats.update({
@@ -158,7 +158,9 @@ def assemble(prep: Prepared, workload: Workload, outcome: dict[str, Any],
     })
     # The node-level GPU engine decides run times and GPU counts as jobs start.
     dur = outcome.get("dur", prep.dur)
-    gpus = outcome.get("alloc_gpus", held[:, 1])
+    gpus = outcome.get("alloc_gpus")
+    if gpus is None:
+        gpus = prep.need[jobs, in_group, 1]
     return SimResult(
         start=start,
         end=np.where(started, start + dur, -1).astype(np.int64),
@@ -166,7 +168,7 @@ def assemble(prep: Prepared, workload: Workload, outcome: dict[str, Any],
         killed=outcome.get("killed", prep.killed) & started,
         stats=stats,
         backfilled=np.asarray(outcome["backfilled"], dtype=bool) & started,
-        alloc_cores=np.where(started, held[:, 0], 0).astype(np.int64),
+        alloc_cores=np.where(started, prep.need[jobs, in_group, 0], 0),
         alloc_gpus=np.where(started, gpus, 0).astype(np.int64),
         group=group,
         placement=outcome.get("placement", {}),

@@ -113,12 +113,12 @@ def prepare(workload: Workload, cluster: ClusterSpec, cfg: SimConfig,
     killed = (run > req) if cfg.kill_at_limit else np.zeros(n, dtype=bool)
     dur = np.where(killed, req, run).astype(np.int64)
     mem_pre = running.mem_mib if running.mem_mib is not None else np.zeros(m, dtype=np.int64)
-    dem = allocator.demands(
-        np.concatenate([i64(w.procs), i64(running.procs)]),
-        np.concatenate([i64(w.nodes), i64(running.nodes)]),
-        np.concatenate([i64(w.gpus), i64(running.gpus)]),
-        np.concatenate([i64(w.mem_mib), i64(mem_pre)]),
-        cluster, exclusive=cfg.exclusive_nodes)
+    def both(queued: npt.ArrayLike, pre: npt.ArrayLike) -> I64:  # no copy without running jobs
+        return i64(queued) if m == 0 else np.concatenate([i64(queued), i64(pre)])
+
+    dem = allocator.demands(both(w.procs, running.procs), both(w.nodes, running.nodes),
+                            both(w.gpus, running.gpus), both(w.mem_mib, mem_pre),
+                            cluster, exclusive=cfg.exclusive_nodes)
     free = dem.capacity.copy()
     pre_group = np.empty(m, dtype=np.int64)
     for i in range(m):
