@@ -392,7 +392,12 @@ def main(
     window_size: WindowSizeOpt = 256,
     k: Annotated[int | None, typer.Option(
         "--k", help="Waiting jobs the policy sees (the oldest); default 128 (offline: the "
-        "dataset's).", show_default=False)] = None,
+        "dataset's; marl: 32).", show_default=False)] = None,
+    visible: Annotated[str | None, typer.Option(
+        "--visible", help="marl: which waiting jobs the selector sees: the oldest --k "
+        "(oldest), or the oldest --k of those that fit now (fitting: it can start any job "
+        "that fits, never held up behind jobs that do not). Default oldest.",
+        show_default=False)] = None,
     num_envs: NumEnvsOpt = None,
     split: Annotated[str, typer.Option(
         "--split", help="Part episodes come from: train (the first --train-frac of the jobs) "
@@ -460,21 +465,22 @@ def main(
 
     with fail_cleanly():
         if algo == MARL:
-            marl_only = {"--reward": (reward, "bsld"), "--num-envs": (num_envs, None),
+            not_marl = {"--reward": (reward, "bsld"), "--num-envs": (num_envs, None),
                          "--warm": (warm, False), "--compat": (compat, None),
                          "--online-finetune": (online_finetune, False),
                          "--lambda": (idle_weight, None)}
             _marl(table, overrides={"total_steps": steps, "seed": seed}, config=config,
-                  env={"k": k, "window_size": window_size, "backfill": backfill,
-                       "split": split, "train_frac": train_frac},
+                  env={"k": k, "visible": visible, "window_size": window_size,
+                       "backfill": backfill, "split": split, "train_frac": train_frac},
                   workers=workers, resume=resume, out=out, cluster=cluster, procs=procs,
                   options=workload_options(compat, procs_from, walltime_fallback),
-                  given=[name for name, (value, default) in marl_only.items()
+                  given=[name for name, (value, default) in not_marl.items()
                          if value != default])
             return
         if algo == "dqn" and not table.is_dir():  # a job table: online, GPU types
             not_taken = {"--workers": (workers, 1), "--reward": (reward, "bsld"),
-                         "--k": (k, None), "--num-envs": (num_envs, None),
+                         "--k": (k, None), "--visible": (visible, None),
+                         "--num-envs": (num_envs, None),
                          "--split": (split, "train"), "--warm": (warm, False),
                          "--procs": (procs, None), "--compat": (compat, None),
                          "--online-finetune": (online_finetune, False)}
@@ -490,6 +496,9 @@ def main(
         if idle_weight is not None:
             raise ConfigError("--lambda weighs idle GPU time for --algo dqn on a job table "
                               f"(GPU types); --algo {algo} does not use it")
+        if visible is not None:
+            raise ConfigError(f"--visible chooses the jobs the two-agent selector sees (--algo "
+                              f"marl); --algo {algo} shows the oldest --k")
         _check_input(table, algo)
         if algo in OFFLINE_ALGOS:
             defaults = {"--workers": 1, "--resume": False, "--reward": "bsld",

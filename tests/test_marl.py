@@ -69,14 +69,17 @@ def _rows(run: Path) -> list[dict[str, str]]:
 class _Spy:
     """The engine's scorer and placer: checks every observation, then picks at random."""
 
-    def __init__(self, workload: Workload, cluster: ClusterSpec, k: int) -> None:
+    def __init__(self, workload: Workload, cluster: ClusterSpec, k: int,
+                 visible: str = "oldest") -> None:
         topo = Topology.from_cluster(cluster)
         self.rng = np.random.default_rng(0)
         self.calls = [0, 0]
-        self.scorer = AgentScorer(SelectorObserver(workload, topo, k), self.pick)
+        self.visible = visible
+        self.scorer = AgentScorer(SelectorObserver(workload, topo, k, visible), self.pick)
         self.placer = AgentPlacer(AllocatorObserver(workload, topo), self.pick)
         self.k = k
         self.skipped = 0
+        self.beyond_oldest = 0  # jobs started from behind the oldest k that did not fit
 
     def pick(self, agent: int, obs: Obs, now: int) -> int:
         self.calls[agent] += 1
@@ -86,16 +89,28 @@ class _Spy:
         return int(self.rng.choice(np.flatnonzero(obs["mask"])))
 
     def scores(self, view: QueueView) -> Any:
-        fits = view.fits_now[:self.k]
-        obs = self.scorer._observer.observe(view)
-        if obs is None:
-            assert not fits.any()
-            self.skipped += 1
+        # The jobs the rule shows, and whether each fits: worked out here independently.
+        if self.visible == "oldest":
+            shown = view.jobs[:self.k]
+            fits = view.fits_now[:self.k]
         else:
-            assert obs["mask"].shape == (self.k,)
-            assert obs["mask"][:fits.shape[0]].tolist() == fits.tolist()
-            assert not obs["mask"][fits.shape[0]:].any()
-        return self.scorer.scores(view)
+            shown = view.jobs[view.fits_now][:self.k]
+            fits = np.ones(shown.shape[0], bool)
+        seen = self.scorer._observer.observe(view)
+        if seen is None:
+            assert not fits.any()
+            self.skipped += view.fits_now.any()  # something fits, but not among the shown
+            return self.scorer.scores(view)
+        obs, slots = seen
+        assert view.jobs[slots].tolist() == shown.tolist()
+        assert obs["mask"].shape == (self.k,)
+        assert obs["mask"][:fits.shape[0]].tolist() == fits.tolist()
+        assert not obs["mask"][fits.shape[0]:].any()
+        scores = self.scorer.scores(view)
+        head = view.jobs[int(np.argmin(scores))]
+        assert view.fits_now[np.flatnonzero(view.jobs == head)[0]]  # the chosen job fits
+        self.beyond_oldest += int(head not in view.jobs[:self.k])
+        return scores
 
     def choose(self, view: PlacementView) -> int:
         obs = self.placer._observer.observe(view)
@@ -104,14 +119,19 @@ class _Spy:
         return self.placer.choose(view)
 
 
+@pytest.mark.parametrize("visible", ["oldest", "fitting"])
 def test_masks_hold_exactly_the_options_that_can_be_taken(
-        case: tuple[Workload, ClusterSpec]) -> None:
+        case: tuple[Workload, ClusterSpec], visible: str) -> None:
     workload, cluster = case
     w = workload.take(np.arange(100))
-    spy = _Spy(w, cluster, k=8)
+    spy = _Spy(w, cluster, k=4, visible=visible)
     result = GpuEngine(w, cluster, SimConfig(), spy, spy).run()
     assert (result["start"] >= 0).all()
-    assert spy.calls[0] > 10 and spy.calls[1] > 10 and spy.skipped > 0
+    assert spy.calls[0] > 10 and spy.calls[1] > 10
+    if visible == "oldest":  # held up behind the oldest jobs at times, never past them
+        assert spy.skipped > 0 and spy.beyond_oldest == 0
+    else:  # never held up while some job fits, and it reaches past the oldest k
+        assert spy.skipped == 0 and spy.beyond_oldest > 0
 
 
 def test_shared_reward_adds_up_to_the_window_metrics(case: tuple[Workload, ClusterSpec]) -> None:
@@ -210,3 +230,21 @@ def test_the_single_agent_loader_refuses_the_two_agent_manifest(trained: Path) -
 def test_config_errors_name_the_field(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         MarlConfig.from_dict(fields)
+
+
+def test_the_visible_rule_is_checked_and_recorded(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="visible 'all' is not one of oldest, fitting"):
+        MarlEnvConfig(visible="all")
+    path = export_marl(TwoAgents(CFG), tmp_path / "policy", cfg=CFG, k=8, candidates=9,
+                       metrics={}, visible="fitting")
+    art = load_marl(path)
+    assert art.visible == "fitting" and "oldest k of the waiting jobs that fit now" in (
+        art.manifest["decision"])
+    manifest = json.loads((path / "manifest.json").read_text())
+    del manifest["agents"]["selector"]["visible"]  # written before the rule could be chosen
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    assert load_marl(path).visible == "oldest"
+    manifest["agents"]["selector"]["visible"] = "newest"
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match="visible 'newest' is not one of"):
+        load_marl(path)

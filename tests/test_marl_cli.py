@@ -35,11 +35,13 @@ def _train(files: tuple[Path, Path, Path], run: Path, *extra: str) -> list[str]:
 
 def test_train_then_resume_then_evaluate(files: tuple[Path, Path, Path], tmp_path: Path) -> None:
     run = tmp_path / "run"
-    result = invoke(*_train(files, run, "--steps", "150"))
+    result = invoke(*_train(files, run, "--steps", "150", "--visible", "fitting"))
     assert result.exit_code == 0, result.output
     assert "policy: " in result.output and "--gpu-baselines" in result.output
     assert json.loads((run / "env.json").read_text())["factory"] == "hpcpolicy.marl"
-    result = invoke(*_train(files, run, "--steps", "300", "--resume"))
+    manifest = json.loads((run / "policy" / "manifest.json").read_text())
+    assert manifest["agents"]["selector"]["visible"] == "fitting"
+    result = invoke(*_train(files, run, "--steps", "300", "--resume", "--visible", "fitting"))
     assert result.exit_code == 0, result.output
     assert load_checkpoint(run / "checkpoints" / "last.pt")["counters"]["update"] == 2
     line = one_line_error(invoke(*_train(files, run, "--steps", "300", "--resume",
@@ -78,6 +80,7 @@ def test_two_workers_keep_identical_parameters(files: tuple[Path, Path, Path],
     (("--reward", "wait"), "--reward: not an option of --algo marl"),
     (("--split", "test"), "--split test"),
     (("--resume",), "was not written by `hpcpolicy train`"),
+    (("--visible", "newest"), "visible 'newest' is not one of oldest, fitting"),
 ])
 def test_one_line_errors(files: tuple[Path, Path, Path], tmp_path: Path, extra: tuple[str, ...],
                          message: str) -> None:
@@ -86,6 +89,13 @@ def test_one_line_errors(files: tuple[Path, Path, Path], tmp_path: Path, extra: 
         at = args.index("--cluster")
         del args[at:at + 2]
     assert message in one_line_error(invoke(*args))
+
+
+def test_visible_is_refused_outside_marl(files: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    table, _, _ = files
+    line = one_line_error(invoke("train", str(table), "--algo", "ppo", "--visible", "fitting",
+                                 "-o", str(tmp_path / "run")))
+    assert "--visible chooses the jobs the two-agent selector sees" in line
 
 
 def test_a_missing_table_is_one_line(tmp_path: Path) -> None:

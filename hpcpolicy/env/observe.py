@@ -165,16 +165,19 @@ class Observer:
         self._submit = np.asarray(workload.submit, dtype=np.int64)
 
     def observe(self, now: int, waiting: I64, fits: npt.NDArray[np.bool_], free: I64,
-                running_cores: I64, running_req_end: I64) -> Obs:
+                running_cores: I64, running_req_end: I64, queued: int | None = None) -> Obs:
         """The observation of one decision.
 
         Args:
             now: Simulated time.
-            waiting: Every waiting job (workload indices), in submit order.
+            waiting: The waiting jobs to show (workload indices), in slot order: usually
+                every waiting job in submit order, of which the first ``k`` are shown.
             fits: Whether each of the first ``k`` waiting jobs fits now (at least that many).
             free: ``(groups, 4)`` free resources now.
             running_cores: Cores held by each running job.
             running_req_end: Requested end of each running job (s).
+            queued: Jobs waiting in all, when ``waiting`` lists only some of them (default:
+                ``len(waiting)``).
 
         Returns:
             ``{"jobs": float32 [k, Fj], "cluster": float32 [Fc], "mask": int8 [k]}``.
@@ -185,6 +188,7 @@ class Observer:
         _fill(now, waiting[:k], self._static, self._submit, fits, _WAIT, _FITS, _JOB_LOG,
               _JOB_DIV, jobs, mask)
         cluster = np.zeros(len(CLUSTER_FEATURES), np.float32)
-        _cluster(now, waiting.shape[0], free, self._total, running_cores, running_req_end,
-                 _CLUSTER_COLS, _CLUSTER_LOG, _CLUSTER_DIV, cluster)
+        _cluster(now, waiting.shape[0] if queued is None else queued, free, self._total,
+                 running_cores, running_req_end, _CLUSTER_COLS, _CLUSTER_LOG, _CLUSTER_DIV,
+                 cluster)
         return {"jobs": jobs, "cluster": cluster, "mask": mask}

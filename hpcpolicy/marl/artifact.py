@@ -3,7 +3,8 @@
 Layout of ``runs/<name>/policy/``::
 
     manifest.json        format "hpcpolicy.marl", algo "marl": the agents, the decision
-                         rules' parameters (k), reward, training data, config, metrics
+                         rules' parameters (k, visible), reward, training data, config,
+                         metrics
     selector/            a policy directory of hpcpolicy.artifact: manifest.json (its
                          features), policy.onnx, policy.torchscript.pt
     allocator/           the same for the allocator: its "jobs" input holds the candidate
@@ -21,8 +22,9 @@ Example:
     >>> cfg = MarlConfig()
     >>> d = export_marl(TwoAgents(cfg), tempfile.mkdtemp() + "/policy", cfg=cfg, k=8,
     ...                 candidates=9, metrics={})
-    >>> load_marl(d).manifest["algo"], sorted(p.name for p in d.iterdir())
-    ('marl', ['allocator', 'manifest.json', 'selector'])
+    >>> art = load_marl(d)
+    >>> art.manifest["algo"], art.visible, sorted(p.name for p in d.iterdir())
+    ('marl', 'oldest', ['allocator', 'manifest.json', 'selector'])
 """
 
 from __future__ import annotations
@@ -47,7 +49,12 @@ from hpcpolicy.artifact import (
 )
 from hpcpolicy.atomic import replace_dir, write_json
 from hpcpolicy.errors import ArtifactError
-from hpcpolicy.marl.features import CANDIDATE_FEATURES, CONTEXT_FEATURES, allocator_spec
+from hpcpolicy.marl.features import (
+    CANDIDATE_FEATURES,
+    CONTEXT_FEATURES,
+    VISIBLE,
+    allocator_spec,
+)
 from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
 if TYPE_CHECKING:
@@ -59,9 +66,10 @@ __all__ = ["MARL_FORMAT", "MarlArtifact", "export_marl", "is_marl_artifact", "lo
 MARL_FORMAT = "hpcpolicy.marl"
 """``format`` of the top-level manifest."""
 
-_RULES = ("the selector sees the oldest k waiting jobs and chooses among those that fit now; "
-          "the chosen job starts at once, the others follow in submit order; when none of "
-          "them fits, the oldest is the head (FCFS). The allocator chooses among the job's "
+_RULES = ("the selector sees k waiting jobs (agents.selector.visible: {visible}) and chooses "
+          "among those that fit now; the chosen job starts at once, the others follow in "
+          "submit order; when none of them fits, the oldest is the head (FCFS). The "
+          "allocator chooses among the job's "
           "candidate placements: every pool whose free totals hold it x the first-available, "
           "best-fit and topology-aware placements there, duplicates dropped (for a job "
           "backfilling starts: in the pool backfilling planned with). A decision with one "
@@ -69,7 +77,7 @@ _RULES = ("the selector sees the oldest k waiting jobs and chooses among those t
 
 
 def export_marl(nets: TwoAgents, out_dir: str | os.PathLike[str], *, cfg: MarlConfig, k: int,
-                candidates: int, metrics: Mapping[str, float],
+                candidates: int, metrics: Mapping[str, float], visible: str = "oldest",
                 provenance: Mapping[str, Any] | None = None) -> Path:
     """Write the artifact directory (built beside ``out_dir``, then renamed into place).
 
@@ -80,6 +88,8 @@ def export_marl(nets: TwoAgents, out_dir: str | os.PathLike[str], *, cfg: MarlCo
         k: Job slots the selector saw.
         candidates: The most candidate placements the allocator saw (pools x 3).
         metrics: Final training metrics.
+        visible: Which waiting jobs the selector's slots showed
+            (:data:`~hpcpolicy.marl.features.VISIBLE`).
         provenance: ``training_data`` (``{"path", "sha256"}``) and further JSON-ready keys.
 
     Returns:
@@ -105,9 +115,9 @@ def export_marl(nets: TwoAgents, out_dir: str | os.PathLike[str], *, cfg: MarlCo
             "created_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "package": selector["package"],
             "algo": cfg.algo,
-            "agents": {"selector": {"path": "selector", "k": k},
+            "agents": {"selector": {"path": "selector", "k": k, "visible": visible},
                        "allocator": {"path": "allocator", "max_candidates": candidates}},
-            "decision": _RULES,
+            "decision": _RULES.format(visible=VISIBLE[visible]),
             "reward": cfg.reward,
             "training_data": selector["training_data"],
             "config": cfg.to_dict(),
@@ -144,6 +154,12 @@ class MarlArtifact:
         """Job slots the selector sees."""
         return int(self.manifest["agents"]["selector"]["k"])
 
+    @property
+    def visible(self) -> str:
+        """Which waiting jobs the selector sees (artifacts written before the choice existed
+        showed the oldest)."""
+        return str(self.manifest["agents"]["selector"].get("visible", "oldest"))
+
 
 def is_marl_artifact(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` (a directory or its manifest.json) holds a two-agent artifact."""
@@ -168,6 +184,10 @@ def load_marl(path: str | os.PathLike[str], backend: str = "auto") -> MarlArtifa
     if set(agents) != {"selector", "allocator"}:
         raise ArtifactError(f"{file}: `agents` must name selector and allocator, got "
                             f"{sorted(agents)}")
+    visible = agents["selector"].get("visible", "oldest")
+    if visible not in VISIBLE:
+        raise ArtifactError(f"{file}: agents.selector.visible {visible!r} is not one of "
+                            f"{', '.join(VISIBLE)}; the artifact is from a newer hpcpolicy")
     selector = load_policy(directory / agents["selector"]["path"], backend)
     selector.check_features(tuple(f.name for f in JOB_FEATURES),
                             tuple(f.name for f in CLUSTER_FEATURES))

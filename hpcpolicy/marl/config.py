@@ -132,7 +132,10 @@ class MarlEnvConfig:
     """
 
     k: int = DEFAULT_K
-    """Waiting jobs the selector sees (the oldest ``k``)."""
+    """Waiting jobs the selector sees."""
+    visible: str = "oldest"
+    """Which ``k``: the oldest waiting jobs, or the oldest of those that fit now ("fitting");
+    see :data:`hpcpolicy.marl.features.VISIBLE`."""
     window_size: int = 256
     """Consecutive jobs per episode."""
     backfill: str = "none"
@@ -149,10 +152,14 @@ class MarlEnvConfig:
     empty: none."""
 
     def __post_init__(self) -> None:
+        from hpcpolicy.marl.features import VISIBLE
         from hpcpolicy.policies import policy_names
 
         if self.k < 1:
             raise ConfigError(f"marl env k must be >= 1 slot, not {self.k}")
+        if self.visible not in VISIBLE:
+            raise ConfigError(f"marl env visible {self.visible!r} is not one of "
+                              f"{', '.join(VISIBLE)}")
         if self.window_size < 1:
             raise ConfigError(f"marl env window_size must be >= 1 job, not {self.window_size}")
         if self.split not in SPLITS:

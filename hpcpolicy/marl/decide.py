@@ -8,9 +8,10 @@ during training one that samples from the networks and records the transition
 (:mod:`hpcpolicy.marl.episode`), in deployment one that takes the exported scorers' best
 option (:mod:`hpcpolicy.marl.policy`). So the rules below hold in both:
 
-* The selector sees the oldest ``k`` waiting jobs and chooses among those that fit now; the
+* The selector sees ``k`` waiting jobs (the oldest, or the oldest of those that fit now:
+  :data:`~hpcpolicy.marl.features.VISIBLE`) and chooses among those that fit now; the
   chosen job becomes the queue head (the others follow in submit order) and starts, on the
-  allocator's placement. When none of the visible jobs fits, nothing can start and nobody is
+  allocator's placement. When none of the shown jobs fits, nothing can start and nobody is
   asked: the oldest job is the head and backfilling (if any) runs around it, as under FCFS.
 * The allocator chooses among every candidate placement of that job, and of each job
   backfilling starts (then among the placements in the pool backfilling planned with).
@@ -56,12 +57,13 @@ class AgentScorer:
 
     def scores(self, view: QueueView) -> npt.NDArray[np.float64]:
         """One score per waiting job; the lowest starts first."""
-        obs = self._observer.observe(view)
-        if obs is None:
+        seen = self._observer.observe(view)
+        if seen is None:
             return np.arange(view.jobs.shape[0], dtype=np.float64)
+        obs, shown = seen
         valid = np.flatnonzero(obs["mask"])
         slot = int(valid[0]) if valid.shape[0] == 1 else self._choose(SELECTOR, obs, view.now)
-        return head_scores(view.jobs.shape[0], slot)
+        return head_scores(view.jobs.shape[0], int(shown[slot]))
 
 
 class AgentPlacer:

@@ -150,7 +150,7 @@ def play(window: Workload, source: WindowSource, cfg: MarlConfig, nets: TwoAgent
     env, topo = source.env, source.topology
     sampler = _Sampler(nets, gen, traj, device)
     engine = GpuEngine(window, source.cluster, env.sim_config(),
-                       AgentScorer(SelectorObserver(window, topo, env.k), sampler),
+                       AgentScorer(SelectorObserver(window, topo, env.k, env.visible), sampler),
                        AgentPlacer(AllocatorObserver(window, topo), sampler))
     first = len(traj)
     sampler.reward = reward = SharedReward(engine, cfg.bsld_weight, cfg.gpu_util_weight)

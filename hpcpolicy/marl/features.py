@@ -1,11 +1,13 @@
 """What each agent sees: the selector's job slots and the allocator's candidate placements.
 
 **Selector.** The single-agent observation of :mod:`hpcpolicy.rl.spaces`, built by the same
-code (:class:`hpcpolicy.env.observe.Observer`): the oldest ``k`` waiting jobs (7 features
-each) and 7 cluster features, with GPUs counted in whole GPUs (the GPU engine counts
-thousandths). Its mask differs: only the visible jobs that fit on the free resources now
-may be chosen, so the chosen job starts at once. When none of them fits there is nothing to
-start and no choice to make (see :class:`SelectorObserver`).
+code (:class:`hpcpolicy.env.observe.Observer`): ``k`` waiting jobs (7 features each) and 7
+cluster features, with GPUs counted in whole GPUs (the GPU engine counts thousandths). Which
+jobs fill the slots is the ``visible`` rule (:data:`VISIBLE`): the oldest ``k`` waiting
+jobs, or the oldest ``k`` of those that fit now. Its mask differs from the single-agent
+one: only jobs that fit on the free resources now may be chosen, so the chosen job starts
+at once. When none of the shown jobs fits there is nothing to start and no choice to make
+(see :class:`SelectorObserver`).
 
 **Allocator.** One row per candidate placement of the job about to start
 (:meth:`hpcpolicy.gpu.engine.GpuEngine.candidates`: every pool whose totals hold the job x
@@ -40,13 +42,20 @@ if TYPE_CHECKING:
     from hpcpolicy.policies.base import QueueView
     from hpcpolicy.workload import Workload
 
-__all__ = ["CANDIDATE_FEATURES", "CONTEXT_FEATURES", "AllocatorObserver", "SelectorObserver",
-           "allocator_spec", "max_candidates"]
+__all__ = ["CANDIDATE_FEATURES", "CONTEXT_FEATURES", "VISIBLE", "AllocatorObserver",
+           "SelectorObserver", "allocator_spec", "max_candidates"]
 
 Obs = dict[str, npt.NDArray[Any]]
 I64 = npt.NDArray[np.int64]
 
 _DAY = 86_400.0
+
+VISIBLE = {
+    "oldest": "the oldest k waiting jobs; when none of them fits, nothing starts ahead of "
+              "the oldest",
+    "fitting": "the oldest k of the waiting jobs that fit now; any job that fits can start",
+}
+"""Which waiting jobs the selector's slots show, by rule name."""
 
 CANDIDATE_FEATURES: tuple[Feature, ...] = (
     Feature("run_factor", "fraction", "linear", 4.0,
@@ -116,10 +125,15 @@ class SelectorObserver:
         workload: The jobs.
         topology: The cluster's pools (their totals are the engine's capacity).
         k: Slots.
+        visible: Which waiting jobs fill the slots (a key of :data:`VISIBLE`).
     """
 
-    def __init__(self, workload: Workload, topology: Topology, k: int) -> None:
+    def __init__(self, workload: Workload, topology: Topology, k: int,
+                 visible: str = "oldest") -> None:
+        if visible not in VISIBLE:
+            raise ValueError(f"visible rule {visible!r} is not one of {', '.join(VISIBLE)}")
         self.k = k
+        self.visible = visible
         self._observer = Observer(workload, self._whole_gpus(topology.pool_capacity), k)
 
     @staticmethod
@@ -129,17 +143,23 @@ class SelectorObserver:
         out[:, 1] //= MILLI
         return out
 
-    def observe(self, view: QueueView) -> Obs | None:
-        """The observation, with mask = visible jobs that fit now; None when none fits."""
-        fits = view.fits_now[:self.k]
+    def observe(self, view: QueueView) -> tuple[Obs, I64] | None:
+        """The observation (mask = shown jobs that fit now) and each slot's position in
+        ``view.jobs``; None when none of the shown jobs fits."""
+        if self.visible == "fitting":
+            shown = np.flatnonzero(view.fits_now)[:self.k]
+        else:
+            shown = np.arange(min(self.k, view.jobs.shape[0]))
+        fits = view.fits_now[shown]
         if not fits.any():
             return None
-        obs = self._observer.observe(view.now, view.jobs, fits, self._whole_gpus(view.free),
-                                     view.running_cores, view.running_req_end)
+        obs = self._observer.observe(view.now, view.jobs[shown], fits,
+                                     self._whole_gpus(view.free), view.running_cores,
+                                     view.running_req_end, queued=view.jobs.shape[0])
         mask = np.zeros(self.k, np.bool_)
         mask[:fits.shape[0]] = fits
         obs["mask"] = mask
-        return obs
+        return obs, shown
 
 
 class AllocatorObserver:

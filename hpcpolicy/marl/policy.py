@@ -50,7 +50,8 @@ class MarlPolicy:
     def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> AgentScorer:
         """The selector for one run of ``workload`` on ``cluster``."""
         topology = Topology.from_cluster(cluster)
-        return AgentScorer(SelectorObserver(workload, topology, self.artifact.k), self.choose)
+        return AgentScorer(SelectorObserver(workload, topology, self.artifact.k,
+                                            self.artifact.visible), self.choose)
 
     def bind_placer(self, workload: Workload, cluster: ClusterSpec) -> AgentPlacer:
         """The allocator for the same run."""

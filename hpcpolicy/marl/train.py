@@ -226,7 +226,7 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
     result = TrainResult(paths.root, global_step, update,
                          stopped and global_step < cfg.total_steps, wall, row)
     if writer:
-        export_marl(nets, paths.policy, cfg=cfg, k=env.k,
+        export_marl(nets, paths.policy, cfg=cfg, k=env.k, visible=env.visible,
                     candidates=max_candidates(source.topology), metrics=row,
                     provenance=provenance)
         write_json(paths.root / "result.json", result.to_dict())
