@@ -391,8 +391,8 @@ def main(
     backfill: BackfillOpt = "none",
     window_size: WindowSizeOpt = 256,
     k: Annotated[int | None, typer.Option(
-        "--k", help="Waiting jobs the policy sees (the oldest); default 128 (offline: the "
-        "dataset's; marl: 32).", show_default=False)] = None,
+        "--k", help="Waiting jobs the policy sees (the oldest; marl: see --visible); default "
+        "128 (offline: the dataset's; marl: 32).", show_default=False)] = None,
     visible: Annotated[str | None, typer.Option(
         "--visible", help="marl: which waiting jobs the selector sees: the oldest --k "
         "(oldest), or the oldest --k of those that fit now (fitting: it can start any job "
