@@ -121,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=32, help="jobs the selector sees (marl)")
     parser.add_argument("--visible", choices=("oldest", "fitting"), default="oldest",
                         help="which waiting jobs the selector sees (marl)")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="JSON of marl config fields (gamma, gae_lambda, ...)")
     parser.add_argument("--train-frac", type=float, default=0.7)
     parser.add_argument("--windows", type=int, default=10)
     parser.add_argument("--window-size", type=int, default=1024)
@@ -146,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         for algo in ([] if a.no_train else ["marl", *(["dqn"] if a.dqn else [])]):
             run = runs_dir / f"{name}-{algo}"
             marl = ["--workers", str(a.workers), "--window-size", str(a.train_window),
-                    "--k", str(a.k), "--visible", a.visible]
+                    "--k", str(a.k), "--visible", a.visible,
+                    *(["--config", str(a.config)] if a.config else [])]
             wall = train_until(
                 [str(table), "--algo", algo, "--cluster", str(spec), "--seed", str(a.seed),
                  "--steps", "100000000", "--train-frac", str(a.train_frac), *options,
