@@ -161,7 +161,7 @@ def outcome_table(workload: Workload, result: SimResult, *,
     if not identity:
         return frame.select(c for c in OUTCOME_COLUMNS if c not in _IDENTITY)
     return frame.with_columns(
-        pl.Series("job_id", workload.job_id, dtype=pl.String),
+        pl.Series("job_id", np.asarray(workload.job_id, dtype=object), dtype=pl.String),
         _names("user", workload.users, workload.user),
         _names("partition", workload.partitions, workload.partition),
     ).select(OUTCOME_COLUMNS)
