@@ -38,6 +38,7 @@ __all__ = [
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
+
 class JobIds:
     """Source job ids, left in the table's text column until something reads them.
 
@@ -53,24 +54,21 @@ class JobIds:
         (3, '8', ['7', '9'])
     """
 
-    __slots__ = ("_array", "_column", "_n")
+    __slots__ = ("_array", "_column")
 
     def __init__(self, column: pl.Series) -> None:
-        self._column: pl.Series | None = column
+        self._column = column
         self._array: npt.NDArray[np.object_] | None = None
-        self._n = len(column)
 
     @property
     def array(self) -> npt.NDArray[np.object_]:
         """The ids as an object array of str (built on first use)."""
         if self._array is None:
-            assert self._column is not None
             self._array = self._column.to_numpy().astype(object, copy=False)
-            self._column = None
         return self._array
 
     def __len__(self) -> int:
-        return self._n
+        return len(self._column)
 
     def __getitem__(self, index: Any) -> Any:
         return self.array[index]
@@ -82,12 +80,6 @@ class JobIds:
         if name.startswith("_"):  # not an array attribute (and not set up yet, mid-unpickling)
             raise AttributeError(name)
         return getattr(self.array, name)
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        return self._column, self._array, self._n
-
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        self._column, self._array, self._n = state
 
 
 PROCS_FROM = ("requested", "allocated", "max")
