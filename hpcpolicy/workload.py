@@ -50,8 +50,10 @@ class JobIds:
     Example:
         >>> import polars as pl
         >>> ids = JobIds(pl.Series(["7", "8", "9"]))
-        >>> len(ids), ids[1], ids[np.array([True, False, True])].tolist()
-        (3, '8', ['7', '9'])
+        >>> len(ids), ids[1], ids._array is None
+        (3, '8', True)
+        >>> ids[np.array([True, False, True])].tolist()
+        ['7', '9']
     """
 
     __slots__ = ("_array", "_column")
@@ -71,6 +73,8 @@ class JobIds:
         return len(self._column)
 
     def __getitem__(self, index: Any) -> Any:
+        if self._array is None and isinstance(index, int | np.integer):
+            return self._column[int(index)]  # one id: no need to build them all
         return self.array[index]
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:

@@ -154,7 +154,8 @@ def assemble(prep: Prepared, workload: Workload, outcome: dict[str, Any],
         "engine": engine,
         "jobs": prep.n,
         "never_fits": int(never.sum()),
-        "never_fits_ids": [str(x) for x in workload.job_id[never][:NEVER_FITS_SHOWN]],
+        "never_fits_ids": [str(workload.job_id[i])
+                           for i in np.flatnonzero(never)[:NEVER_FITS_SHOWN]],
     })
     # The node-level GPU engine decides run times and GPU counts as jobs start.
     dur = outcome.get("dur", prep.dur)

@@ -546,7 +546,7 @@ def _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, wheap, free, p
 
 
 # ---------------------------------------------------------------- passes
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t, prof_f):
     """A scheduling pass of a static policy: start the best jobs while they fit, then
     backfill around the first that does not."""

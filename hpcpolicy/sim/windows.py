@@ -203,7 +203,8 @@ class Replay:
         """Ids of the jobs that need more than the machine has (never started), each once."""
         ids: dict[str, None] = {}
         for w in self.windows:
-            ids.update(dict.fromkeys(str(i) for i in w.jobs.job_id[w.result.never_fits]))
+            ids.update(dict.fromkeys(str(w.jobs.job_id[i])
+                                     for i in np.flatnonzero(w.result.never_fits)))
         return list(ids)
 
     def outcomes(self) -> pl.DataFrame:
