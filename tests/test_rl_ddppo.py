@@ -120,3 +120,26 @@ def test_straggler_cut_off(tmp_path: Path) -> None:
     for n, c in zip(steps, cut, strict=True):
         assert (n < full) == (c >= 1) and n >= least
     assert all(r["sync/param_max_diff"] == 0.0 for r in rows)
+
+
+@pytest.mark.parametrize(("rank", "workers", "threads", "cpus", "pinned"), [
+    (1, 2, 1, [0, 1], [1]),                # one CPU each
+    (1, 2, 2, [0, 1, 2, 3, 4], [2, 3]),    # a block of torch_threads CPUs each
+    (0, 1, 1, [0, 1], None),               # a lone worker waits for nobody
+    (1, 3, 1, [0, 1], None),               # not enough CPUs for one each
+])
+def test_pin_to_own_cpus(monkeypatch: pytest.MonkeyPatch, rank: int, workers: int, threads: int,
+                         cpus: list[int], pinned: list[int] | None) -> None:
+    import os
+
+    from hpcpolicy.rl.ddppo import pin_to_own_cpus
+
+    calls: list[list[int]] = []
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(cpus), raising=False)
+    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, s: calls.append(sorted(s)),
+                        raising=False)
+    monkeypatch.setenv("LOCAL_RANK", str(rank))
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(workers))
+    monkeypatch.setenv("OMP_NUM_THREADS", str(threads))
+    pin_to_own_cpus()
+    assert calls == ([] if pinned is None else [pinned])

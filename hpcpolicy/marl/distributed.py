@@ -54,8 +54,8 @@ def launch(cfg: MarlConfig, data: TrainingData, run_dir: str | Path, *, workers:
     write_json(paths.root / LAUNCH_FILE, {"config": cfg.to_dict(), "data": data.to_dict(),
                                           "provenance": dict(provenance or {})})
     (paths.root / "result.json").unlink(missing_ok=True)
-    return run_workers("hpcpolicy.marl.distributed", paths, workers, cfg.torch_threads,
-                       resume, "two-agent DD-PPO")
+    return run_workers("hpcpolicy.marl.distributed", paths, workers, cfg, resume,
+                       "two-agent DD-PPO")
 
 
 def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:

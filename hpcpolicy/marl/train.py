@@ -57,6 +57,7 @@ from hpcpolicy.rl.ppo import (
     TrainResult,
     compute_gae,
     episode_stats,
+    freeze_setup_objects,
     optimise,
     update_row,
 )
@@ -174,6 +175,7 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
         paths.check_new()
         paths.write_config(cfg)
 
+    freeze_setup_objects()
     session_start = time.perf_counter()
 
     def checkpoint() -> None:

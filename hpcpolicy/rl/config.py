@@ -147,6 +147,10 @@ class DDPPOConfig(PPOConfig):
     largest difference as ``sync/param_max_diff`` (0 = never)."""
     timeout_s: int = 1800
     """Seconds a collective waits for the slowest worker before failing."""
+    pin_cpus: bool = True
+    """Give each worker ``torch_threads`` CPUs of its own when this machine has enough for all
+    workers (Linux). Workers wait for each other at every minibatch, so one moved between cores
+    slows them all; turn it off when several runs share the machine."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -63,6 +63,9 @@ from hpcpolicy.rl.runs import RunPaths, check_resume_config, load_checkpoint
 __all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "precheck_launch", "prepare_launch",
            "run_workers", "worker_entry", "worker_main"]
 
+PIN_CPUS_ENV = "HPCPOLICY_PIN_CPUS"
+"""Set by :func:`run_workers` for its workers: 1 pins each to CPUs of its own."""
+
 LAUNCH_FILE = "launch.json"
 """What every worker reads: config, environment factory and its arguments, provenance."""
 
@@ -288,14 +291,14 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
     precheck_launch(cfg, paths, workers, resume)
     prepare_launch(cfg, env_factory, run_dir, env_kwargs=env_kwargs, provenance=provenance)
     (paths.root / "result.json").unlink(missing_ok=True)
-    return run_workers("hpcpolicy.rl.ddppo", paths, workers, cfg.torch_threads, resume,
-                       "DD-PPO")
+    return run_workers("hpcpolicy.rl.ddppo", paths, workers, cfg, resume, "DD-PPO")
 
 
-def run_workers(module: str, paths: RunPaths, workers: int, threads: int, resume: bool,
+def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, resume: bool,
                 what: str) -> TrainResult:
     """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume]`` on ``workers``
-    processes, and the :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 wrote.
+    processes (``cfg.torch_threads`` threads each, pinned under ``cfg.pin_cpus``), and the
+    :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 wrote.
 
     Raises:
         RuntimeError: a worker failed, or wrote no result (``what`` names the trainer).
@@ -303,7 +306,8 @@ def run_workers(module: str, paths: RunPaths, workers: int, threads: int, resume
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            f"--nproc-per-node={workers}", "-m", module, str(paths.root),
            *(["--resume"] if resume else [])]
-    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
+    proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": str(cfg.torch_threads),
+                                      PIN_CPUS_ENV: "1" if cfg.pin_cpus else "0"})
     try:
         code = proc.wait()
     except KeyboardInterrupt:
@@ -322,6 +326,21 @@ def run_workers(module: str, paths: RunPaths, workers: int, threads: int, resume
     return TrainResult(**{**data, "run_dir": Path(data["run_dir"])})
 
 
+def pin_to_own_cpus() -> None:
+    """Restrict this torchrun worker to CPUs of its own: ``OMP_NUM_THREADS`` of those it may
+    use, the block at its ``LOCAL_RANK``. Nothing happens for a lone worker (nobody waits for
+    it, and the OS may move it off a busy core), where the workers would not each get their
+    own, or where the OS cannot pin (not Linux)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    rank = int(os.environ.get("LOCAL_RANK", "0"))
+    workers = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
+    cpus = sorted(os.sched_getaffinity(0))
+    if 1 < workers and workers * threads <= len(cpus):
+        os.sched_setaffinity(0, cpus[rank * threads:(rank + 1) * threads])
+
+
 def worker_entry(module: str, description: str, main: Callable[..., Any],
                  argv: list[str] | None = None) -> None:
     """``python -m MODULE RUN_DIR [--resume]``, started by torchrun: run ``main(run_dir,
@@ -331,6 +350,8 @@ def worker_entry(module: str, description: str, main: Callable[..., Any],
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if os.environ.get(PIN_CPUS_ENV) == "1":
+        pin_to_own_cpus()
     main(args.run_dir, resume=args.resume)
     # Every output is written and the group is left: end now. On a loaded machine the
     # interpreter's own shutdown can still catch a gloo thread mid-teardown and abort the
