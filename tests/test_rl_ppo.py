@@ -145,3 +145,14 @@ def test_resume_checks(tmp_path: Path) -> None:
         train(SMALL, _toy, tmp_path / "empty", resume=True)
     result = train(replace(SMALL, total_steps=1536), _toy, tmp_path / "run", resume=True)
     assert result.global_step == 1536 and result.updates == 12
+
+
+def test_setup_objects_are_frozen_only_while_training() -> None:
+    import gc
+
+    from hpcpolicy.rl.ppo import setup_objects_frozen
+
+    before = gc.get_freeze_count()
+    with setup_objects_frozen():
+        assert gc.get_freeze_count() > before
+    assert gc.get_freeze_count() == before

@@ -57,8 +57,8 @@ from hpcpolicy.rl.ppo import (
     TrainResult,
     compute_gae,
     episode_stats,
-    freeze_setup_objects,
     optimise,
+    setup_objects_frozen,
     update_row,
 )
 from hpcpolicy.rl.runs import (
@@ -175,7 +175,6 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
         paths.check_new()
         paths.write_config(cfg)
 
-    freeze_setup_objects()
     session_start = time.perf_counter()
 
     def checkpoint() -> None:
@@ -190,7 +189,7 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
 
     row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
     stopped = False
-    with StopOnSignal() as stop:
+    with StopOnSignal() as stop, setup_objects_frozen():
         while global_step < cfg.total_steps and not stopped:
             t0 = time.perf_counter()
             lr = cfg.learning_rate * (1.0 - global_step / cfg.total_steps if cfg.anneal_lr

@@ -337,7 +337,7 @@ def pin_to_own_cpus() -> None:
     workers = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
     cpus = sorted(os.sched_getaffinity(0))
-    if 1 < workers and workers * threads <= len(cpus):
+    if workers > 1 and workers * threads <= len(cpus):
         os.sched_setaffinity(0, cpus[rank * threads:(rank + 1) * threads])
 
 

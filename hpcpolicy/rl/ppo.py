@@ -19,7 +19,8 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,7 +43,7 @@ from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.rl.vector import EpisodeStats, Obs, SyncEnvs
 
 __all__ = ["Comm", "Rollout", "SingleProcess", "TrainResult", "compute_gae", "episode_stats",
-           "freeze_setup_objects", "optimise", "run_training", "train", "update_row"]
+           "optimise", "run_training", "setup_objects_frozen", "train", "update_row"]
 
 EnvFactory = Callable[[], Any]
 Progress = Callable[[Mapping[str, float]], None]
@@ -269,15 +270,21 @@ def optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: Rollout,
     }
 
 
-def freeze_setup_objects() -> None:
-    """Exempt every object made so far from the cyclic garbage collector.
+@contextmanager
+def setup_objects_frozen() -> Iterator[None]:
+    """Exempt every object made so far from the cyclic garbage collector while inside.
 
     Set-up made most of what a training process holds (modules, the workload, the networks);
     scanning it again at each full collection made pauses that the other workers waited out
-    at the next minibatch's all-reduce.
+    at the next minibatch's all-reduce. On leaving, the objects are collectable again, so a
+    process that trains several times does not keep each run's set-up.
     """
     gc.collect()
     gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def update_row(update: int, global_step: int, wall_time_s: float, sps: float, lr: float,
@@ -345,7 +352,6 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
             paths.write_config(cfg)
         obs = envs.reset()
 
-    freeze_setup_objects()
     session_start = time.perf_counter()
 
     def checkpoint() -> None:
@@ -363,7 +369,7 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
     row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
     stopped = False
     try:
-        with StopOnSignal() as stop:
+        with StopOnSignal() as stop, setup_objects_frozen():
             while global_step < cfg.total_steps and not stopped:
                 t0 = time.perf_counter()
                 lr = cfg.learning_rate * (1.0 - global_step / cfg.total_steps if cfg.anneal_lr
