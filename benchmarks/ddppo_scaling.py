@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=128, help="slots per observation")
     parser.add_argument("--num-envs", type=int, default=8, help="environments per worker")
     parser.add_argument("--num-steps", type=int, default=256, help="rollout steps per env")
+    parser.add_argument("--num-minibatches", type=int, default=8,
+                        help="minibatches per epoch (one gradient all-reduce each)")
     parser.add_argument("--pin-cpus", action=argparse.BooleanOptionalAction, default=True,
                         help="DDPPOConfig.pin_cpus (one CPU per worker)")
     parser.add_argument("--cache", type=Path,
@@ -97,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                 cfg = DDPPOConfig(
                     total_steps=workers * args.num_envs * args.num_steps * args.updates,
                     num_envs=args.num_envs, num_steps=args.num_steps,
-                    seed=args.seed, pin_cpus=args.pin_cpus)
+                    num_minibatches=args.num_minibatches, seed=args.seed,
+                    pin_cpus=args.pin_cpus)
                 run = Path(tmp) / f"w{workers}r{repeat}"
                 start = time.perf_counter()
                 result = launch(cfg, factory, run, workers=workers, env_kwargs=env_kwargs)
@@ -116,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "benchmark": "ddppo_scaling", "env": env_name,
         "k": args.k, "num_envs": args.num_envs, "num_steps": args.num_steps,
+        "num_minibatches": args.num_minibatches, "update_epochs": cfg.update_epochs,
         "updates": args.updates, "repeats": args.repeats, "torch_threads_per_worker": 1,
         "pin_cpus": args.pin_cpus, "checkpoint_every": cfg.checkpoint_every,
         "backend": "gloo",
