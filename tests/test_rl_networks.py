@@ -8,7 +8,7 @@ pytest.importorskip("torch")
 
 import torch
 
-from hpcpolicy.rl.networks import ActorCritic, PolicyScorer, masked_mean
+from hpcpolicy.rl.networks import ActorCritic, PolicyScorer, masked_mean, slots_in_use
 from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
 FJ, FC = len(JOB_FEATURES), len(CLUSTER_FEATURES)
@@ -94,3 +94,19 @@ def test_parameter_count_does_not_depend_on_k_or_cluster() -> None:
     net = ActorCritic(FJ, FC, hidden=(32, 16, 8))
     n_scorer = sum(p.numel() for p in net.scorer.parameters())
     assert n_scorer == (FJ + FC) * 32 + 32 + 32 * 16 + 16 + 16 * 8 + 8 + 8 + 1
+
+
+def test_slots_after_the_last_valid_one_change_nothing():
+    torch.manual_seed(0)
+    net = ActorCritic(5, 3)
+    jobs, cluster = torch.rand(4, 16, 5), torch.rand(4, 3)
+    mask = torch.zeros(4, 16, dtype=torch.bool)
+    mask[0, :3] = mask[1, [0, 6]] = mask[2, 0] = mask[3, 2:5] = True
+    actions = torch.tensor([2, 6, 0, 4])
+    k = slots_in_use(mask)
+    assert k == 7
+    full = net.get_action_and_value(jobs, cluster, mask, actions)
+    cut = net.get_action_and_value(jobs[:, :k], cluster, mask[:, :k], actions)
+    for a, b in zip(full, cut, strict=True):
+        torch.testing.assert_close(a, b)
+    assert slots_in_use(torch.zeros(2, 16, dtype=torch.bool)) == 1

@@ -156,3 +156,42 @@ def test_setup_objects_are_frozen_only_while_training() -> None:
     with setup_objects_frozen():
         assert gc.get_freeze_count() > before
     assert gc.get_freeze_count() == before
+
+
+def test_update_on_the_slots_in_use_equals_the_update_on_all() -> None:
+    from types import SimpleNamespace
+
+    import torch
+
+    from hpcpolicy.rl.networks import ActorCritic, slots_in_use
+    from hpcpolicy.rl.ppo import Rollout, SingleProcess, optimise
+
+    cfg = PPOConfig(num_envs=2, num_steps=8, num_minibatches=2, update_epochs=2, target_kl=None)
+    torch.manual_seed(0)
+    buf = Rollout(cfg, SimpleNamespace(k=16, job_dim=5, cluster_dim=3), torch.device("cpu"))
+    buf.jobs.uniform_()
+    buf.cluster.uniform_()
+    queue = torch.randint(1, 6, (8, 2))  # jobs waiting, in the first slots
+    buf.mask[:] = torch.arange(16) < queue.unsqueeze(-1)
+    buf.actions[:] = (torch.rand(8, 2) * queue).long()
+    buf.logprobs.uniform_(-2, 0)
+    buf.values.normal_()
+    advantages, returns = torch.randn(8, 2), torch.randn(8, 2)
+    assert slots_in_use(buf.mask) == 5
+
+    jobs, cluster, mask = buf.jobs.flatten(0, 1), buf.cluster.flatten(0, 1), buf.mask.flatten(0, 1)
+    outputs = []
+    for slots in (None, 5):
+        torch.manual_seed(1)
+        agent = ActorCritic(5, 3)
+        optimizer = torch.optim.Adam(agent.parameters(), lr=1e-2)
+        gen = torch.Generator().manual_seed(2)
+        optimise(agent, optimizer, buf, 8, advantages, returns, cfg, SingleProcess(), 1.0, gen,
+                 slots)
+        with torch.no_grad():
+            # the policy (not the scorer's last bias, to which the softmax is blind) and value
+            logp = torch.log_softmax(agent.masked_logits(jobs, cluster, mask), dim=-1)
+            outputs.append((logp.where(mask, 0.0), agent.get_value(jobs, cluster, mask)))
+    torch.testing.assert_close(outputs[1], outputs[0])
+    untrained = ActorCritic(5, 3).get_value(jobs, cluster, mask)
+    assert not torch.allclose(untrained, outputs[0][1])

@@ -31,7 +31,7 @@ from torch import nn
 
 from hpcpolicy.atomic import write_json
 from hpcpolicy.rl.config import PPOConfig
-from hpcpolicy.rl.networks import ActorCritic
+from hpcpolicy.rl.networks import ActorCritic, slots_in_use
 from hpcpolicy.rl.runs import (
     MetricsLog,
     RunPaths,
@@ -187,9 +187,10 @@ def _collect(agent: ActorCritic, envs: SyncEnvs, obs: Obs, buf: Rollout, cfg: PP
     while steps < cfg.num_steps and comm.keep_collecting(update, steps):
         jobs, cluster, mask = _tensors(obs, device)
         buf.jobs[steps], buf.cluster[steps], buf.mask[steps] = jobs, cluster, mask
+        k = slots_in_use(mask)
         with torch.no_grad():
-            action, logprob, _, value = agent.get_action_and_value(jobs, cluster, mask,
-                                                                   generator=gen)
+            action, logprob, _, value = agent.get_action_and_value(
+                jobs[:, :k], cluster, mask[:, :k], generator=gen)
         result = envs.step(action.cpu().numpy())
         reward = torch.as_tensor(result.rewards, device=device)
         if result.final_obs:  # truncated episodes: bootstrap from their last observation
@@ -208,12 +209,15 @@ def _collect(agent: ActorCritic, envs: SyncEnvs, obs: Obs, buf: Rollout, cfg: PP
 
 def optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: Rollout, steps: int,
               advantages: torch.Tensor, returns: torch.Tensor, cfg: PPOConfig, comm: Comm,
-              weight: float, gen: torch.Generator) -> dict[str, float]:
-    """PPO's epochs of minibatch updates on the first ``steps`` rows of ``buf``."""
+              weight: float, gen: torch.Generator, slots: int | None = None) -> dict[str, float]:
+    """PPO's epochs of minibatch updates on the first ``steps`` rows of ``buf``, on its first
+    ``slots`` job slots (all by default; see :func:`slots_in_use`). Workers pass the same
+    ``slots`` so that their minibatches cost the same and none waits at the all-reduce."""
     def flat(x: torch.Tensor) -> torch.Tensor:
         return x[:steps].reshape(-1, *x.shape[2:])
 
-    b_jobs, b_cluster, b_mask = flat(buf.jobs), flat(buf.cluster), flat(buf.mask)
+    b_jobs, b_cluster, b_mask = (flat(buf.jobs[:, :, :slots]), flat(buf.cluster),
+                                 flat(buf.mask[:, :, :slots]))
     b_actions, b_logprobs, b_values = flat(buf.actions), flat(buf.logprobs), flat(buf.values)
     b_adv, b_returns = flat(advantages), flat(returns)
     params = list(agent.parameters())
@@ -378,24 +382,29 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
 
                 steps, obs, episodes = _collect(agent, envs, obs, buf, cfg, comm, update, gen,
                                                 device)
-                sums = comm.all_sum(torch.tensor(
+                # each worker's slots in use, at its own rank, so the sum tells all of them
+                slots = torch.zeros(comm.world_size, dtype=torch.float64)
+                slots[comm.rank] = slots_in_use(buf.mask[:steps])
+                sums = comm.all_sum(torch.cat([torch.tensor(
                     [steps * cfg.num_envs, float(stop.requested), float(steps < cfg.num_steps),
-                     *episode_stats(episodes, names)], dtype=torch.float64)).tolist()
+                     *episode_stats(episodes, names)], dtype=torch.float64), slots])).tolist()
                 collected, stopped = int(sums[0]), sums[1] > 0
+                slots_used = int(max(sums[-comm.world_size:]))
                 with torch.no_grad():
                     next_value = agent.get_value(*_tensors(obs, device))
                 advantages, returns = compute_gae(buf.rewards[:steps], buf.values[:steps],
                                                   buf.dones[:steps], next_value, cfg.gamma,
                                                   cfg.gae_lambda)
                 losses = optimise(agent, optimizer, buf, steps, advantages, returns, cfg, comm,
-                                   steps * cfg.num_envs / collected, gen)
+                                   steps * cfg.num_envs / collected, gen, slots_used)
                 global_step += collected
                 update += 1
 
                 row = update_row(
                     update, global_step, wall_before + time.perf_counter() - session_start,
                     collected / (time.perf_counter() - t0), lr, losses, sums[3:6], names,
-                    sums[6:], {"ddppo/workers_cut": sums[2]} if comm.world_size > 1 else {})
+                    sums[6:-comm.world_size],
+                    {"ddppo/workers_cut": sums[2]} if comm.world_size > 1 else {})
                 row.update(comm.extra_metrics(update, agent))
                 if writer:
                     metrics.append(row)

@@ -16,7 +16,7 @@ from hpcpolicy.errors import SimulationError
 from hpcpolicy.sim.allocation import RESOURCES
 from hpcpolicy.sim.prepare import Prepared
 from hpcpolicy.sim.types import SimConfig, SimResult
-from hpcpolicy.workload import Workload
+from hpcpolicy.workload import JobIds, Workload
 
 __all__ = ["check_schedule"]
 
@@ -78,7 +78,7 @@ def check_schedule(prep: Prepared, workload: Workload, cluster: ClusterSpec, cfg
 
 
 def _check_capacity(prep: Prepared, cluster: ClusterSpec, result: SimResult,
-                    ids: np.ndarray) -> None:
+                    ids: np.ndarray | JobIds) -> None:
     """Sweep starts and ends (ends first at equal times) and compare the load with capacity."""
     n = prep.n
     started = np.flatnonzero(result.start >= 0)

@@ -30,7 +30,7 @@ from hpcpolicy.sim import compat, fast
 from hpcpolicy.sim.nbstruct import BIG, heap_push, list_insert
 from hpcpolicy.sim.prepare import Prepared, prepare
 from hpcpolicy.sim.types import BACKFILL_MODES, RunningJobs, SimConfig
-from hpcpolicy.workload import Workload
+from hpcpolicy.workload import JobIds, Workload
 
 __all__ = ["Stepper", "build", "raw_outcome", "run_compiled"]
 
@@ -122,7 +122,8 @@ def _functions(cfg: SimConfig) -> tuple[Callable[..., Any], Callable[..., Any],
     return mod.run_to_end, mod.next_decision, mod.decide
 
 
-def raw_outcome(prep: Prepared, state: Any, job_ids: npt.NDArray[np.object_]) -> dict[str, Any]:
+def raw_outcome(prep: Prepared, state: Any,
+                job_ids: npt.NDArray[np.object_] | JobIds) -> dict[str, Any]:
     """Per-job arrays and counters of a finished compiled run.
 
     Raises:
@@ -145,7 +146,7 @@ def raw_outcome(prep: Prepared, state: Any, job_ids: npt.NDArray[np.object_]) ->
 
 
 def run_compiled(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel,
-                 job_ids: npt.NDArray[np.object_]) -> dict[str, Any]:
+                 job_ids: npt.NDArray[np.object_] | JobIds) -> dict[str, Any]:
     """Run a built-in policy to the end inside compiled code."""
     jobs, state = build(prep, cfg, kernel)
     _functions(cfg)[0](jobs, state)
