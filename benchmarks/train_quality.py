@@ -37,14 +37,16 @@ import argparse
 import csv
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from cli import train_until  # noqa: E402  (benchmarks/cli.py)
+from cli import hpcpolicy_cli, train_until  # noqa: E402  (benchmarks/cli.py)
 from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
 
 HEURISTICS = ("fcfs", "sjf", "f1", "wfp3", "unicep")
@@ -70,15 +72,39 @@ def _steady_sps(run: Path) -> float:
     return (s1 - s0) / (t1 - t0)
 
 
+def clone_heuristic(table: Path, run: Path, backfill: str, extra: list[str],
+                    a: argparse.Namespace) -> Path:
+    """Behaviour cloning of ``a.warm_start``'s decisions on the training windows; its policy."""
+    data, bc = run.parent / f"{run.name}.{a.warm_start}-decisions", run.parent / f"{run.name}.bc"
+    for args in (["dataset", "build", str(table), "--source", "heuristics", "--heuristics",
+                  a.warm_start, "--epsilon", "0", "--k", "128", "--backfill", backfill,
+                  "--window-size", str(a.train_window), "--train-frac", str(a.train_frac),
+                  "--seed", str(a.seed), *extra, "-o", str(data)],
+                 ["train", str(data), "--algo", "bc", "--steps", str(a.bc_steps), "--seed",
+                  str(a.seed), "-o", str(bc)]):
+        if subprocess.run([*hpcpolicy_cli(), "-q", *args]).returncode != 0:
+            raise SystemExit(f"hpcpolicy {' '.join(args)} failed")
+    return bc / "policy"
+
+
 def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: dict[str, Any],
                  a: argparse.Namespace, budget_s: float | None) -> dict[str, Any]:
-    """Train one policy within ``budget_s`` (calibrated) or ``a.steps``; its facts."""
+    """Train one policy within ``budget_s`` (calibrated; a warm start's time included) or
+    ``a.steps``; its facts."""
     config = run.parent / f"{run.name}.ppo.json"
     run.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(json.dumps(cfg))
     common = [str(table), "--algo", "ddppo", "--workers", str(a.workers), "--seed",
               str(a.seed), "--backfill", backfill, "--window-size", str(a.train_window),
-              "--train-frac", str(a.train_frac), "--config", str(config), *extra]
+              "--train-frac", str(a.train_frac), "--config", str(config), "--reward", a.reward,
+              *extra]
+    warm_start = 0.0
+    if a.warm_start:
+        start = time.perf_counter()
+        common += ["--init-from", str(clone_heuristic(table, run, backfill, extra, a))]
+        warm_start = time.perf_counter() - start
+        if budget_s is not None:
+            budget_s -= warm_start
     batch = a.workers * cfg["num_envs"] * cfg["num_steps"]
     calibration = 0.0
     steps = a.steps
@@ -98,6 +124,7 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
     return {"run": str(run), "steps_budget": steps, "global_step": result["global_step"],
             "updates": result["updates"], "interrupted": result["interrupted"],
             "train_wall_s": wall, "calibration_wall_s": calibration,
+            "warm_start": a.warm_start, "warm_start_wall_s": warm_start, "reward": a.reward,
             "train_time_s": result["wall_time_s"]}
 
 
@@ -143,6 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--config", type=Path, default=None,
                         help="JSON of PPO fields overriding the defaults of this script")
+    parser.add_argument("--reward", default="bsld",
+                        help="training reward (hpcpolicy train --reward); the bar is on bsld")
+    parser.add_argument("--warm-start", default=None, metavar="HEURISTIC",
+                        help="first clone this heuristic's decisions (dataset build, then "
+                             "--bc-steps of BC) and start DD-PPO from that policy; the "
+                             "cloning's time counts against the budget")
+    parser.add_argument("--bc-steps", type=int, default=10_000, help="BC gradient steps")
     parser.add_argument("--rlscheduler", action="store_true",
                         help="also RLScheduler's protocol on lublin_256 (see above)")
     parser.add_argument("--cache", type=Path,
@@ -194,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{r['trace']}{'/rlscheduler' if r['protocol'] == 'rlscheduler' else ''} "
         f"{r['backfill']}: {r['mean_bsld']['learned']:.2f} vs {r['best_heuristic']} "
         f"{r['best_heuristic_bsld']:.2f} ({r['change_vs_best']:+.1%}, "
-        f"{r['train_wall_s'] + r['calibration_wall_s']:.0f} s)" for r in results)
+        f"{r['train_wall_s'] + r['calibration_wall_s'] + r['warm_start_wall_s']:.0f} s)"
+        for r in results)
     print(f"train quality (mean bsld, learned vs best heuristic, {a.windows} x "
           f"{a.window_size}-job windows): {parts}; bar {BAR:+.0%} -> "
           f"{'met' if out['meets_bar'] else 'NOT met'} -> {a.out}")

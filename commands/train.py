@@ -197,8 +197,10 @@ def _format(row: dict[str, float]) -> str:
 
 
 def _train_in_process(cfg: PPOConfig, kwargs: dict[str, Any], run: Path, resume: bool,
-                      provenance: dict[str, Any]) -> TrainResult:
-    """PPO in this process, with a live progress line on stderr."""
+                      provenance: dict[str, Any],
+                      initial: dict[str, Any] | None) -> TrainResult:
+    """PPO in this process (from the scorer weights ``initial``, if given), with a live
+    progress line on stderr."""
     import functools
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -208,7 +210,8 @@ def _train_in_process(cfg: PPOConfig, kwargs: dict[str, Any], run: Path, resume:
 
     make = functools.partial(make_env, **kwargs)
     if is_quiet():
-        return train(cfg, make, run, resume=resume, provenance=provenance)
+        return train(cfg, make, run, resume=resume, provenance=provenance,
+                     initial_scorer=initial)
     columns = (TextColumn("training"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[speed]}"), TextColumn("{task.fields[stats]}"))
     with Progress(*columns, console=err_console, transient=True) as bar:
@@ -218,7 +221,8 @@ def _train_in_process(cfg: PPOConfig, kwargs: dict[str, Any], run: Path, resume:
             bar.update(task, completed=int(row["global_step"]),
                        speed=f"{row['sps']:,.0f} steps/s", stats=_format(dict(row)))
 
-        return train(cfg, make, run, resume=resume, provenance=provenance, progress=progress)
+        return train(cfg, make, run, resume=resume, provenance=provenance, progress=progress,
+                     initial_scorer=initial)
 
 
 def _latest(metrics_csv: Path) -> dict[str, float]:
@@ -418,6 +422,11 @@ def main(
         "from the offline weights (the run's finetune/ directory).")] = False,
     finetune_steps: Annotated[int, typer.Option(
         "--finetune-steps", help="Environment steps of --online-finetune.")] = 100_000,
+    init_from: Annotated[Path | None, typer.Option(
+        "--init-from", help="ppo, ddppo: start the policy network from this policy directory "
+        "(for instance a --algo bc run's policy/, cloned from a heuristic's decisions); the "
+        "value network starts fresh. Same network shape and features needed.",
+        show_default=False)] = None,
     idle_weight: Annotated[float | None, typer.Option(
         "--lambda", help="dqn on a job table: weight of idle GPU time in the ADLRO reward "
         "-(job completion time + lambda x idle GPU time); default 1.",
@@ -451,6 +460,8 @@ def main(
 
         hpcpolicy train data/logged --algo bc --online-finetune -o runs/bc-ppo
 
+        hpcpolicy train jobs.parquet --algo ddppo --workers 2 --init-from runs/bc-f1/policy
+
         hpcpolicy train gpu.parquet --algo marl --cluster examples/gpu-partition.toml -o runs/m
 
         hpcpolicy train gpu.parquet --algo dqn --cluster examples/gpu-partition.toml
@@ -464,6 +475,11 @@ def main(
     from hpcpolicy.rl.runs import RunPaths
 
     with fail_cleanly():
+        if init_from is not None and (algo not in ("ppo", "ddppo") or resume):
+            raise ConfigError(
+                "--init-from starts a new --algo ppo or ddppo run from a policy; "
+                + ("--resume continues from the run's checkpoint instead" if resume else
+                   f"--algo {algo} does not take it (offline: --online-finetune)"))
         if algo == MARL:
             not_marl = {"--reward": (reward, "bsld"), "--num-envs": (num_envs, None),
                          "--warm": (warm, False), "--compat": (compat, None),
@@ -539,6 +555,12 @@ def main(
         window_range(len(workload), split, train_frac, window_size)
         kwargs = env_kwargs(table, env_cfg, workload=options, cluster=cluster, procs=procs)
         facts = provenance(table, env_cfg, workload, machine)
+        initial = None
+        if init_from is not None:
+            from hpcpolicy.rl.warm_start import scorer_weights
+
+            initial = scorer_weights(init_from, cfg)
+            facts["initialised_from"] = str(init_from.resolve())
         run.mkdir(parents=True, exist_ok=True)
         _check_env_file(run, ENV_FACTORY, kwargs, resume)
         if not is_quiet():
@@ -550,9 +572,10 @@ def main(
             from hpcpolicy.rl.ddppo import launch
 
             result = launch(cfg, ENV_FACTORY, run, workers=workers,  # type: ignore[arg-type]
-                            env_kwargs=kwargs, provenance=facts, resume=resume)
+                            env_kwargs=kwargs, provenance=facts, resume=resume,
+                            initial_policy=init_from)
         else:
-            result = _train_in_process(cfg, kwargs, run, resume, facts)
+            result = _train_in_process(cfg, kwargs, run, resume, facts, initial)
     if is_quiet():
         console.print(str(result.run_dir / "policy"))
         return

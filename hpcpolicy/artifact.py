@@ -262,6 +262,19 @@ class LoadedPolicy:
         """The slot with the best score (one observation, unbatched)."""
         return int(np.argmax(self.scores(jobs, cluster, mask)))
 
+    def scorer_state_dict(self) -> dict[str, Any]:
+        """The weights of the :class:`~hpcpolicy.rl.networks.JobScorer` inside (copies), for
+        training on from them (TorchScript backend only).
+
+        Raises:
+            ArtifactError: The policy was opened with onnxruntime.
+        """
+        if self.backend != "torchscript":
+            raise ArtifactError(f"{self.path}: weights are read from TorchScript; open the "
+                                "policy with backend='torchscript'")
+        return {name.removeprefix("scorer."): value.detach().clone()
+                for name, value in self._model.state_dict().items()}
+
     def check_features(self, job_features: tuple[str, ...],
                        cluster_features: tuple[str, ...]) -> None:
         """Check that an environment builds the inputs this policy was trained on.

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from cli_helpers import invoke, one_line_error
 
 pytest.importorskip("torch")
@@ -114,6 +115,7 @@ def test_ddppo_hands_the_env_factory_to_the_workers(table: Path, tmp_path: Path,
     assert result.exit_code == 0, result.output
     (call,) = calls
     assert call["workers"] == 2 and call["cfg"].algo == "ddppo" and not call["resume"]
+    assert call["initial_policy"] is None
     assert call["provenance"]["reward"] == "bsld"
     module, _, name = call["factory"].partition(":")
     make_env = getattr(__import__(module, fromlist=[name]), name)
@@ -140,3 +142,43 @@ def test_bad_options_are_one_line_errors(table: Path, tmp_path: Path) -> None:
     bad.write_text('{"learning_rat": 0.1}')
     assert "unknown field(s) learning_rat" in one_line_error(
         invoke("train", str(table), "--config", str(bad), "-o", str(tmp_path / "r")))
+
+
+def test_init_from_starts_the_policy_from_another_run(table: Path, tmp_path: Path,
+                                                      rollout64: Path) -> None:
+    from hpcpolicy.artifact import load_policy
+
+    first = tmp_path / "first"
+    result = invoke("-q", "train", str(table), *TINY, "-o", str(first), "--config",
+                    str(rollout64))
+    assert result.exit_code == 0, result.output
+    still = tmp_path / "still.json"  # learning too slow to move the weights
+    still.write_text(json.dumps({**json.loads(rollout64.read_text()), "learning_rate": 1e-12}))
+    weights = {}
+    for name, extra in (("from_first", ["--init-from", str(first / "policy")]), ("fresh", [])):
+        run = tmp_path / name
+        result = invoke("-q", "train", str(table), *TINY, "-o", str(run), "--config", str(still),
+                        *extra)
+        assert result.exit_code == 0, result.output
+        weights[name] = load_policy(run / "policy", "torchscript").scorer_state_dict()
+    trained = load_policy(first / "policy", "torchscript").scorer_state_dict()
+    for key, value in trained.items():
+        torch.testing.assert_close(weights["from_first"][key], value)
+    assert any(not torch.allclose(weights["fresh"][key], value) for key, value in trained.items())
+    manifest = json.loads((tmp_path / "from_first" / "policy" / "manifest.json").read_text())
+    assert manifest["provenance"]["initialised_from"] == str((first / "policy").resolve())
+
+    wide = tmp_path / "wide.json"
+    wide.write_text(json.dumps({"hidden": [16, 8]}))
+    assert ("its network is a job_scorer_mlp with hidden [32, 16, 8] and activation 'tanh'; "
+            "this run's is hidden [16, 8]") in one_line_error(
+        invoke("train", str(table), *TINY, "--config", str(wide), "--init-from",
+               str(first / "policy"), "-o", str(tmp_path / "w")))
+    assert "--algo bc does not take it" in one_line_error(
+        invoke("train", str(table), "--algo", "bc", "--init-from", str(first / "policy")))
+    assert "--resume continues from the run's checkpoint instead" in one_line_error(
+        invoke("train", str(table), "--resume", "-o", str(first), "--init-from",
+               str(first / "policy")))
+    assert "no such policy file or directory" in one_line_error(
+        invoke("train", str(table), *TINY, "--init-from", str(tmp_path / "nowhere"),
+               "-o", str(tmp_path / "n")))

@@ -59,6 +59,7 @@ from hpcpolicy.errors import ConfigError
 from hpcpolicy.rl.config import DDPPOConfig, config_from_dict
 from hpcpolicy.rl.ppo import TrainResult, run_training
 from hpcpolicy.rl.runs import RunPaths, check_resume_config, load_checkpoint
+from hpcpolicy.rl.warm_start import scorer_weights
 
 __all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "precheck_launch", "prepare_launch",
            "run_workers", "worker_entry", "worker_main"]
@@ -196,7 +197,8 @@ def _resolve_factory(ref: str) -> Callable[..., Any]:
 
 def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
                    env_kwargs: Mapping[str, Any] | None = None,
-                   provenance: Mapping[str, Any] | None = None) -> Path:
+                   provenance: Mapping[str, Any] | None = None,
+                   initial_policy: str | Path | None = None) -> Path:
     """Write ``run_dir/launch.json`` for workers started by any torchrun (one or many nodes).
 
     Args:
@@ -206,14 +208,20 @@ def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
         run_dir: The run directory (on a file system every node sees).
         env_kwargs: JSON-ready keyword arguments of the factory.
         provenance: Recorded in the policy manifest (see :func:`hpcpolicy.rl.ppo.train`).
+        initial_policy: A policy directory whose scorer every worker starts from (see
+            :mod:`hpcpolicy.rl.warm_start`); checked here, before any worker starts.
 
     Returns:
         The path of ``launch.json``.
     """
     _resolve_factory(env_factory)
+    if initial_policy is not None:
+        initial_policy = str(Path(initial_policy).resolve())
+        scorer_weights(initial_policy, cfg)
     path = Path(run_dir) / LAUNCH_FILE
     write_json(path, {"config": cfg.to_dict(), "env_factory": env_factory,
-                      "env_kwargs": dict(env_kwargs or {}), "provenance": dict(provenance or {})})
+                      "env_kwargs": dict(env_kwargs or {}), "provenance": dict(provenance or {}),
+                      "initial_policy": initial_policy})
     return path
 
 
@@ -240,8 +248,11 @@ def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:
                      row["global_step"], row["sps"], row["charts/episodic_return"])
     finished = False
     try:
+        initial = spec.get("initial_policy")
         result = run_training(cfg, make_env, run_dir, comm, comm.device, resume=resume,
-                              provenance=spec["provenance"], progress=progress)
+                              provenance=spec["provenance"], progress=progress,
+                              initial_scorer=None if initial is None or resume
+                              else scorer_weights(initial, cfg))
         finished = True
         return result
     finally:
@@ -264,7 +275,8 @@ def precheck_launch(cfg: DDPPOConfig, paths: RunPaths, workers: int, resume: boo
 
 def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: int,
            env_kwargs: Mapping[str, Any] | None = None,
-           provenance: Mapping[str, Any] | None = None, resume: bool = False) -> TrainResult:
+           provenance: Mapping[str, Any] | None = None, resume: bool = False,
+           initial_policy: str | Path | None = None) -> TrainResult:
     """Run DD-PPO with ``workers`` processes on this machine (``torchrun --standalone``).
 
     Workers inherit this process's environment; ``OMP_NUM_THREADS`` is set to
@@ -279,6 +291,8 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
         env_kwargs: Keyword arguments of the factory.
         provenance: Recorded in the policy manifest.
         resume: Continue from the run's last checkpoint (same number of workers).
+        initial_policy: Start the policy from this policy directory's scorer (not on resume:
+            the checkpoint has the weights).
 
     Returns:
         The :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 recorded.
@@ -289,7 +303,8 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
     """
     paths = RunPaths(run_dir)
     precheck_launch(cfg, paths, workers, resume)
-    prepare_launch(cfg, env_factory, run_dir, env_kwargs=env_kwargs, provenance=provenance)
+    prepare_launch(cfg, env_factory, run_dir, env_kwargs=env_kwargs, provenance=provenance,
+                   initial_policy=None if resume else initial_policy)
     (paths.root / "result.json").unlink(missing_ok=True)
     return run_workers("hpcpolicy.rl.ddppo", paths, workers, cfg, resume, "DD-PPO")
 
