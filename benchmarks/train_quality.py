@@ -26,9 +26,15 @@ backfilling: RL 58.64, SJF 73.31, F1 75.07; without: SJF 277.35, F1 258.37).
 Writes JSON (default ``benchmarks/results/train_quality.json``) and prints one line. Run on an
 idle machine: training throughput, hence quality within a time budget, depends on it.
 
+``--warm-start f1`` first clones F1's decisions on the training windows (``hpcpolicy dataset
+build --source heuristics``, then ``--algo bc``) and starts DD-PPO from that policy
+(``--init-from``); ``--reward`` sets the training reward (the bar stays on bounded slowdown).
+
 Usage:
     python benchmarks/train_quality.py                       # the bar, 30 min per trace
     python benchmarks/train_quality.py --steps 4096 --windows 2 --window-size 256   # a try
+    python benchmarks/train_quality.py --traces lublin_256 --backfills none --minutes 15 \
+        --warm-start f1 --reward bsld:1,utilization:50 --config gamma1.json  # see RESULTS.md
 """
 
 from __future__ import annotations
