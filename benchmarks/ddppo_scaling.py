@@ -50,15 +50,13 @@ def _environment(args: argparse.Namespace) -> tuple[str, dict[str, Any], str]:
         return ("rl_toy_env:make_rank_toy_env", {"k": args.k, "episode_len": 256},
                 "tests/rl_toy_env.py ToyQueueEnv")
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from env import ingest_trace  # benchmarks/env.py
+    from env import ingest_trace, workload_options  # benchmarks/env.py
 
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs
-    from hpcpolicy.workload import WorkloadOptions
 
     table = ingest_trace(args.trace, args.cache)
-    options = WorkloadOptions(walltime_fallback="runtime")  # Lublin traces have no request
-    kwargs = env_kwargs(table, EnvConfig(k=args.k, window_size=256), workload=options)
+    kwargs = env_kwargs(table, EnvConfig(k=args.k, window_size=256), workload=workload_options())
     return ENV_FACTORY, kwargs, f"{args.trace} scheduling environment (256-job episodes)"
 
 

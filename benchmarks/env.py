@@ -54,6 +54,15 @@ def ingest_trace(name: str, cache: Path) -> Path:
     return table
 
 
+def workload_options() -> Any:
+    """The :class:`~hpcpolicy.workload.WorkloadOptions` the traces replay with: Lublin traces
+    have no requested walltime, so a job's run time stands in for it (jobs with a request keep
+    theirs)."""
+    from hpcpolicy.workload import WorkloadOptions
+
+    return WorkloadOptions(walltime_fallback="runtime")
+
+
 def _policy(kind: str, rng: np.random.Generator) -> Any:
     if kind == "first":
         return lambda mask: 0
@@ -123,9 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     from hpcpolicy.atomic import write_json
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs, make_env
-    from hpcpolicy.workload import WorkloadOptions
 
-    options = WorkloadOptions(walltime_fallback="runtime")  # Lublin traces have no request
+    options = workload_options()
     cases = []
     for trace in args.traces.split(","):
         table = ingest_trace(trace, args.cache)

@@ -81,9 +81,11 @@ def _steady_sps(run: Path) -> float:
 def clone_heuristic(table: Path, run: Path, backfill: str, extra: list[str],
                     a: argparse.Namespace) -> Path:
     """Behaviour cloning of ``a.warm_start``'s decisions on the training windows; its policy."""
+    from hpcpolicy.rl.spaces import DEFAULT_K  # what `hpcpolicy train` shows the policy
+
     data, bc = run.parent / f"{run.name}.{a.warm_start}-decisions", run.parent / f"{run.name}.bc"
     for args in (["dataset", "build", str(table), "--source", "heuristics", "--heuristics",
-                  a.warm_start, "--epsilon", "0", "--k", "128", "--backfill", backfill,
+                  a.warm_start, "--epsilon", "0", "--k", str(DEFAULT_K), "--backfill", backfill,
                   "--window-size", str(a.train_window), "--train-frac", str(a.train_frac),
                   "--seed", str(a.seed), *extra, "-o", str(data)],
                  ["train", str(data), "--algo", "bc", "--steps", str(a.bc_steps), "--seed",

@@ -473,6 +473,7 @@ def main(
     from hpcpolicy.env.split import window_range
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.rl.runs import RunPaths
+    from hpcpolicy.rl.spaces import DEFAULT_K
 
     with fail_cleanly():
         if init_from is not None and (algo not in ("ppo", "ddppo") or resume):
@@ -545,7 +546,7 @@ def main(
         paths = RunPaths(run)
         if not resume:
             paths.check_new()
-        env_cfg = EnvConfig(k=128 if k is None else k, window_size=window_size,
+        env_cfg = EnvConfig(k=DEFAULT_K if k is None else k, window_size=window_size,
                             reward=reward, backfill=backfill,
                             split=split, train_frac=train_frac, warm=warm, compat=compat,
                             exclusive_nodes=compat == "rlscheduler")
