@@ -30,6 +30,10 @@ idle machine: training throughput, hence quality within a time budget, depends o
 build --source heuristics``, then ``--algo bc``) and starts DD-PPO from that policy
 (``--init-from``); ``--reward`` sets the training reward (the bar stays on bounded slowdown).
 
+``--snapshot-every N`` keeps the policy every N updates and deploys the one with the lowest
+mean bounded slowdown on ``--select-windows`` windows of the *training* part (the test windows
+play no part in the choice); the selection's time counts against the budget too.
+
 Usage:
     python benchmarks/train_quality.py                       # the bar, 30 min per trace
     python benchmarks/train_quality.py --steps 4096 --windows 2 --window-size 256   # a try
@@ -96,7 +100,8 @@ def clone_heuristic(table: Path, run: Path, backfill: str, extra: list[str],
 
 
 def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: dict[str, Any],
-                 a: argparse.Namespace, budget_s: float | None) -> dict[str, Any]:
+                 options: dict[str, Any], a: argparse.Namespace,
+                 budget_s: float | None) -> dict[str, Any]:
     """Train one policy within ``budget_s`` (calibrated; a warm start's time included) or
     ``a.steps``; its facts."""
     config = run.parent / f"{run.name}.ppo.json"
@@ -106,6 +111,9 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
               str(a.seed), "--backfill", backfill, "--window-size", str(a.train_window),
               "--train-frac", str(a.train_frac), "--config", str(config), "--reward", a.reward,
               *extra]
+    if a.snapshot_every:
+        cfg = {**cfg, "snapshot_every": a.snapshot_every}
+        config.write_text(json.dumps(cfg))
     warm_start = 0.0
     if a.warm_start:
         start = time.perf_counter()
@@ -124,16 +132,55 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
         sps = _steady_sps(probe)
         # start-up (imports, workers, JIT) and the final export, as the calibration run had
         fixed = calibration - json.loads((probe / "result.json").read_text())["wall_time_s"]
-        left = budget_s - calibration
-        steps = max(batch, int(sps * (left - fixed - MARGIN_S)) // batch * batch)
-        deadline = max(left - MARGIN_S, 60.0)
+        per_candidate = 0.0
+        if a.snapshot_every:
+            # the selection scores each snapshot and the final policy: time one candidate
+            start = time.perf_counter()
+            select_snapshot(table, [probe / "policy"], backfill, options, a)
+            per_candidate = time.perf_counter() - start
+            calibration += per_candidate
+        left = budget_s - calibration - MARGIN_S
+        # left = fixed + T + per_candidate * (T * sps / (batch * snapshot_every) + 1)
+        per_step = per_candidate / (batch * a.snapshot_every) if a.snapshot_every else 0.0
+        train_s = (left - fixed - per_candidate) / (1 + per_step * sps)
+        steps = max(batch, int(sps * train_s) // batch * batch)
+        deadline = max(left - per_candidate * (steps * per_step + 1), 60.0)
     wall = train_until([*common, "--steps", str(steps), "-o", str(run)], deadline)
     result = json.loads((run / "result.json").read_text())
-    return {"run": str(run), "steps_budget": steps, "global_step": result["global_step"],
-            "updates": result["updates"], "interrupted": result["interrupted"],
-            "train_wall_s": wall, "calibration_wall_s": calibration,
-            "warm_start": a.warm_start, "warm_start_wall_s": warm_start, "reward": a.reward,
-            "train_time_s": result["wall_time_s"]}
+    facts = {"run": str(run), "steps_budget": steps, "global_step": result["global_step"],
+             "updates": result["updates"], "interrupted": result["interrupted"],
+             "train_wall_s": wall, "calibration_wall_s": calibration,
+             "warm_start": a.warm_start, "warm_start_wall_s": warm_start, "reward": a.reward,
+             "train_time_s": result["wall_time_s"], "policy": str(run / "policy"),
+             "selection_wall_s": 0.0}
+    if a.snapshot_every:
+        start = time.perf_counter()
+        from hpcpolicy.rl.runs import RunPaths
+
+        candidates = sorted((run / "snapshots").iterdir())
+        if RunPaths(run).snapshot(result["updates"]) not in candidates:
+            candidates.append(run / "policy")  # the final policy, unless a snapshot has it
+        facts["selection"] = select_snapshot(table, candidates, backfill, options, a)
+        facts["policy"] = facts["selection"]["chosen"]
+        facts["selection_wall_s"] = time.perf_counter() - start
+    facts["total_wall_s"] = warm_start + calibration + wall + facts["selection_wall_s"]
+    return facts
+
+
+def select_snapshot(table: Path, candidates: list[Path], backfill: str,
+                    options: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
+    """The candidate policy with the lowest mean bsld on windows of the training part."""
+    from hpcpolicy.env.factory import load
+    from hpcpolicy.evaluate import EvaluateConfig, evaluate
+
+    workload, machine = load(table, options)
+    cfg = EvaluateConfig(policies=tuple(str(c) for c in candidates), backfills=(backfill,),
+                         windows=a.select_windows, window_size=a.window_size, seed=a.seed,
+                         split="train", train_frac=a.train_frac)
+    ev = evaluate(workload, machine, cfg)
+    scores = {r.config.policy: r.summary["mean_bsld"] for r in ev.runs}
+    return {"windows": list(ev.starts), "mean_bsld": scores,
+            "chosen": min(scores, key=lambda name: scores[name])}
 
 
 def evaluate_policy(table: Path, policy: Path, backfill: str, options: dict[str, Any],
@@ -185,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
                              "--bc-steps of BC) and start DD-PPO from that policy; the "
                              "cloning's time counts against the budget")
     parser.add_argument("--bc-steps", type=int, default=10_000, help="BC gradient steps")
+    parser.add_argument("--snapshot-every", type=int, default=0, metavar="N",
+                        help="keep the policy every N updates and deploy the best of them on "
+                             "windows of the training part (0: deploy the last policy)")
+    parser.add_argument("--select-windows", type=int, default=10,
+                        help="training-part windows that choose among the snapshots")
     parser.add_argument("--rlscheduler", action="store_true",
                         help="also RLScheduler's protocol on lublin_256 (see above)")
     parser.add_argument("--cache", type=Path,
@@ -194,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path,
                         default=ROOT / "benchmarks/results/train_quality.json")
     a = parser.parse_args(argv)
+    if a.snapshot_every and a.rlscheduler:
+        parser.error("--snapshot-every chooses on the training part, which RLScheduler's "
+                     "protocol (--rlscheduler) does not have; use one or the other")
 
     from hpcpolicy.atomic import write_json
     from hpcpolicy.commands.evaluate import workload_options
@@ -210,8 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         for backfill in backfills:
             run = runs_dir / f"{trace}-{backfill}"
             row = {"trace": trace, "backfill": backfill, "protocol": "chronological split",
-                   **train_policy(table, run, backfill, extra, cfg, a, budget)}
-            row.update(evaluate_policy(table, run / "policy", backfill, options, a))
+                   **train_policy(table, run, backfill, extra, cfg, options, a, budget)}
+            row.update(evaluate_policy(table, Path(row["policy"]), backfill, options, a))
             results.append(row)
     if a.rlscheduler:
         table = ingest_trace("lublin_256", a.cache)
@@ -221,8 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             row = {"trace": "lublin_256", "backfill": backfill, "protocol": "rlscheduler",
                    "published": RLSCHEDULER_PUBLISHED[backfill],
                    **train_policy(table, run, backfill, ["--compat", "rlscheduler", "--split",
-                                                         "all"], cfg, a, budget)}
-            row.update(evaluate_policy(table, run / "policy", backfill, options, a,
+                                                         "all"], cfg, options, a, budget)}
+            row.update(evaluate_policy(table, Path(row["policy"]), backfill, options, a,
                                        compat="rlscheduler", starts=RLSCHEDULER_STARTS))
             results.append(row)
     out = {"benchmark": "train_quality", "bar_change_vs_best": BAR, "ppo": cfg,
@@ -236,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{r['trace']}{'/rlscheduler' if r['protocol'] == 'rlscheduler' else ''} "
         f"{r['backfill']}: {r['mean_bsld']['learned']:.2f} vs {r['best_heuristic']} "
         f"{r['best_heuristic_bsld']:.2f} ({r['change_vs_best']:+.1%}, "
-        f"{r['train_wall_s'] + r['calibration_wall_s'] + r['warm_start_wall_s']:.0f} s)"
+        f"{r['total_wall_s']:.0f} s)"
         for r in results)
     print(f"train quality (mean bsld, learned vs best heuristic, {a.windows} x "
           f"{a.window_size}-job windows): {parts}; bar {BAR:+.0%} -> "

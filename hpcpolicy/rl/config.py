@@ -86,6 +86,11 @@ class PPOConfig:
     """Intra-op threads per process; 1 lets workers share cores without contention."""
     checkpoint_every: int = 10
     """Write a checkpoint every this many updates (and always at the end or on Ctrl-C)."""
+    snapshot_every: int = 0
+    """Also export the policy as it is every this many updates, to ``snapshots/update_NNNNNN``
+    (0 = never). Returns are noisy and a later policy is not always better: compare the
+    snapshots on windows of the training part (``hpcpolicy evaluate --split train``) and
+    deploy the best, never choosing on the test part."""
     episode_metric_names: tuple[str, ...] = ()
     """Keys of ``info["episode_metrics"]`` at episode end to log as ``env/<name>`` columns."""
 
@@ -96,6 +101,8 @@ class PPOConfig:
             value = getattr(self, name)
             _check(isinstance(value, int) and value >= 1, name, f"must be an integer >= 1, "
                    f"got {value!r}")
+        _check(isinstance(self.snapshot_every, int) and self.snapshot_every >= 0,
+               "snapshot_every", f"must be an integer >= 0, got {self.snapshot_every!r}")
         _check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
         for name in ("gamma", "gae_lambda"):
             value = getattr(self, name)

@@ -4,7 +4,8 @@ Per update (CleanRL's order): anneal the learning rate; collect a rollout of ``n
 steps in each of ``num_envs`` environments; bootstrap and compute GAE (:func:`compute_gae`);
 optimise the clipped surrogate objective, the (clipped) value loss and the entropy bonus over
 ``update_epochs`` epochs of ``num_minibatches`` minibatches, stopping early when the approximate
-KL exceeds ``target_kl``; log one row of metrics; checkpoint every ``checkpoint_every`` updates.
+KL exceeds ``target_kl``; log one row of metrics; checkpoint every ``checkpoint_every`` updates
+and, if asked, export a snapshot of the policy every ``snapshot_every``.
 
 The same loop runs DD-PPO (:mod:`hpcpolicy.rl.ddppo`): everything that differs between one
 process and many is behind the small :class:`Comm` interface, which :class:`SingleProcess`
@@ -410,6 +411,9 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
                     metrics.append(row)
                     if progress is not None:
                         progress(row)
+                if writer and cfg.snapshot_every and update % cfg.snapshot_every == 0:
+                    export_policy(agent, paths.snapshot(update), config=cfg.to_dict(),
+                                  metrics=row, provenance=provenance, k=envs.k)
                 if update % cfg.checkpoint_every == 0 or stopped \
                         or global_step >= cfg.total_steps:
                     checkpoint()

@@ -6,6 +6,7 @@ Layout of ``runs/<name>/``::
     metrics.csv            one row per update; columns in METRICS (+ env/<name>)
     checkpoints/last.pt    model, optimiser, counters, per-worker RNG and environment states
     policy/                the deployable artifact (see hpcpolicy.artifact)
+    snapshots/update_N/    the policy after update N, every ``snapshot_every`` updates (if set)
     tune_member.json       only in a member of a population-based tune (hpcpolicy.rl.tune)
 
 Checkpoints are written atomically (temporary file, then rename), so a kill at any moment
@@ -76,8 +77,8 @@ METRICS: dict[str, str] = {
 }
 """Documented metric columns; ``env/<name>`` columns follow for each episode metric."""
 
-RESUMABLE_CHANGES = ("total_steps", "checkpoint_every", "torch_threads", "sync_check_every",
-                     "timeout_s")
+RESUMABLE_CHANGES = ("total_steps", "checkpoint_every", "snapshot_every", "torch_threads",
+                     "sync_check_every", "timeout_s")
 """Config fields that may differ between a run and its resumption."""
 
 TUNE_CHANGES = ("learning_rate", "ent_coef", "clip_coef")
@@ -118,6 +119,11 @@ class RunPaths:
         self.checkpoint = self.root / "checkpoints" / "last.pt"
         self.policy = self.root / "policy"
         self.tune_member = self.root / "tune_member.json"
+
+    def snapshot(self, update: int) -> Path:
+        """The policy directory of the snapshot after ``update`` (zero-padded, so the names
+        sort in training order)."""
+        return self.root / "snapshots" / f"update_{update:06d}"
 
     def check_new(self) -> None:
         """Refuse to start a fresh run over an existing one.
