@@ -91,7 +91,8 @@ def clone_heuristic(table: Path, run: Path, backfill: str, extra: list[str],
     for args in (["dataset", "build", str(table), "--source", "heuristics", "--heuristics",
                   a.warm_start, "--epsilon", "0", "--k", str(DEFAULT_K), "--backfill", backfill,
                   "--window-size", str(a.train_window), "--train-frac", str(a.train_frac),
-                  "--seed", str(a.seed), *extra, "-o", str(data)],
+                  "--max-windows", str(a.bc_windows), "--seed", str(a.seed), *extra,
+                  "-o", str(data)],
                  ["train", str(data), "--algo", "bc", "--steps", str(a.bc_steps), "--seed",
                   str(a.seed), "-o", str(bc)]):
         if subprocess.run([*hpcpolicy_cli(), "-q", *args]).returncode != 0:
@@ -144,7 +145,7 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
         per_step = per_candidate / (batch * a.snapshot_every) if a.snapshot_every else 0.0
         train_s = (left - fixed - per_candidate) / (1 + per_step * sps)
         steps = max(batch, int(sps * train_s) // batch * batch)
-        deadline = max(left - per_candidate * (steps * per_step + 1), 60.0)
+        deadline = max(left - steps * per_step - per_candidate, 60.0)
     wall = train_until([*common, "--steps", str(steps), "-o", str(run)], deadline)
     result = json.loads((run / "result.json").read_text())
     facts = {"run": str(run), "steps_budget": steps, "global_step": result["global_step"],
@@ -232,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                              "--bc-steps of BC) and start DD-PPO from that policy; the "
                              "cloning's time counts against the budget")
     parser.add_argument("--bc-steps", type=int, default=10_000, help="BC gradient steps")
+    parser.add_argument("--bc-windows", type=int, default=100,
+                        help="at most this many training windows of the heuristic to clone")
     parser.add_argument("--snapshot-every", type=int, default=0, metavar="N",
                         help="keep the policy every N updates and deploy the best of them on "
                              "windows of the training part (0: deploy the last policy)")

@@ -62,6 +62,27 @@ def test_run_directory_layout(tmp_path: Path) -> None:
     assert json.loads((run / "result.json").read_text())["updates"] == 8
 
 
+def test_snapshots_every_n_updates_are_policies_of_that_moment(tmp_path: Path) -> None:
+    from hpcpolicy.artifact import load_policy
+
+    def weights(policy: Path) -> dict[str, Any]:
+        return load_policy(policy, backend="torchscript").scorer_state_dict()
+
+    train(replace(SMALL, snapshot_every=3), _toy, tmp_path / "a")
+    snapshots = tmp_path / "a" / "snapshots"
+    assert sorted(p.name for p in snapshots.iterdir()) == ["update_000003", "update_000006"]
+    manifest = json.loads((snapshots / "update_000003" / "manifest.json").read_text())
+    assert manifest["metrics"]["update"] == 3
+    final = weights(tmp_path / "a" / "policy")
+    assert not _same_model(weights(snapshots / "update_000006"), final)
+    # snapshots change nothing else, and one at the last update is the final policy
+    train(replace(SMALL, snapshot_every=8), _toy, tmp_path / "b")
+    assert _same_model(weights(tmp_path / "b" / "snapshots" / "update_000008"), final)
+    assert _same_model(_model(tmp_path / "a"), _model(tmp_path / "b"))
+    with pytest.raises(ConfigError, match="snapshot_every"):
+        replace(SMALL, snapshot_every=-1)
+
+
 def test_learns_to_pick_the_shortest_job(tmp_path: Path) -> None:
     cfg = PPOConfig(total_steps=8192, num_envs=4, num_steps=128, learning_rate=3e-3, seed=1,
                     checkpoint_every=100, episode_metric_names=("optimal_frac",))
