@@ -14,6 +14,7 @@ Usage::
 
     python benchmarks/ddppo_scaling.py                  # 1 vs 2 workers, lublin_256, K = 128
     python benchmarks/ddppo_scaling.py --trace toy --workers 1,2,4 --updates 20
+    python benchmarks/ddppo_scaling.py --sync-frac 0.5  # with DD-PPO's straggler cut-off
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="minibatches per epoch (one gradient all-reduce each)")
     parser.add_argument("--pin-cpus", action=argparse.BooleanOptionalAction, default=True,
                         help="DDPPOConfig.pin_cpus (one CPU per worker)")
+    parser.add_argument("--sync-frac", type=float, default=1.0,
+                        help="DDPPOConfig.sync_frac: the straggler cut-off (0.5 with 2 workers: "
+                             "a worker stops collecting once the other is done; 1 = off)")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "hpcpolicy-bench",
                         help="where the trace is ingested once")
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                     total_steps=workers * args.num_envs * args.num_steps * args.updates,
                     num_envs=args.num_envs, num_steps=args.num_steps,
                     num_minibatches=args.num_minibatches, seed=args.seed,
-                    pin_cpus=args.pin_cpus)
+                    pin_cpus=args.pin_cpus, sync_frac=args.sync_frac)
                 run = Path(tmp) / f"w{workers}r{repeat}"
                 start = time.perf_counter()
                 result = launch(cfg, factory, run, workers=workers, env_kwargs=env_kwargs)
@@ -119,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         "k": args.k, "num_envs": args.num_envs, "num_steps": args.num_steps,
         "num_minibatches": args.num_minibatches, "update_epochs": cfg.update_epochs,
         "updates": args.updates, "repeats": args.repeats, "torch_threads_per_worker": 1,
-        "pin_cpus": args.pin_cpus, "checkpoint_every": cfg.checkpoint_every,
+        "pin_cpus": args.pin_cpus, "sync_frac": args.sync_frac,
+        "checkpoint_every": cfg.checkpoint_every,
         "backend": "gloo",
         "target_speedup_2_workers": TARGET_SPEEDUP, "runs": runs,
         "conditions": {"cpu_count": os.cpu_count(), "loadavg_1m_after": os.getloadavg()[0]},

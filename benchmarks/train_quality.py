@@ -37,8 +37,8 @@ play no part in the choice); the selection's time counts against the budget too.
 Usage:
     python benchmarks/train_quality.py                       # the bar, 30 min per trace
     python benchmarks/train_quality.py --steps 4096 --windows 2 --window-size 256   # a try
-    python benchmarks/train_quality.py --traces lublin_256 --backfills none --minutes 15 \
-        --warm-start f1 --reward bsld:1,utilization:50 --config gamma1.json  # see RESULTS.md
+    python benchmarks/train_quality.py --warm-start f1 --reward bsld:1,utilization:50 \
+        --config gamma1.json --snapshot-every 100     # the recipe of RESULTS.md
 """
 
 from __future__ import annotations
