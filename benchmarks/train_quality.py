@@ -107,14 +107,13 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
     ``a.steps``; its facts."""
     config = run.parent / f"{run.name}.ppo.json"
     run.parent.mkdir(parents=True, exist_ok=True)
+    if a.snapshot_every:
+        cfg = {**cfg, "snapshot_every": a.snapshot_every}
     config.write_text(json.dumps(cfg))
     common = [str(table), "--algo", "ddppo", "--workers", str(a.workers), "--seed",
               str(a.seed), "--backfill", backfill, "--window-size", str(a.train_window),
               "--train-frac", str(a.train_frac), "--config", str(config), "--reward", a.reward,
               *extra]
-    if a.snapshot_every:
-        cfg = {**cfg, "snapshot_every": a.snapshot_every}
-        config.write_text(json.dumps(cfg))
     warm_start = 0.0
     if a.warm_start:
         start = time.perf_counter()
@@ -155,10 +154,10 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
              "train_time_s": result["wall_time_s"], "policy": str(run / "policy"),
              "selection_wall_s": 0.0}
     if a.snapshot_every:
-        start = time.perf_counter()
         from hpcpolicy.rl.runs import RunPaths
 
-        candidates = sorted((run / "snapshots").iterdir())
+        start = time.perf_counter()
+        candidates = sorted((run / "snapshots").glob("update_*"))  # none in a short run
         if RunPaths(run).snapshot(result["updates"]) not in candidates:
             candidates.append(run / "policy")  # the final policy, unless a snapshot has it
         facts["selection"] = select_snapshot(table, candidates, backfill, options, a)
