@@ -31,8 +31,9 @@ build --source heuristics``, then ``--algo bc``) and starts DD-PPO from that pol
 (``--init-from``); ``--reward`` sets the training reward (the bar stays on bounded slowdown).
 
 ``--snapshot-every N`` keeps the policy every N updates and deploys the one with the lowest
-mean bounded slowdown on ``--select-windows`` windows of the *training* part (the test windows
-play no part in the choice); the selection's time counts against the budget too.
+mean bounded slowdown on the ``--select-windows`` latest side-by-side windows of the *training*
+part, those nearest in time to the test part (the test windows play no part in the choice);
+the selection's time counts against the budget too.
 
 Usage:
     python benchmarks/train_quality.py                       # the bar, 30 min per trace
@@ -169,14 +170,18 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
 
 def select_snapshot(table: Path, candidates: list[Path], backfill: str,
                     options: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
-    """The candidate policy with the lowest mean bsld on windows of the training part."""
+    """The candidate policy with the lowest mean bsld on the latest windows of the training
+    part."""
     from hpcpolicy.env.factory import load
+    from hpcpolicy.env.split import latest_starts
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
 
     workload, machine = load(table, options)
+    starts = latest_starts(len(workload), "train", a.train_frac, size=a.window_size,
+                           count=a.select_windows)
     cfg = EvaluateConfig(policies=tuple(str(c) for c in candidates), backfills=(backfill,),
-                         windows=a.select_windows, window_size=a.window_size, seed=a.seed,
-                         split="train", train_frac=a.train_frac)
+                         window_size=a.window_size, split="train", train_frac=a.train_frac,
+                         starts=starts)
     ev = evaluate(workload, machine, cfg)
     scores = {r.config.policy: r.summary["mean_bsld"] for r in ev.runs}
     return {"windows": list(ev.starts), "mean_bsld": scores,
@@ -237,8 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot-every", type=int, default=0, metavar="N",
                         help="keep the policy every N updates and deploy the best of them on "
                              "windows of the training part (0: deploy the last policy)")
-    parser.add_argument("--select-windows", type=int, default=10,
-                        help="training-part windows that choose among the snapshots")
+    parser.add_argument("--select-windows", type=int, default=20,
+                        help="the latest training-part windows, side by side, that choose "
+                             "among the snapshots")
     parser.add_argument("--rlscheduler", action="store_true",
                         help="also RLScheduler's protocol on lublin_256 (see above)")
     parser.add_argument("--cache", type=Path,

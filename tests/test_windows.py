@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.env.split import latest_starts, part_range
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.metrics import SUMMARY_KEYS
 from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
@@ -64,6 +65,19 @@ def test_explicit_starts_are_checked() -> None:
         choose_starts(3, WindowConfig(size=4))
     with pytest.raises(ConfigError, match="must be >= 0"):
         WindowConfig(starts=(-1,))
+
+
+def test_latest_starts_end_at_the_cut_side_by_side() -> None:
+    cut = part_range(10_007, "train", 0.7)[1]
+    starts = latest_starts(10_007, "train", 0.7, size=1024, count=3)
+    assert starts[-1] + 1024 == cut
+    assert np.diff(starts).tolist() == [1024, 1024]
+    # a part with room for fewer windows than asked gives every one it has, oldest first
+    assert latest_starts(3000, "train", 0.7, size=1024, count=5) == (52, 1076)
+    with pytest.raises(ConfigError, match="count"):
+        latest_starts(3000, "train", 0.7, size=1024, count=0)
+    with pytest.raises(ConfigError, match="fewer than one window"):
+        latest_starts(1000, "train", 0.7, size=1024, count=1)
 
 
 def test_random_starts_are_seeded_distinct_and_in_range() -> None:

@@ -16,6 +16,8 @@ Example:
     ((0, 700), (700, 1000))
     >>> split_starts(1000, "test", 0.7, WindowConfig(size=100, count=3, seed=1))
     (794, 802, 851)
+    >>> latest_starts(1000, "train", 0.7, size=100, count=3)
+    (400, 500, 600)
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import math
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.windows import WindowConfig, choose_starts
 
-__all__ = ["SPLITS", "part_range", "split_starts", "window_range"]
+__all__ = ["SPLITS", "latest_starts", "part_range", "split_starts", "window_range"]
 
 SPLITS = ("train", "test", "all")
 """Parts of the workload: before the cut, after it, or everything."""
@@ -82,3 +84,20 @@ def split_starts(n_jobs: int, split: str, train_frac: float,
         return tuple(int(s) for s in windows.starts)
     local = choose_starts(last - first + windows.size, windows)
     return tuple(first + s for s in local)
+
+
+def latest_starts(n_jobs: int, split: str, train_frac: float, *, size: int,
+                  count: int) -> tuple[int, ...]:
+    """Starts of the ``count`` latest side-by-side ``size``-job windows of part ``split``, the
+    last one ending at the part's end (fewer when the part holds fewer), oldest first.
+
+    For choosing among policies on the training part: its latest jobs are the nearest in time
+    to the period a policy is deployed on.
+
+    Raises:
+        ConfigError: The part holds fewer than ``size`` jobs, or ``count`` < 1.
+    """
+    if count < 1:
+        raise ConfigError(f"count must be >= 1, not {count}")
+    first, last = window_range(n_jobs, split, train_frac, size)
+    return tuple(range(last, first - 1, -size))[:count][::-1]
