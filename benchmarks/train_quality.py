@@ -60,6 +60,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from cli import hpcpolicy_cli, train_until  # noqa: E402  (benchmarks/cli.py)
 from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
 
+from hpcpolicy.rl.spaces import DEFAULT_K  # noqa: E402  (what `hpcpolicy train` shows)
+
 HEURISTICS = ("fcfs", "sjf", "f1", "wfp3", "unicep")
 BAR = -0.10
 """Required change of mean bounded slowdown against the best heuristic (10 % lower)."""
@@ -86,11 +88,9 @@ def _steady_sps(run: Path) -> float:
 def clone_heuristic(table: Path, run: Path, backfill: str, extra: list[str],
                     a: argparse.Namespace) -> Path:
     """Behaviour cloning of ``a.warm_start``'s decisions on the training windows; its policy."""
-    from hpcpolicy.rl.spaces import DEFAULT_K  # what `hpcpolicy train` shows the policy
-
     data, bc = run.parent / f"{run.name}.{a.warm_start}-decisions", run.parent / f"{run.name}.bc"
     for args in (["dataset", "build", str(table), "--source", "heuristics", "--heuristics",
-                  a.warm_start, "--epsilon", "0", "--k", str(DEFAULT_K), "--backfill", backfill,
+                  a.warm_start, "--epsilon", "0", "--k", str(a.k), "--backfill", backfill,
                   "--window-size", str(a.train_window), "--train-frac", str(a.train_frac),
                   "--max-windows", str(a.bc_windows), "--seed", str(a.seed), *extra,
                   "-o", str(data)],
@@ -114,7 +114,7 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
     common = [str(table), "--algo", "ddppo", "--workers", str(a.workers), "--seed",
               str(a.seed), "--backfill", backfill, "--window-size", str(a.train_window),
               "--train-frac", str(a.train_frac), "--config", str(config), "--reward", a.reward,
-              *extra]
+              "--k", str(a.k), *extra]
     warm_start = 0.0
     if a.warm_start:
         start = time.perf_counter()
@@ -225,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="DD-PPO workers")
     parser.add_argument("--train-window", type=int, default=256, help="jobs per episode")
     parser.add_argument("--train-frac", type=float, default=0.7)
+    parser.add_argument("--k", type=int, default=DEFAULT_K,
+                        help="waiting jobs the policy sees, the oldest (hpcpolicy train --k); "
+                             "jobs beyond them wait unseen when the queue is longer")
     parser.add_argument("--windows", type=int, default=10, help="evaluation windows")
     parser.add_argument("--window-size", type=int, default=1024, help="jobs per window")
     parser.add_argument("--seed", type=int, default=1)
@@ -289,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                                        compat="rlscheduler", starts=RLSCHEDULER_STARTS))
             results.append(row)
     out = {"benchmark": "train_quality", "bar_change_vs_best": BAR, "ppo": cfg,
-           "workers": a.workers, "train_window": a.train_window, "train_frac": a.train_frac,
+           "k": a.k, "workers": a.workers, "train_window": a.train_window,
+           "train_frac": a.train_frac,
            "minutes_per_trace": None if a.steps is not None else a.minutes,
            "steps_per_policy": a.steps, "seed": a.seed, "results": results,
            "meets_bar": all(r["meets_bar"] for r in results if r["protocol"] != "rlscheduler"),

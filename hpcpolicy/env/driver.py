@@ -34,13 +34,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from hpcpolicy.sim import compat, fast
+from hpcpolicy.sim import fast
 from hpcpolicy.sim.compiled import Stepper
 from hpcpolicy.sim.fast import _pick  # the engine's own fit test (the compat engine uses it too)
 
@@ -105,9 +105,6 @@ class EngineDriver:
                  running: RunningJobs | None = None) -> None:
         self.stepper = Stepper(workload, cluster, cfg, running=running)
         self.prep = self.stepper.prep
-        # the engine the Stepper runs (hpcpolicy.sim.compiled picks it the same way)
-        engine: Any = compat if cfg.compat == "rlscheduler" else fast
-        self._next, self._decide = engine.next_decision, engine.decide
         # running jobs: the finish heap (fast) or the running list (compat), ids in row 1
         rlscheduler = cfg.compat == "rlscheduler"
         self._running_ids = self.stepper.state.plan[1] if rlscheduler \
@@ -118,13 +115,13 @@ class EngineDriver:
     # -- advancing ------------------------------------------------------------------------
     def advance(self) -> int:
         """Run to the next decision; the number of waiting jobs, or 0 when every job has run."""
-        self._q = int(self._next(self.stepper.jobs, self.stepper.state))
+        self._q = int(self.stepper.next_raw(self.stepper.jobs, self.stepper.state))
         return self._q
 
     def choose(self, slot: int) -> None:
         """Make waiting job ``slot`` (index into :meth:`queue`) the head (:func:`head_scores`)."""
         head_scores(self._q, slot, self.stepper.state.scores)
-        self._decide(self.stepper.jobs, self.stepper.state)
+        self.stepper.decide_raw(self.stepper.jobs, self.stepper.state)
 
     # -- what a scheduler knows -----------------------------------------------------------
     @property
