@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hpcpolicy.commands._console import console, duration, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
 from hpcpolicy.commands._options import JsonOutOpt
+from hpcpolicy.textfmt import duration
 
 __all__ = ["main", "render_profile"]
 

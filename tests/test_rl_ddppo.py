@@ -7,6 +7,12 @@ budgets of a few hundred steps.
 from __future__ import annotations
 
 import csv
+import functools
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -94,6 +100,46 @@ def test_ctrl_c_on_one_worker_stops_all_after_the_update(tmp_path: Path) -> None
     ckpt = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.pt")
     assert ckpt["counters"]["update"] == 2 and len(ckpt["workers"]) == 2
     assert (tmp_path / "run" / "policy" / "manifest.json").is_file()
+
+
+def _when_running(run: Path, act: Callable[[], None]) -> threading.Thread:
+    """A thread that calls ``act`` once the run's first checkpoint is written."""
+    def wait_then_act() -> None:
+        while not (run / "checkpoints" / "last.pt").exists():
+            time.sleep(0.05)
+        act()
+
+    thread = threading.Thread(target=wait_then_act, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "STOP file"])
+def test_the_launcher_stops_its_workers(tmp_path: Path, how: str) -> None:
+    # a signal to the launching process alone (``kill``; a terminal's Ctrl-C, now that
+    # torchrun has a session of its own), or the run's STOP file
+    run = tmp_path / "run"
+    cfg = replace(CFG, total_steps=256 * 2000)
+    act = ((lambda: (run / "STOP").touch()) if how == "STOP file" else
+           functools.partial(os.kill, os.getpid(), getattr(signal, how)))
+    thread = _when_running(run, act)
+    result = launch(cfg, FACTORY, run, workers=2)
+    thread.join()
+    assert result.interrupted and 2 <= result.updates < 2000
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["counters"]["update"] == \
+        result.updates
+    assert (run / "policy" / "manifest.json").is_file() and not (run / "STOP").exists()
+
+
+def test_a_stale_stop_file_does_not_stop_a_new_run(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "STOP").touch()  # left by a run that crashed
+    from rl_toy_env import make_rank_toy_env
+    ppo_cfg = PPOConfig(**{f.name: getattr(CFG, f.name) for f in fields(PPOConfig)})
+    result = train(replace(ppo_cfg, total_steps=256), make_rank_toy_env, run)
+    assert not result.interrupted and result.global_step == 256
+    assert not (run / "STOP").exists()
 
 
 def test_one_worker_warns_and_matches_ppo(tmp_path: Path,

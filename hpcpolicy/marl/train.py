@@ -189,7 +189,7 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
 
     row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
     stopped = False
-    with StopOnSignal() as stop, setup_objects_frozen():
+    with StopOnSignal(paths.stop_request) as stop, setup_objects_frozen():
         while global_step < cfg.total_steps and not stopped:
             t0 = time.perf_counter()
             lr = cfg.learning_rate * (1.0 - global_step / cfg.total_steps if cfg.anneal_lr
@@ -231,6 +231,7 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
                     candidates=max_candidates(source.topology), metrics=row,
                     provenance=provenance)
         write_json(paths.root / "result.json", result.to_dict())
+        paths.stop_request.unlink(missing_ok=True)  # served
     return result
 
 
@@ -251,7 +252,8 @@ def train(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: Clus
         progress: Called with each update's metrics row.
 
     Returns:
-        Where training ended (Ctrl-C stops after the current update, with a checkpoint).
+        Where training ended (Ctrl-C, SIGTERM or a ``STOP`` file in ``run_dir`` stops it
+        after the current update, with a checkpoint).
 
     Raises:
         ConfigError: A fresh run into a directory that holds one, or a resume that does not
@@ -262,6 +264,7 @@ def train(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: Clus
         >>> r = train(MarlConfig(total_steps=256, num_steps=128), MarlEnvConfig(),
         ...           workload, cluster, tempfile.mkdtemp())         # doctest: +SKIP
     """
+    RunPaths(run_dir).stop_request.unlink(missing_ok=True)  # left by a run that crashed
     return run_marl(cfg, env, workload, cluster, run_dir, SingleProcess(),
                     torch.device(cfg.device), resume=resume, provenance=provenance,
                     progress=progress)

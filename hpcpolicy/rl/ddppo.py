@@ -45,6 +45,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from datetime import timedelta
@@ -58,7 +59,7 @@ from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.rl.config import DDPPOConfig, config_from_dict
 from hpcpolicy.rl.ppo import TrainResult, run_training
-from hpcpolicy.rl.runs import RunPaths, check_resume_config, load_checkpoint
+from hpcpolicy.rl.runs import RunPaths, StopOnSignal, check_resume_config, load_checkpoint
 from hpcpolicy.rl.warm_start import scorer_weights
 
 __all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "precheck_launch", "prepare_launch",
@@ -280,8 +281,9 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
     """Run DD-PPO with ``workers`` processes on this machine (``torchrun --standalone``).
 
     Workers inherit this process's environment; ``OMP_NUM_THREADS`` is set to
-    ``cfg.torch_threads``. Ctrl-C reaches the workers too: they finish the current update,
-    checkpoint and exit, and this function returns with ``interrupted`` set.
+    ``cfg.torch_threads``. Ctrl-C or SIGTERM to this process (or a ``STOP`` file in
+    ``run_dir``) makes the workers finish the current update, checkpoint and exit, and this
+    function returns with ``interrupted`` set; a second Ctrl-C terminates them.
 
     Args:
         cfg: The DD-PPO config; ``total_steps`` is the budget over all workers.
@@ -321,18 +323,25 @@ def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, re
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            f"--nproc-per-node={workers}", "-m", module, str(paths.root),
            *(["--resume"] if resume else [])]
+    paths.stop_request.unlink(missing_ok=True)  # left by a run that crashed
+    # torchrun in a session of its own: a terminal's Ctrl-C reaches only this process, which
+    # asks the workers to stop through the run's STOP file (torchrun, signalled, would print
+    # a traceback and leave the workers' exit to its own timeouts)
     proc = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": str(cfg.torch_threads),
-                                      PIN_CPUS_ENV: "1" if cfg.pin_cpus else "0"})
+                                      PIN_CPUS_ENV: "1" if cfg.pin_cpus else "0"},
+                            start_new_session=True)
     try:
-        code = proc.wait()
-    except KeyboardInterrupt:
-        # the terminal sent SIGINT to the workers as well: let them checkpoint and exit
-        try:
-            code = proc.wait()
-        except KeyboardInterrupt:
-            proc.terminate()
-            proc.wait()
-            raise
+        with StopOnSignal() as stop:
+            while (code := proc.poll()) is None:
+                if stop.requested and not paths.stop_request.exists():
+                    paths.stop_request.touch()
+                time.sleep(0.1)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop the workers now
+        proc.terminate()
+        proc.wait()
+        raise
+    finally:
+        paths.stop_request.unlink(missing_ok=True)
     result_file = paths.root / "result.json"
     if code != 0 or not result_file.is_file():
         raise RuntimeError(f"{what} workers failed (torchrun exit code {code}); see their "

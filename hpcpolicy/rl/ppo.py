@@ -374,7 +374,7 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
     row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
     stopped = False
     try:
-        with StopOnSignal() as stop, setup_objects_frozen():
+        with StopOnSignal(paths.stop_request) as stop, setup_objects_frozen():
             while global_step < cfg.total_steps and not stopped:
                 t0 = time.perf_counter()
                 lr = cfg.learning_rate * (1.0 - global_step / cfg.total_steps if cfg.anneal_lr
@@ -427,6 +427,7 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
         export_policy(agent, paths.policy, config=cfg.to_dict(), metrics=row,
                       provenance=provenance, k=envs.k)
         write_json(paths.root / "result.json", result.to_dict())
+        paths.stop_request.unlink(missing_ok=True)  # served
     return result
 
 
@@ -449,8 +450,9 @@ def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: 
             value network starts fresh. Ignored on resume.
 
     Returns:
-        Where training ended. Ctrl-C (SIGINT) or SIGTERM stops it after the current update,
-        with a checkpoint and the policy written; a second Ctrl-C aborts at once.
+        Where training ended. Ctrl-C (SIGINT), SIGTERM or a ``STOP`` file in ``run_dir``
+        stops it after the current update, with a checkpoint and the policy written; a second
+        Ctrl-C aborts at once.
 
     Raises:
         ConfigError: Fresh run into a directory that holds one, or a resume that does not match.
@@ -463,6 +465,7 @@ def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: 
         >>> (r.global_step, r.updates)
         (128, 1)
     """
+    RunPaths(run_dir).stop_request.unlink(missing_ok=True)  # left by a run that crashed
     return run_training(cfg, make_env, run_dir, SingleProcess(), torch.device(cfg.device),
                         resume=resume, provenance=provenance, progress=progress,
                         initial_scorer=initial_scorer)

@@ -8,6 +8,8 @@ Layout of ``runs/<name>/``::
     policy/                the deployable artifact (see hpcpolicy.artifact)
     snapshots/update_N/    the policy after update N, every ``snapshot_every`` updates (if set)
     tune_member.json       only in a member of a population-based tune (hpcpolicy.rl.tune)
+    STOP                   a request to stop: any worker that sees it stops the run after the
+                           current update, as on Ctrl-C; removed when the run has stopped
 
 Checkpoints are written atomically (temporary file, then rename), so a kill at any moment
 leaves the previous checkpoint intact; they contain only tensors and plain data and load with
@@ -119,6 +121,7 @@ class RunPaths:
         self.checkpoint = self.root / "checkpoints" / "last.pt"
         self.policy = self.root / "policy"
         self.tune_member = self.root / "tune_member.json"
+        self.stop_request = self.root / "STOP"
 
     def snapshot(self, update: int) -> Path:
         """The policy directory of the snapshot after ``update`` (zero-padded, so the names
@@ -272,7 +275,8 @@ def _cell(value: float) -> str:
 
 
 class StopOnSignal:
-    """Turn SIGINT/SIGTERM into a request to stop after the current update.
+    """Turn SIGINT/SIGTERM, or a ``stop_file`` that appears, into a request to stop after the
+    current update.
 
     The training loop checks :attr:`requested` between updates, checkpoints and returns. A
     second SIGINT raises ``KeyboardInterrupt`` at once (the last checkpoint stays usable).
@@ -281,14 +285,20 @@ class StopOnSignal:
     loop stops too.
     """
 
-    def __init__(self) -> None:
-        self.requested = False
+    def __init__(self, stop_file: Path | None = None) -> None:
+        self.signalled = False
+        self.stop_file = stop_file
         self._previous: dict[int, Any] = {}
 
+    @property
+    def requested(self) -> bool:
+        """A signal came, or the stop file exists (one ``stat`` per call)."""
+        return self.signalled or (self.stop_file is not None and self.stop_file.exists())
+
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested and signum == signal.SIGINT:
+        if self.signalled and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        self.requested = True
+        self.signalled = True
 
     def __enter__(self) -> StopOnSignal:
         if threading.current_thread() is threading.main_thread():
@@ -302,5 +312,5 @@ class StopOnSignal:
             signal.signal(sig, handler)
             outer = getattr(handler, "__self__", None)
             if self.requested and isinstance(outer, StopOnSignal):
-                outer.requested = True
+                outer.signalled = True
         self._previous.clear()
