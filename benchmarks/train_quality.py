@@ -33,7 +33,10 @@ build --source heuristics``, then ``--algo bc``) and starts DD-PPO from that pol
 ``--snapshot-every N`` keeps the policy every N updates and deploys the one with the lowest
 mean bounded slowdown on the ``--select-windows`` latest side-by-side windows of the *training*
 part, those nearest in time to the test part (the test windows play no part in the choice);
-the selection's time counts against the budget too.
+the selection's time counts against the budget too. ``--restarts N`` trains N policies one
+after another (seeds SEED, SEED + 1, ...; one warm start and one calibration for all), each
+with 1/N of the budget, and chooses among the snapshots of all of them: a seed whose training
+goes astray is then outscored on the training part instead of deployed.
 
 Usage:
     python benchmarks/train_quality.py                       # the bar, 30 min per trace
@@ -104,17 +107,18 @@ def clone_heuristic(table: Path, run: Path, backfill: str, extra: list[str],
 def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: dict[str, Any],
                  options: dict[str, Any], a: argparse.Namespace,
                  budget_s: float | None) -> dict[str, Any]:
-    """Train one policy within ``budget_s`` (calibrated; a warm start's time included) or
-    ``a.steps``; its facts."""
+    """Train ``a.restarts`` policies one after another (seeds ``a.seed``, ``a.seed`` + 1, ...)
+    within ``budget_s`` (calibrated; a warm start's time included) or ``a.steps`` each; the
+    facts of the one deployed."""
     config = run.parent / f"{run.name}.ppo.json"
     run.parent.mkdir(parents=True, exist_ok=True)
     if a.snapshot_every:
         cfg = {**cfg, "snapshot_every": a.snapshot_every}
     config.write_text(json.dumps(cfg))
-    common = [str(table), "--algo", "ddppo", "--workers", str(a.workers), "--seed",
-              str(a.seed), "--backfill", backfill, "--window-size", str(a.train_window),
-              "--train-frac", str(a.train_frac), "--config", str(config), "--reward", a.reward,
-              "--k", str(a.k), *extra]
+    common = [str(table), "--algo", "ddppo", "--workers", str(a.workers), "--backfill",
+              backfill, "--window-size", str(a.train_window), "--train-frac",
+              str(a.train_frac), "--config", str(config), "--reward", a.reward, "--k", str(a.k),
+              *extra]
     warm_start = 0.0
     if a.warm_start:
         start = time.perf_counter()
@@ -129,7 +133,8 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
     if steps is None:
         assert budget_s is not None
         probe = run.parent / f"{run.name}.calibration"
-        calibration = train_until([*common, "--steps", str(3 * batch), "-o", str(probe)], None)
+        calibration = train_until([*common, "--seed", str(a.seed), "--steps", str(3 * batch),
+                                   "-o", str(probe)], None)
         sps = _steady_sps(probe)
         # start-up (imports, workers, JIT) and the final export, as the calibration run had
         fixed = calibration - json.loads((probe / "result.json").read_text())["wall_time_s"]
@@ -140,32 +145,47 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
             select_snapshot(table, [probe / "policy"], backfill, options, a)
             per_candidate = time.perf_counter() - start
             calibration += per_candidate
-        left = budget_s - calibration - MARGIN_S
-        # left = fixed + T + per_candidate * (T * sps / (batch * snapshot_every) + 1)
+        # each restart: left = fixed + T + per_candidate * (T * sps / (batch * every) + 1)
+        left = (budget_s - calibration - MARGIN_S) / a.restarts
         per_step = per_candidate / (batch * a.snapshot_every) if a.snapshot_every else 0.0
         train_s = (left - fixed - per_candidate) / (1 + per_step * sps)
         steps = max(batch, int(sps * train_s) // batch * batch)
         deadline = max(left - steps * per_step - per_candidate, 60.0)
-    wall = train_until([*common, "--steps", str(steps), "-o", str(run)], deadline)
-    result = json.loads((run / "result.json").read_text())
-    facts = {"run": str(run), "steps_budget": steps, "global_step": result["global_step"],
-             "updates": result["updates"], "interrupted": result["interrupted"],
-             "train_wall_s": wall, "calibration_wall_s": calibration,
-             "warm_start": a.warm_start, "warm_start_wall_s": warm_start, "reward": a.reward,
-             "train_time_s": result["wall_time_s"], "policy": str(run / "policy"),
-             "selection_wall_s": 0.0}
+    runs = [run, *(run.with_name(f"{run.name}.seed{a.seed + i}") for i in range(1, a.restarts))]
+    trained = [train_run([*common, "--seed", str(a.seed + i)], path, steps, deadline)
+               for i, path in enumerate(runs)]
+    candidates = [c for t in trained for c in t.pop("candidates")]
+    facts = {**trained[0], "warm_start": a.warm_start, "warm_start_wall_s": warm_start,
+             "reward": a.reward, "calibration_wall_s": calibration, "selection_wall_s": 0.0}
+    if a.restarts > 1:
+        facts["restarts"] = trained
     if a.snapshot_every:
-        from hpcpolicy.rl.runs import RunPaths
-
         start = time.perf_counter()
-        candidates = sorted((run / "snapshots").glob("update_*"))  # none in a short run
-        if RunPaths(run).snapshot(result["updates"]) not in candidates:
-            candidates.append(run / "policy")  # the final policy, unless a snapshot has it
         facts["selection"] = select_snapshot(table, candidates, backfill, options, a)
         facts["policy"] = facts["selection"]["chosen"]
         facts["selection_wall_s"] = time.perf_counter() - start
-    facts["total_wall_s"] = warm_start + calibration + wall + facts["selection_wall_s"]
+        chosen = next(t for t in trained if facts["policy"].startswith(t["run"] + "/"))
+        facts.update({k: v for k, v in chosen.items() if k != "policy"})
+    facts["total_wall_s"] = (warm_start + calibration + sum(t["train_wall_s"] for t in trained)
+                             + facts["selection_wall_s"])
     return facts
+
+
+def train_run(args: list[str], run: Path, steps: int, deadline: float | None) -> dict[str, Any]:
+    """One ``hpcpolicy train`` of ``steps`` (stopped at ``deadline`` seconds); its facts and the
+    policies it offers to the selection (its snapshots and final policy)."""
+    from hpcpolicy.rl.runs import RunPaths
+
+    wall = train_until([*args, "--steps", str(steps), "-o", str(run)], deadline)
+    result = json.loads((run / "result.json").read_text())
+    candidates = sorted((run / "snapshots").glob("update_*"))  # none in a short run
+    if RunPaths(run).snapshot(result["updates"]) not in candidates:
+        candidates.append(run / "policy")  # the final policy, unless a snapshot has it
+    return {"run": str(run), "seed": int(args[args.index("--seed") + 1]),
+            "steps_budget": steps, "global_step": result["global_step"],
+            "updates": result["updates"], "interrupted": result["interrupted"],
+            "train_wall_s": wall, "train_time_s": result["wall_time_s"],
+            "policy": str(run / "policy"), "candidates": candidates}
 
 
 def select_snapshot(table: Path, candidates: list[Path], backfill: str,
@@ -245,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snapshot-every", type=int, default=0, metavar="N",
                         help="keep the policy every N updates and deploy the best of them on "
                              "windows of the training part (0: deploy the last policy)")
+    parser.add_argument("--restarts", type=int, default=1, metavar="N",
+                        help="train N policies one after another (seeds SEED, SEED+1, ...), "
+                             "sharing the budget, and choose among all their snapshots "
+                             "(needs --snapshot-every)")
     parser.add_argument("--select-windows", type=int, default=20,
                         help="the latest training-part windows, side by side, that choose "
                              "among the snapshots")
@@ -257,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path,
                         default=ROOT / "benchmarks/results/train_quality.json")
     a = parser.parse_args(argv)
+    if a.restarts < 1 or (a.restarts > 1 and not a.snapshot_every):
+        parser.error("--restarts N needs N >= 1, and --snapshot-every to choose among them")
     if a.snapshot_every and a.rlscheduler:
         parser.error("--snapshot-every chooses on the training part, which RLScheduler's "
                      "protocol (--rlscheduler) does not have; use one or the other")
