@@ -6,9 +6,15 @@ default lublin_256, episodes of 256 jobs as in training) or on the toy environme
 ``tests/rl_toy_env.py`` (``--trace toy``). The figure is the steady-state rate: samples of
 updates 2..U divided by their wall time (rollout, learning, all-reduce, checkpoints; the first
 update, with process start and warm-up, is left out). The end-to-end rate (including torchrun
-start) is reported too. Each worker count runs once per repeat, the counts of a repeat back to
-back; the speed-up is the median over repeats of each repeat's ratio to its 1-worker run, and
-the ratio of the best runs is reported beside it. Writes JSON and prints one line.
+start) is reported too. Each worker count runs once per repeat, the counts of a repeat back
+to back; the speed-up is the median over repeats of each repeat's ratio to its 1-worker run,
+and the ratio of the best runs is reported beside it.
+
+With ``--side-by-side`` (on by default), each repeat also runs as many independent 1-worker
+trainings at once as the largest worker count, each pinned to a CPU of its own, and sums their
+rates: what this machine gives that many busy processes that never wait for one another. It
+separates DD-PPO's own cost (waiting at the collectives) from the machine's (cores that slow
+each other down). Writes JSON and prints one line.
 
 Usage::
 
@@ -23,6 +29,7 @@ import argparse
 import csv
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +46,26 @@ def _steady_rate(metrics: Path) -> float:
         rows = [(float(r["global_step"]), float(r["wall_time_s"])) for r in csv.DictReader(f)]
     (step0, time0), (step1, time1) = rows[0], rows[-1]
     return (step1 - step0) / (time1 - time0)
+
+
+def _side_by_side(cfg: Any, factory: str, env_kwargs: dict[str, Any],
+                  runs: list[Path]) -> float:
+    """Summed steady rate of independent 1-worker trainings in ``runs``, all at once, the
+    i-th pinned to the i-th CPU this process may use."""
+    from hpcpolicy.rl.ddppo import prepare_launch, torchrun_command
+
+    cpus = sorted(os.sched_getaffinity(0))
+    procs = []
+    for run, cpu in zip(runs, cpus * len(runs), strict=False):
+        prepare_launch(cfg, factory, run, env_kwargs=env_kwargs)
+        procs.append(subprocess.Popen(
+            torchrun_command("hpcpolicy.rl.ddppo", run, 1, False),
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu})))
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        raise RuntimeError(f"a side-by-side run failed (torchrun exit codes {codes})")
+    return sum(_steady_rate(run / "metrics.csv") for run in runs)
 
 
 def _environment(args: argparse.Namespace) -> tuple[str, dict[str, Any], str]:
@@ -83,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="run seed")
     parser.add_argument("--repeats", type=int, default=5,
                         help="runs per worker count (the median ratio is reported)")
+    parser.add_argument("--side-by-side", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run independent 1-worker trainings at once, one per CPU, "
+                             "as many as the largest worker count: the machine's ceiling")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/ddppo_scaling.json",
                         help="where to write the JSON result")
     args = parser.parse_args(argv)
@@ -95,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(w) for w in args.workers.split(",")]
     rates: dict[int, list[float]] = {w: [] for w in counts}
     end_to_end: dict[int, list[float]] = {w: [] for w in counts}
+    side_by_side = max(counts) if args.side_by_side and hasattr(os, "sched_setaffinity") else 0
+    ceiling: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):  # interleaved, so that load changes hit all counts
             for workers in counts:
@@ -108,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
                 result = launch(cfg, factory, run, workers=workers, env_kwargs=env_kwargs)
                 end_to_end[workers].append(result.global_step / (time.perf_counter() - start))
                 rates[workers].append(_steady_rate(run / "metrics.csv"))
+            if side_by_side > 1:
+                cfg = DDPPOConfig(total_steps=args.num_envs * args.num_steps * args.updates,
+                                  num_envs=args.num_envs, num_steps=args.num_steps,
+                                  num_minibatches=args.num_minibatches, seed=args.seed)
+                ceiling.append(_side_by_side(cfg, factory, env_kwargs, [
+                    Path(tmp) / f"side{i}r{repeat}" for i in range(side_by_side)]))
     base = rates[counts[0]]
     # A repeat's counts ran back to back, so their ratio sees the same conditions; the
     # median over repeats is the headline (best over best rewards one lucky run).
@@ -118,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
                      "speedup": statistics.median(r / b for r, b in zip(rates[w], base,
                                                                            strict=True)),
                      "speedup_best_over_best": max(rates[w]) / max(base)} for w in counts}
+    if ceiling:
+        top = rates[side_by_side]
+        runs[f"{side_by_side}_independent_side_by_side"] = {
+            "summed_steady_samples_per_s_all": ceiling,
+            "summed_steady_samples_per_s_median": statistics.median(ceiling),
+            "speedup": statistics.median(c / b for c, b in zip(ceiling, base, strict=True)),
+            f"ddppo_{side_by_side}_workers_share": statistics.median(
+                r / c for r, c in zip(top, ceiling, strict=True))}
     out = {
         "benchmark": "ddppo_scaling", "env": env_name,
         "k": args.k, "num_envs": args.num_envs, "num_steps": args.num_steps,
@@ -130,9 +176,13 @@ def main(argv: list[str] | None = None) -> int:
         "conditions": {"cpu_count": os.cpu_count(), "loadavg_1m_after": os.getloadavg()[0]},
     }
     write_json(args.out, out)
-    parts = ", ".join(f"{w} worker(s) {r['steady_samples_per_s_median']:.0f}/s "
-                      f"(x{r['speedup']:.2f}, best x{r['speedup_best_over_best']:.2f})"
-                      for w, r in runs.items())
+    parts = ", ".join(f"{w} worker(s) {runs[str(w)]['steady_samples_per_s_median']:.0f}/s "
+                      f"(x{runs[str(w)]['speedup']:.2f}, "
+                      f"best x{runs[str(w)]['speedup_best_over_best']:.2f})" for w in counts)
+    if ceiling:
+        side = runs[f"{side_by_side}_independent_side_by_side"]
+        parts += (f"; {side_by_side} independent 1-worker runs side by side x{side['speedup']:.2f}"
+                  f" (DD-PPO reaches {side[f'ddppo_{side_by_side}_workers_share']:.0%} of it)")
     print(f"ddppo scaling, {args.trace} env K={args.k}: {parts}; target x{TARGET_SPEEDUP} at 2 "
           f"[{os.cpu_count()} cpus, load {out['conditions']['loadavg_1m_after']:.2f}] "
           f"-> {args.out}")

@@ -63,7 +63,7 @@ from hpcpolicy.rl.runs import RunPaths, StopOnSignal, check_resume_config, load_
 from hpcpolicy.rl.warm_start import scorer_weights
 
 __all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "precheck_launch", "prepare_launch",
-           "run_workers", "worker_entry", "worker_main"]
+           "run_workers", "torchrun_command", "worker_entry", "worker_main"]
 
 PIN_CPUS_ENV = "HPCPOLICY_PIN_CPUS"
 """Set by :func:`run_workers` for its workers: 1 pins each to CPUs of its own."""
@@ -311,6 +311,14 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
     return run_workers("hpcpolicy.rl.ddppo", paths, workers, cfg, resume, "DD-PPO")
 
 
+def torchrun_command(module: str, run_dir: Path, workers: int, resume: bool) -> list[str]:
+    """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume]`` on ``workers``
+    processes on this machine (a free port of its own, so several can run at once)."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={workers}", "-m", module, str(run_dir),
+            *(["--resume"] if resume else [])]
+
+
 def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, resume: bool,
                 what: str) -> TrainResult:
     """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume]`` on ``workers``
@@ -320,9 +328,7 @@ def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, re
     Raises:
         RuntimeError: a worker failed, or wrote no result (``what`` names the trainer).
     """
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={workers}", "-m", module, str(paths.root),
-           *(["--resume"] if resume else [])]
+    cmd = torchrun_command(module, paths.root, workers, resume)
     paths.stop_request.unlink(missing_ok=True)  # left by a run that crashed
     # torchrun in a session of its own: a terminal's Ctrl-C reaches only this process, which
     # asks the workers to stop through the run's STOP file (torchrun, signalled, would print
