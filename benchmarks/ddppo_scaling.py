@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import os
 import statistics
 import subprocess
@@ -50,13 +51,13 @@ def _steady_rate(metrics: Path) -> float:
 
 def _side_by_side(cfg: Any, factory: str, env_kwargs: dict[str, Any],
                   runs: list[Path]) -> float:
-    """Summed steady rate of independent 1-worker trainings in ``runs``, all at once, the
-    i-th pinned to the i-th CPU this process may use."""
+    """Summed steady rate of independent 1-worker trainings in ``runs``, all at once, each
+    pinned to one of the CPUs this process may use, in turn."""
     from hpcpolicy.rl.ddppo import prepare_launch, torchrun_command
 
     cpus = sorted(os.sched_getaffinity(0))
     procs = []
-    for run, cpu in zip(runs, cpus * len(runs), strict=False):
+    for run, cpu in zip(runs, itertools.cycle(cpus)):
         prepare_launch(cfg, factory, run, env_kwargs=env_kwargs)
         procs.append(subprocess.Popen(
             torchrun_command("hpcpolicy.rl.ddppo", run, 1, False),
@@ -141,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
                 end_to_end[workers].append(result.global_step / (time.perf_counter() - start))
                 rates[workers].append(_steady_rate(run / "metrics.csv"))
             if side_by_side > 1:
-                cfg = DDPPOConfig(total_steps=args.num_envs * args.num_steps * args.updates,
-                                  num_envs=args.num_envs, num_steps=args.num_steps,
-                                  num_minibatches=args.num_minibatches, seed=args.seed)
-                ceiling.append(_side_by_side(cfg, factory, env_kwargs, [
+                lone = DDPPOConfig(total_steps=args.num_envs * args.num_steps * args.updates,
+                                   num_envs=args.num_envs, num_steps=args.num_steps,
+                                   num_minibatches=args.num_minibatches, seed=args.seed)
+                ceiling.append(_side_by_side(lone, factory, env_kwargs, [
                     Path(tmp) / f"side{i}r{repeat}" for i in range(side_by_side)]))
     base = rates[counts[0]]
     # A repeat's counts ran back to back, so their ratio sees the same conditions; the
