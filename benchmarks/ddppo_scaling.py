@@ -6,9 +6,13 @@ default lublin_256, episodes of 256 jobs as in training) or on the toy environme
 ``tests/rl_toy_env.py`` (``--trace toy``). The figure is the steady-state rate: samples of
 updates 2..U divided by their wall time (rollout, learning, all-reduce, checkpoints; the first
 update, with process start and warm-up, is left out). The end-to-end rate (including torchrun
-start) is reported too. Each worker count runs once per repeat, the counts of a repeat back
-to back; the speed-up is the median over repeats of each repeat's ratio to its 1-worker run,
-and the ratio of the best runs is reported beside it.
+start) is reported too. Before the timed runs, one untimed run of ``--warmup-updates`` updates
+with the largest worker count fills numba's on-disk cache: on a fresh machine the first run
+otherwise compiles the episode-end code in the middle of its third update (a stall of
+seconds, seen as one ~100 samples/s update) and that repeat's ratio means nothing. Each
+worker count runs once per repeat, the counts of a repeat back to back; the speed-up is the
+median over repeats of each repeat's ratio to its 1-worker run, and the ratio of the best runs
+is reported beside it.
 
 With ``--side-by-side`` (on by default), each repeat also runs as many independent 1-worker
 trainings at once as the largest worker count, each pinned to a CPU of its own, and sums their
@@ -111,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1, help="run seed")
     parser.add_argument("--repeats", type=int, default=5,
                         help="runs per worker count (the median ratio is reported)")
+    parser.add_argument("--warmup-updates", type=int, default=4,
+                        help="updates of the untimed warm-up run (0: none)")
     parser.add_argument("--side-by-side", action=argparse.BooleanOptionalAction, default=True,
                         help="also run independent 1-worker trainings at once, one per CPU, "
                              "as many as the largest worker count: the machine's ceiling")
@@ -128,14 +134,21 @@ def main(argv: list[str] | None = None) -> int:
     end_to_end: dict[int, list[float]] = {w: [] for w in counts}
     side_by_side = max(counts) if args.side_by_side and hasattr(os, "sched_setaffinity") else 0
     ceiling: list[float] = []
+
+    def config(workers: int, updates: int) -> DDPPOConfig:
+        return DDPPOConfig(
+            total_steps=workers * args.num_envs * args.num_steps * updates,
+            num_envs=args.num_envs, num_steps=args.num_steps,
+            num_minibatches=args.num_minibatches, seed=args.seed,
+            pin_cpus=args.pin_cpus, sync_frac=args.sync_frac)
+
     with tempfile.TemporaryDirectory() as tmp:
+        if args.warmup_updates > 0:
+            launch(config(max(counts), args.warmup_updates), factory, Path(tmp) / "warmup",
+                   workers=max(counts), env_kwargs=env_kwargs)
         for repeat in range(args.repeats):  # interleaved, so that load changes hit all counts
             for workers in counts:
-                cfg = DDPPOConfig(
-                    total_steps=workers * args.num_envs * args.num_steps * args.updates,
-                    num_envs=args.num_envs, num_steps=args.num_steps,
-                    num_minibatches=args.num_minibatches, seed=args.seed,
-                    pin_cpus=args.pin_cpus, sync_frac=args.sync_frac)
+                cfg = config(workers, args.updates)
                 run = Path(tmp) / f"w{workers}r{repeat}"
                 start = time.perf_counter()
                 result = launch(cfg, factory, run, workers=workers, env_kwargs=env_kwargs)
@@ -169,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "ddppo_scaling", "env": env_name,
         "k": args.k, "num_envs": args.num_envs, "num_steps": args.num_steps,
         "num_minibatches": args.num_minibatches, "update_epochs": cfg.update_epochs,
-        "updates": args.updates, "repeats": args.repeats, "torch_threads_per_worker": 1,
+        "updates": args.updates, "warmup_updates": args.warmup_updates,
+        "repeats": args.repeats, "torch_threads_per_worker": 1,
         "pin_cpus": args.pin_cpus, "sync_frac": args.sync_frac,
         "checkpoint_every": cfg.checkpoint_every,
         "backend": "gloo",
