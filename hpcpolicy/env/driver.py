@@ -8,9 +8,12 @@ resources, start times, and the running jobs' cores and *requested* ends. It adv
 with the same compiled entry points the Stepper uses, so the schedule is the Stepper's (a test
 keeps both paths identical). Nothing here reads a job's actual end or run time.
 
+:meth:`EngineDriver.observe` builds a decision's whole observation in one compiled call
+(:func:`_observe`), with the very feature code of :class:`~hpcpolicy.env.observe.Observer`;
+this costs a quarter of building it from Python, and makes most of an environment step.
+
 This is the one module that knows the compiled engine's array layout
-(:mod:`hpcpolicy.sim.fast`); see :meth:`EngineDriver.running` for the part that
-:class:`~hpcpolicy.policies.base.QueueView` does not offer yet.
+(:mod:`hpcpolicy.sim.fast`).
 
 Example:
     >>> import numpy as np
@@ -34,18 +37,22 @@ Example:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from hpcpolicy.env.observe import fill
 from hpcpolicy.sim import fast
-from hpcpolicy.sim.compiled import Stepper
+from hpcpolicy.sim.compiled import Stepper, bind
 from hpcpolicy.sim.fast import _pick  # the engine's own fit test (the compat engine uses it too)
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.env.observe import Obs, Observer
     from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
     from hpcpolicy.workload import Workload
 
@@ -90,6 +97,22 @@ def _running(ids, need, grp, pend, cores, req_end):
         req_end[i] = pend[j]
 
 
+@njit(cache=True)
+def _observe(sc, queue, k, need, free, run_ids, run_len, js, static, submit, total, wait_col,
+             fits_col, jlog, jdiv, cols, clog, cdiv, jobs, cluster, mask):
+    """:func:`~hpcpolicy.env.observe.fill` of the decision the engine state stands at: the
+    visible jobs, their fit test and the running jobs read from the state's own arrays."""
+    waiting = queue[sc[fast.QH]:sc[fast.QT]]
+    visible = waiting[:k]
+    fits = np.empty(visible.shape[0], np.bool_)
+    _fits_now(visible, need, free, fits)
+    ids = run_ids[:sc[run_len]]
+    cores, req_end = np.empty(ids.shape[0], np.int64), np.empty(ids.shape[0], np.int64)
+    _running(ids, need, js[fast.GRP], js[fast.PEND], cores, req_end)
+    fill(sc[fast.NOW], visible, waiting.shape[0], fits, free, cores, req_end, static, submit,
+         total, wait_col, fits_col, jlog, jdiv, cols, clog, cdiv, jobs, cluster, mask)
+
+
 class EngineDriver:
     """A :class:`~hpcpolicy.sim.compiled.Stepper` advanced without building QueueViews.
 
@@ -111,6 +134,7 @@ class EngineDriver:
             else self.stepper.state.heap[1]
         self._running_len = fast.RLEN if rlscheduler else fast.HLEN
         self._q = 0
+        self._observe: Callable[..., None] | None = None
 
     # -- advancing ------------------------------------------------------------------------
     def advance(self) -> int:
@@ -122,6 +146,19 @@ class EngineDriver:
         """Make waiting job ``slot`` (index into :meth:`queue`) the head (:func:`head_scores`)."""
         head_scores(self._q, slot, self.stepper.state.scores)
         self.stepper.decide_raw(self.stepper.jobs, self.stepper.state)
+
+    def observe(self, observer: Observer, obs: Obs) -> None:
+        """Write the observation of the current decision into ``obs`` (zeros beforehand,
+        e.g. :meth:`~hpcpolicy.env.observe.Observer.empty`): what ``observer.observe`` gives
+        for :meth:`queue`, :meth:`fits_now`, :attr:`free` and :meth:`running`, in one
+        compiled call. ``observer`` and the types of ``obs`` stay the same in an episode."""
+        if self._observe is None:
+            st = self.stepper.state
+            fixed = (st.sc, st.queue, observer.k, self.prep.need, st.free, self._running_ids,
+                     self._running_len, st.js, *observer.tables)
+            fn = bind(_observe, *fixed, obs["jobs"], obs["cluster"], obs["mask"])
+            self._observe = functools.partial(fn, *fixed)
+        self._observe(obs["jobs"], obs["cluster"], obs["mask"])
 
     # -- what a scheduler knows -----------------------------------------------------------
     @property
@@ -143,26 +180,6 @@ class EngineDriver:
     def capacity(self) -> I64:
         """(groups, 4) totals of the cluster."""
         return self.prep.capacity
-
-    def fits_now(self, jobs: I64) -> npt.NDArray[np.bool_]:
-        """Whether each of ``jobs`` fits on the free resources now (in some node group), the
-        test :meth:`~hpcpolicy.sim.compiled.Stepper.next_decision` reports as ``fits_now``."""
-        out = np.empty(jobs.shape[0], np.bool_)
-        _fits_now(jobs, self.prep.need, self.stepper.state.free, out)
-        return out
-
-    def running(self) -> tuple[I64, I64]:
-        """Cores held and requested end (s) of each running job, warm-start jobs included.
-
-        Read from the engine's list of running jobs (job ids only, never their actual ends).
-        :class:`~hpcpolicy.policies.base.QueueView` lacks these two arrays; once it carries
-        them (``running_cores``, ``running_req_end``) the environment can read them there.
-        """
-        state = self.stepper.state
-        ids = self._running_ids[:state.sc[self._running_len]]
-        cores, req_end = np.empty(ids.shape[0], np.int64), np.empty(ids.shape[0], np.int64)
-        _running(ids, self.prep.need, state.js[fast.GRP], state.js[fast.PEND], cores, req_end)
-        return cores, req_end
 
     def starts(self) -> I64:
         """Start time of every workload job so far (-1 while waiting); a view."""

@@ -55,7 +55,7 @@ from hpcpolicy.rl.spaces import CLUSTER_FEATURES, DEFAULT_K, JOB_FEATURES, norma
 if TYPE_CHECKING:
     from hpcpolicy.workload import Workload
 
-__all__ = ["RELEASE_HORIZON_S", "Observer"]
+__all__ = ["RELEASE_HORIZON_S", "Observer", "fill"]
 
 I64 = npt.NDArray[np.int64]
 Obs = dict[str, npt.NDArray[Any]]
@@ -138,6 +138,18 @@ def _cluster(now, queue_length, free, total, run_cores, run_req_end, cols, clog,
         out[c] = _norm(raw[c], clog[c], cdiv[c])
 
 
+@njit(cache=True)
+def fill(now, visible, queued, fits, free, run_cores, run_req_end, static, submit, total,
+         wait_col, fits_col, jlog, jdiv, cols, clog, cdiv, jobs, cluster, mask):
+    """The whole observation into ``jobs``, ``cluster`` and ``mask`` (zeros beforehand).
+
+    The arguments from ``static`` to ``cdiv`` are :attr:`Observer.tables`; the compiled
+    engine driver calls this straight from its own kernel (:mod:`hpcpolicy.env.driver`).
+    """
+    _fill(now, visible, static, submit, fits, wait_col, fits_col, jlog, jdiv, jobs, mask)
+    _cluster(now, queued, free, total, run_cores, run_req_end, cols, clog, cdiv, cluster)
+
+
 class Observer:
     """Builds the observation of each decision for one workload on one machine.
 
@@ -154,15 +166,16 @@ class Observer:
     def __init__(self, workload: Workload, capacity: I64, k: int = DEFAULT_K) -> None:
         total = np.asarray(capacity, dtype=np.float64).sum(axis=0)
         self.k = k
-        self._total = total
         raw = np.zeros((len(workload), len(JOB_FEATURES)))
         raw[:, _J["req_walltime_s"]] = workload.req_walltime
         raw[:, _J["req_cores_frac"]] = _share(workload.procs, total[_CORES])
         raw[:, _J["req_nodes_frac"]] = _share(workload.nodes, total[_NODES])
         raw[:, _J["req_gpus_frac"]] = _share(workload.gpus, total[_GPUS])
         raw[:, _J["req_mem_frac"]] = _share(workload.mem_mib, total[_MEM])
-        self._static = normalise(raw, JOB_FEATURES)  # wait_s and fits_now filled per decision
-        self._submit = np.asarray(workload.submit, dtype=np.int64)
+        static = normalise(raw, JOB_FEATURES)  # wait_s and fits_now filled per decision
+        self.tables = (static, np.asarray(workload.submit, dtype=np.int64), total, _WAIT,
+                       _FITS, _JOB_LOG, _JOB_DIV, _CLUSTER_COLS, _CLUSTER_LOG, _CLUSTER_DIV)
+        """What :func:`fill` needs besides the decision's own state, in its order."""
 
     def observe(self, now: int, waiting: I64, fits: npt.NDArray[np.bool_], free: I64,
                 running_cores: I64, running_req_end: I64, queued: int | None = None) -> Obs:
@@ -182,13 +195,14 @@ class Observer:
         Returns:
             ``{"jobs": float32 [k, Fj], "cluster": float32 [Fc], "mask": int8 [k]}``.
         """
-        k = self.k
-        jobs = np.zeros((k, len(JOB_FEATURES)), np.float32)
-        mask = np.zeros(k, np.int8)
-        _fill(now, waiting[:k], self._static, self._submit, fits, _WAIT, _FITS, _JOB_LOG,
-              _JOB_DIV, jobs, mask)
-        cluster = np.zeros(len(CLUSTER_FEATURES), np.float32)
-        _cluster(now, waiting.shape[0] if queued is None else queued, free, self._total,
-                 running_cores, running_req_end, _CLUSTER_COLS, _CLUSTER_LOG, _CLUSTER_DIV,
-                 cluster)
-        return {"jobs": jobs, "cluster": cluster, "mask": mask}
+        obs = self.empty()
+        fill(now, waiting[:self.k], waiting.shape[0] if queued is None else queued, fits, free,
+             running_cores, running_req_end, *self.tables, obs["jobs"], obs["cluster"],
+             obs["mask"])
+        return obs
+
+    def empty(self) -> Obs:
+        """An observation of zeros (no visible job), the arrays :func:`fill` writes into."""
+        return {"jobs": np.zeros((self.k, len(JOB_FEATURES)), np.float32),
+                "cluster": np.zeros(len(CLUSTER_FEATURES), np.float32),
+                "mask": np.zeros(self.k, np.int8)}

@@ -32,13 +32,15 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 from numba import njit
 
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.sim.compiled import bind
 from hpcpolicy.sim.metrics import TAU_S
 
 if TYPE_CHECKING:
@@ -133,6 +135,32 @@ def _sums(t, submit, never, start, dur, slow_div, grp, cores, out):
     out[3] = busy
 
 
+@njit(cache=True)
+def _potentials(t, submit, never, start, dur, slow_div, grp, cores, jobs, t0, total_cores, out):
+    """Each term's potential at time t (in :data:`REWARD_TERMS` order) into ``out``, over the
+    ``jobs`` runnable jobs; ``t0`` is the first submit (the utilisation span starts there)."""
+    _sums(t, submit, never, start, dur, slow_div, grp, cores, out)
+    span = t - t0
+    out[3] = out[3] / (total_cores * span) if span > 0 else 0.0
+    out[0] = -out[0] / jobs
+    out[1] = -out[1] / (jobs * _HOUR)
+    out[2] = -out[2] / (jobs * _HOUR)
+
+
+@njit(cache=True)
+def _reward(t, submit, never, start, dur, slow_div, grp, cores, jobs, t0, total_cores, weights,
+            last):
+    """The weighted change of the potentials from ``last`` to time t; ``last`` becomes the
+    potentials at t."""
+    now = np.empty(last.shape[0])
+    _potentials(t, submit, never, start, dur, slow_div, grp, cores, jobs, t0, total_cores, now)
+    reward = 0.0
+    for i in range(now.shape[0]):
+        reward += weights[i] * (now[i] - last[i])
+        last[i] = now[i]
+    return reward
+
+
 class RewardMeter:
     """Potentials of one episode and the reward of each decision.
 
@@ -154,29 +182,32 @@ class RewardMeter:
         self._jobs = max(int(runnable.sum()), 1)
         self._t0 = int(prep.submit[runnable].min()) if runnable.any() else 0
         self._total_cores = float(total_cores)
-        self._sum = np.zeros(4)
         self._last = np.zeros(len(REWARD_TERMS))
+        self._reward: Callable[..., float] | None = None
 
     def potentials(self, t: int, starts: I64, groups: I64) -> npt.NDArray[np.float64]:
         """Each term's potential at time ``t`` (in :data:`REWARD_TERMS` order)."""
-        _sums(t, self._submit, self._never, starts, self._dur, self._slow_div, groups,
-              self._cores, self._sum)
-        bsld, wait, resp, busy = self._sum
-        n = self._jobs
-        span = t - self._t0
-        util = busy / (self._total_cores * span) if span > 0 else 0.0
-        return np.array([-bsld / n, -wait / (n * _HOUR), -resp / (n * _HOUR), util])
+        out = np.empty(len(REWARD_TERMS))
+        _potentials(t, self._submit, self._never, starts, self._dur, self._slow_div, groups,
+                    self._cores, self._jobs, self._t0, self._total_cores, out)
+        return out
 
     def start(self, t: int, starts: I64, groups: I64) -> None:
-        """Record the potentials at the episode's first decision."""
+        """Record the potentials at the episode's first decision. ``starts`` and ``groups``
+        are one-dimensional int64 arrays, of the same kind in every later call."""
         self._last = self.potentials(t, starts, groups)
+        self._reward = bind(_reward, *self._args(t, starts, groups))
 
     def step(self, t: int, starts: I64, groups: I64) -> float:
         """The reward of the decisions since the last call, now at time ``t``."""
-        now = self.potentials(t, starts, groups)
-        reward = float(self._w @ (now - self._last))
-        self._last = now
-        return reward
+        if self._reward is None:
+            raise RuntimeError("RewardMeter.step() before start()")
+        return float(self._reward(*self._args(t, starts, groups)))
+
+    def _args(self, t: int, starts: I64, groups: I64) -> tuple[Any, ...]:
+        """The arguments of :func:`_reward`."""
+        return (t, self._submit, self._never, starts, self._dur, self._slow_div, groups,
+                self._cores, self._jobs, self._t0, self._total_cores, self._w, self._last)
 
     def finish(self, starts: I64, groups: I64) -> float:
         """The last reward, at the window's last end (every job has run)."""

@@ -16,7 +16,7 @@ from hpcpolicy.env.observe import Observer
 from hpcpolicy.env.rewards import RewardMeter
 from hpcpolicy.env.split import window_range
 from hpcpolicy.errors import ConfigError, SimulationError
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES, action_space, observation_space
+from hpcpolicy.rl.spaces import action_space, observation_space
 from hpcpolicy.sim.metrics import outcome_table, summarize
 from hpcpolicy.sim.types import RunningJobs, SimResult
 from hpcpolicy.sim.windows import WindowConfig, running_at
@@ -170,7 +170,8 @@ class SchedulingEnv(gym.Env[Obs, int]):
         driver.choose(slot)
         if driver.advance() == 0:
             reward = meter.finish(driver.starts(), driver.groups())
-            self._obs = self._final_observation()
+            assert self._observer is not None
+            self._obs = self._observer.empty()
             info = {"action_mask": self._obs["mask"].copy(),
                     "episode_metrics": self._episode_metrics(driver.result())}
             self._driver = None
@@ -183,16 +184,9 @@ class SchedulingEnv(gym.Env[Obs, int]):
     def _observe(self) -> Obs:
         driver, observer = self._driver, self._observer
         assert driver is not None and observer is not None
-        waiting = driver.queue()
-        cores, req_end = driver.running()
-        return observer.observe(driver.now, waiting, driver.fits_now(waiting[:self.config.k]),
-                                driver.free, cores, req_end)
-
-    def _final_observation(self) -> Obs:
-        k = self.config.k
-        return {"jobs": np.zeros((k, len(JOB_FEATURES)), np.float32),
-                "cluster": np.zeros(len(CLUSTER_FEATURES), np.float32),
-                "mask": np.zeros(k, np.int8)}
+        obs = observer.empty()
+        driver.observe(observer, obs)
+        return obs
 
     def _running(self, start: int) -> RunningJobs | None:
         """Jobs running at the window's first submit (warm starts), cached per window."""

@@ -108,20 +108,40 @@ class Episode:
 
 
 class EpisodeRecorder:
-    """Collects the rows of one episode as they are decided."""
+    """Collects the rows of one episode as they are decided: each decision's observation is
+    written in place (:meth:`next_observation`), then its action (:meth:`add`) and reward
+    (:meth:`reward`) are recorded.
 
-    def __init__(self, k: int) -> None:
+    Args:
+        k: Slots per observation.
+        capacity: Decisions to make room for at first (more are made room for as needed).
+    """
+
+    def __init__(self, k: int, capacity: int = 256) -> None:
         self.k = k
-        self._obs: list[npt.NDArray[np.float32]] = []
+        capacity = max(capacity, 1)
+        self._jobs = np.zeros((capacity, k, FJ), np.float32)
+        self._cluster = np.zeros((capacity, FC), np.float32)
+        self._mask = np.zeros((capacity, k), np.float32)
         self._actions: list[int] = []
         self._rewards: list[float] = []
 
     def __len__(self) -> int:
         return len(self._actions)
 
-    def add(self, obs: Obs, action: int) -> None:
-        """Record a decision (its reward comes with :meth:`reward`)."""
-        self._obs.append(pack(obs))
+    def next_observation(self) -> Obs:
+        """Zeroed ``jobs``, ``cluster`` and ``mask`` arrays (``float32``, the mask too) of the
+        next decision, to fill in place (:meth:`hpcpolicy.env.driver.EngineDriver.observe`)."""
+        i = len(self._actions)
+        if i == self._jobs.shape[0]:
+            self._jobs, self._cluster, self._mask = (
+                np.concatenate([a, np.zeros_like(a)]) for a in (self._jobs, self._cluster,
+                                                                self._mask))
+        return {"jobs": self._jobs[i], "cluster": self._cluster[i], "mask": self._mask[i]}
+
+    def add(self, action: int) -> None:
+        """Record the action of the decision whose observation was filled last (its reward
+        comes with :meth:`reward`)."""
         self._actions.append(action)
 
     def reward(self, value: float) -> None:
@@ -130,9 +150,11 @@ class EpisodeRecorder:
 
     def finish(self, source: str, window_start: int, terminated: bool,
                facts: dict[str, float] | None = None) -> Episode:
-        """The recorded episode."""
-        if len(self._rewards) != len(self._actions):
-            raise ValueError(f"{len(self._actions)} decisions but {len(self._rewards)} rewards")
-        obs = np.stack(self._obs) if self._obs else np.zeros((0, obs_dim(self.k)), np.float32)
+        """The recorded episode, its observations packed as :func:`pack` does."""
+        n = len(self._actions)
+        if len(self._rewards) != n:
+            raise ValueError(f"{n} decisions but {len(self._rewards)} rewards")
+        obs = np.concatenate([self._jobs[:n].reshape(n, -1), self._cluster[:n], self._mask[:n]],
+                             axis=1)
         return Episode(source, window_start, obs, np.asarray(self._actions, np.int64),
                        np.asarray(self._rewards, np.float32), terminated, facts or {})

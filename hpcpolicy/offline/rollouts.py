@@ -45,10 +45,11 @@ from hpcpolicy.env.driver import EngineDriver
 from hpcpolicy.env.observe import Observer
 from hpcpolicy.env.rewards import RewardMeter
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.offline.layout import Episode, EpisodeRecorder
+from hpcpolicy.offline.layout import Episode, EpisodeRecorder, Obs
 from hpcpolicy.policies.base import QueueView, ScoreKernel
 from hpcpolicy.policies.heuristics import get_policy, policy_names
 from hpcpolicy.rl.seeding import derive_seed
+from hpcpolicy.rl.spaces import JOB_FEATURES
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
@@ -66,8 +67,10 @@ ROLLOUT_HEURISTICS = tuple(name for name in policy_names() if name != "fairshare
 a rollout restricted to the visible slots does not keep)."""
 
 I64 = npt.NDArray[np.int64]
-Chooser = Callable[[int, QueueView, np.random.Generator], int]
-"""``choose(valid slots, view of the visible jobs, generator) -> slot``."""
+Chooser = Callable[[I64, Obs, np.random.Generator], int]
+"""``choose(visible jobs, their observation, generator) -> slot``."""
+_FITS_COL = [f.name for f in JOB_FEATURES].index("fits_now")
+_NONE, _NO_JOBS = np.zeros(0), np.zeros(0, np.int64)
 
 
 def parse_source(source: str) -> tuple[str | None, bool]:
@@ -110,16 +113,19 @@ class Rollouts:
         self._sim = env.sim_config()
         self._weights = env.reward_weights
 
-    def _chooser(self, source: str, window: Workload) -> Chooser:
+    def _chooser(self, source: str, window: Workload, driver: EngineDriver) -> Chooser:
         name, eps = parse_source(source)
         if name is None:
-            return lambda valid, view, rng: int(rng.integers(valid))
+            return lambda visible, obs, rng: int(rng.integers(visible.shape[0]))
         kernel: ScoreKernel = get_policy(name).bind(window, self.cluster, self._sim)
         epsilon = self.epsilon if eps else 0.0
 
-        def choose(valid: int, view: QueueView, rng: np.random.Generator) -> int:
+        def choose(visible: I64, obs: Obs, rng: np.random.Generator) -> int:
             if epsilon and rng.random() < epsilon:
-                return int(rng.integers(valid))
+                return int(rng.integers(visible.shape[0]))
+            fits = obs["jobs"][:visible.shape[0], _FITS_COL] > 0  # the observation's fit flags
+            view = QueueView(driver.now, visible, window, driver.free, driver.capacity, fits,
+                             _NONE, _NO_JOBS, _NO_JOBS)  # rollouts read no fair share, no ends
             return int(np.argmin(kernel.scores(view)))  # the first of equal scores: oldest
 
         return choose
@@ -129,26 +135,20 @@ class Rollouts:
         when no job of the window fits on the machine."""
         k, size = self.env.k, self.env.window_size
         window = self.workload.take(np.arange(window_start, window_start + size))
-        choose = self._chooser(source, window)
         rng = np.random.default_rng(derive_seed(self.seed, window_start, _source_key(source)))
         driver = EngineDriver(window, self.cluster, self._sim)
+        choose = self._chooser(source, window, driver)
         if driver.advance() == 0:
             return None
         observer = Observer(window, driver.capacity, k)
         meter = RewardMeter(self._weights, driver.prep, self.cluster.total_cores)
         meter.start(driver.now, driver.starts(), driver.groups())
-        rec = EpisodeRecorder(k)
+        rec = EpisodeRecorder(k, size)
         while True:
-            waiting = driver.queue()
-            visible = waiting[:k]
-            fits = driver.fits_now(visible)
-            cores, req_end = driver.running()
-            obs = observer.observe(driver.now, waiting, fits, driver.free, cores, req_end)
-            view = QueueView(now=driver.now, jobs=visible, workload=window, free=driver.free,
-                             capacity=driver.capacity, fits_now=fits, user_share=np.zeros(0),
-                             running_cores=cores, running_req_end=req_end)
-            slot = choose(int(visible.shape[0]), view, rng)
-            rec.add(obs, slot)
+            obs = rec.next_observation()
+            driver.observe(observer, obs)
+            slot = choose(driver.queue()[:k], obs, rng)
+            rec.add(slot)
             driver.choose(slot)
             if driver.advance() == 0:
                 rec.reward(meter.finish(driver.starts(), driver.groups()))

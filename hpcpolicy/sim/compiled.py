@@ -123,15 +123,16 @@ def _functions(cfg: SimConfig) -> tuple[Callable[..., Any], Callable[..., Any],
     return mod.run_to_end, mod.next_decision, mod.decide
 
 
-def bind(dispatcher: Any, jobs: Any, state: Any) -> Callable[..., Any]:
-    """The compiled function of engine entry point ``dispatcher`` for the types of ``jobs``
-    and ``state``, to call with those very objects on every decision.
+def bind(dispatcher: Any, *args: Any) -> Callable[..., Any]:
+    """The compiled function of numba ``dispatcher`` for the types of ``args``, to call on
+    every decision with arguments of exactly those types (the same objects, usually).
 
-    It skips the dispatcher's per-call type resolution of the two namedtuples' 21 arrays,
-    which costs several microseconds, a large share of a short decision. The compiled
-    function does not check its arguments, so it must never see others.
+    It skips the dispatcher's per-call type resolution of every argument (for the engine's
+    entry points, the two namedtuples' 21 arrays), which costs several microseconds, a large
+    share of a short decision. The compiled function does not check its arguments, so it
+    must never see others.
     """
-    types = (typeof(jobs), typeof(state))  # type: ignore[no-untyped-call]
+    types = tuple(typeof(a) for a in args)  # type: ignore[no-untyped-call]
     compiled: Callable[..., Any] = dispatcher.compile(types)
     return compiled
 
