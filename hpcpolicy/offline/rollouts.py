@@ -126,7 +126,7 @@ class Rollouts:
             fits = obs["jobs"][:visible.shape[0], _FITS_COL] > 0  # the observation's fit flags
             view = QueueView(driver.now, visible, window, driver.free, driver.capacity, fits,
                              _NONE, _NO_JOBS, _NO_JOBS)  # rollouts read no fair share, no ends
-            return int(np.argmin(kernel.scores(view)))  # the first of equal scores: oldest
+            return int(kernel.scores(view).argmin())  # the first of equal scores: oldest
 
         return choose
 
