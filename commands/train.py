@@ -3,7 +3,9 @@ replay dataset."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -169,6 +171,18 @@ def _flat(kwargs: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+@contextlib.contextmanager
+def _second_ctrl_c(run: Path) -> Iterator[None]:
+    """The first Ctrl-C stops training after the update, with a checkpoint and a policy; a
+    second one stops it at once. Then say what is left and exit with 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        err_console.print(f"stopped at once by a second Ctrl-C; {run} keeps its last checkpoint: "
+                          "continue with the same command and --resume")
+        raise typer.Exit(130) from None
+
+
 def _check_env_file(run: Path, factory: str, kwargs: dict[str, Any], resume: bool) -> None:
     """Record the environment of a fresh run; on --resume, refuse a different one."""
     from hpcpolicy.atomic import write_json
@@ -305,10 +319,11 @@ def _marl(table: Path, *, overrides: dict[str, Any], config: Path | None, env: d
         console.print(f"{table}: {len(workload):,} jobs on {machine.name} "
                       f"({machine.total_gpus:,} GPUs); two agents, {cfg.total_steps:,} "
                       f"decisions; run {run}")
-    result = with_progress(lambda step: train_table(
-        data, cfg, run, workers=workers, resume=resume, progress=None if step is None else
-        lambda row: step(_format(dict(row)), int(row["global_step"]), cfg.total_steps)),
-        "training marl")
+    with _second_ctrl_c(run):
+        result = with_progress(lambda step: train_table(
+            data, cfg, run, workers=workers, resume=resume, progress=None if step is None else
+            lambda row: step(_format(dict(row)), int(row["global_step"]), cfg.total_steps)),
+            "training marl")
     policy = result.run_dir / "policy"
     if is_quiet():
         console.print(str(policy))
@@ -569,14 +584,15 @@ def main(
             console.print(f"{table}: {len(workload):,} jobs; episodes from jobs {lo:,}..{hi - 1:,}"
                           f" ({split}); machine {machine.name} ({machine.total_cores:,} cores); "
                           f"run {run}")
-        if algo == "ddppo":
-            from hpcpolicy.rl.ddppo import launch
+        with _second_ctrl_c(run):
+            if algo == "ddppo":
+                from hpcpolicy.rl.ddppo import launch
 
-            result = launch(cfg, ENV_FACTORY, run, workers=workers,  # type: ignore[arg-type]
-                            env_kwargs=kwargs, provenance=facts, resume=resume,
-                            initial_policy=init_from)
-        else:
-            result = _train_in_process(cfg, kwargs, run, resume, facts, initial)
+                result = launch(cfg, ENV_FACTORY, run, workers=workers,  # type: ignore[arg-type]
+                                env_kwargs=kwargs, provenance=facts, resume=resume,
+                                initial_policy=init_from)
+            else:
+                result = _train_in_process(cfg, kwargs, run, resume, facts, initial)
     if is_quiet():
         console.print(str(result.run_dir / "policy"))
         return

@@ -131,6 +131,40 @@ def test_the_launcher_stops_its_workers(tmp_path: Path, how: str) -> None:
     assert (run / "policy" / "manifest.json").is_file() and not (run / "STOP").exists()
 
 
+def _processes_of(run: Path) -> list[str]:
+    """Command lines of the live processes that name ``run`` (Linux's /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # ended meanwhile
+        if str(run) in text:
+            found.append(text)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_second_ctrl_c_ends_torchrun_and_the_workers_at_once(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    cfg = replace(CFG, total_steps=256 * 2000)
+
+    def twice() -> None:  # the second once the first has asked the workers to stop
+        os.kill(os.getpid(), signal.SIGINT)
+        while not (run / "STOP").exists():
+            time.sleep(0.005)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = _when_running(run, twice)
+    with pytest.raises(KeyboardInterrupt):
+        launch(cfg, FACTORY, run, workers=2, env_kwargs={"slow_rank": 1, "delay_s": 0.005})
+    thread.join()
+    assert _processes_of(run) == []  # no worker left training
+    assert "Traceback" not in capfd.readouterr().err  # torchrun did not print one
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["counters"]["update"] >= 1
+
+
 def test_a_stale_stop_file_does_not_stop_a_new_run(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()

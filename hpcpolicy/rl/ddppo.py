@@ -37,12 +37,14 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import json
 import logging
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -319,6 +321,40 @@ def torchrun_command(module: str, run_dir: Path, workers: int, resume: bool) -> 
             *(["--resume"] if resume else [])]
 
 
+def _stop_now(torchrun: subprocess.Popen[bytes]) -> None:
+    """End torchrun and its workers at once and quietly (the last checkpoint stays usable).
+
+    torchrun starts each worker in a session of its own, so the workers are found as its
+    children (Linux's ``/proc``) and killed with it. Where they cannot be found, torchrun is
+    asked to stop them (it then prints a traceback of its own).
+    """
+    try:
+        tasks = Path(f"/proc/{torchrun.pid}/task").iterdir()
+        workers = [int(pid) for task in tasks for pid in (task / "children").read_text().split()]
+    except OSError:
+        workers = []
+    if not workers:
+        torchrun.terminate()
+        torchrun.wait()
+        return
+    torchrun.kill()
+    torchrun.wait()
+    for pid in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while any(map(_alive, workers)) and time.monotonic() < deadline:
+        time.sleep(0.01)  # a SIGKILL takes effect when the process is next scheduled
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not ended (a zombie has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, resume: bool,
                 what: str) -> TrainResult:
     """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume]`` on ``workers``
@@ -343,8 +379,7 @@ def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, re
                     paths.stop_request.touch()
                 time.sleep(0.1)
     except KeyboardInterrupt:  # a second Ctrl-C: stop the workers now
-        proc.terminate()
-        proc.wait()
+        _stop_now(proc)
         raise
     finally:
         paths.stop_request.unlink(missing_ok=True)
