@@ -8,7 +8,7 @@ pytest.importorskip("torch")
 
 import torch
 
-from hpcpolicy.rl.networks import ActorCritic, PolicyScorer, masked_mean, slots_in_use
+from hpcpolicy.rl.networks import ActorCritic, PolicyScorer, ValueNet, slots_in_use
 from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
 FJ, FC = len(JOB_FEATURES), len(CLUSTER_FEATURES)
@@ -83,11 +83,46 @@ def test_value_ignores_slot_order_and_invalid_slots() -> None:
     torch.testing.assert_close(net.get_value(garbage, cluster, mask), value)
 
 
-def test_masked_mean_of_empty_mask_is_zero() -> None:
-    x = torch.ones(2, 3, 4)
-    mask = torch.tensor([[True, False, False], [False, False, False]])
-    out = masked_mean(x, mask)
-    assert torch.equal(out, torch.tensor([[1.0] * 4, [0.0] * 4]))
+def test_training_on_the_valid_slots_alone_gives_the_gradients_of_all_slots() -> None:
+    torch.manual_seed(0)
+    net = ActorCritic(5, 3)
+    jobs, cluster = torch.rand(6, 9, 5), torch.rand(6, 3)
+    mask = torch.rand(6, 9) < 0.5
+    mask[:, 0] = True
+    actions = torch.tensor([0, 0, 0, 0, 0, 0])
+
+    def gradients(loss: torch.Tensor) -> list[torch.Tensor]:
+        net.zero_grad()
+        loss.backward()  # type: ignore[no-untyped-call]
+        return [p.grad.clone() for p in net.parameters() if p.grad is not None]
+
+    _, logprob, entropy, value = net.get_action_and_value(jobs, cluster, mask, actions)
+    packed = gradients(logprob.sum() + entropy.sum() + value.sum())
+    # the same quantities over every slot, padded: the scorer's masked logits, and the value
+    # of the mean embedding over the valid slots
+    logp = torch.log_softmax(net.masked_logits(jobs, cluster, mask), dim=-1)
+    inputs = torch.cat([jobs, cluster[:, None].expand(-1, 9, -1)], dim=-1)
+    m = mask[..., None].float()
+    pooled = (net.critic.embed(inputs) * m).sum(dim=1) / m.sum(dim=1)
+    padded_value = net.critic.head(torch.cat([pooled, cluster], dim=-1)).squeeze(-1)
+    padded = gradients(logp.gather(-1, actions[:, None]).sum()
+                       - (logp.exp() * logp).sum() + padded_value.sum())
+    for a, b in zip(packed, padded, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_the_value_averages_the_valid_slots_embeddings() -> None:
+    torch.manual_seed(0)
+    net = ValueNet(4, 2)
+    jobs, cluster = torch.rand(3, 5, 4), torch.rand(3, 2)
+    mask = torch.tensor([[True, True, False, False, False], [False] * 5,
+                         [False, True, False, True, True]])
+    expected = []
+    for b in range(3):
+        inputs = torch.cat([jobs[b, mask[b]], cluster[b].expand(int(mask[b].sum()), 2)], dim=-1)
+        pooled = net.embed(inputs).mean(dim=0) if mask[b].any() else torch.zeros(32)
+        expected.append(net.head(torch.cat([pooled, cluster[b]])).squeeze(-1))
+    torch.testing.assert_close(net(jobs, cluster, mask), torch.stack(expected))  # empty row: 0s
 
 
 def test_parameter_count_does_not_depend_on_k_or_cluster() -> None:
