@@ -84,8 +84,8 @@ def valid_rows(jobs: torch.Tensor, cluster: torch.Tensor,
     (an invalid slot's score and embedding are never used), and a minibatch of a queue that
     is often short costs a fraction (2.2 times less on 256 decisions of 51 slots, 43 % valid).
     """
-    rows: tuple[torch.Tensor, torch.Tensor] = mask.nonzero(as_tuple=True)
-    return torch.cat([jobs[rows], cluster[rows[0]]], dim=-1), rows
+    row, slot = mask.nonzero(as_tuple=True)
+    return torch.cat([jobs[row, slot], cluster[row]], dim=-1), (row, slot)
 
 
 class JobScorer(nn.Module):
