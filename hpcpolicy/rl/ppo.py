@@ -212,8 +212,9 @@ def optimise(agent: ActorCritic, optimizer: torch.optim.Optimizer, buf: Rollout,
               advantages: torch.Tensor, returns: torch.Tensor, cfg: PPOConfig, comm: Comm,
               weight: float, gen: torch.Generator, slots: int | None = None) -> dict[str, float]:
     """PPO's epochs of minibatch updates on the first ``steps`` rows of ``buf``, on its first
-    ``slots`` job slots (all by default; see :func:`slots_in_use`). Workers pass the same
-    ``slots`` so that their minibatches cost the same and none waits at the all-reduce."""
+    ``slots`` job slots (all by default): the slots after the last valid one
+    (:func:`slots_in_use`) are not even copied. The networks work on the valid slots alone, so
+    a minibatch costs what its valid slots do, whatever the cut."""
     def flat(x: torch.Tensor) -> torch.Tensor:
         return x[:steps].reshape(-1, *x.shape[2:])
 
@@ -383,28 +384,25 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
 
                 steps, obs, episodes = _collect(agent, envs, obs, buf, cfg, comm, update, gen,
                                                 device)
-                # each worker's slots in use, at its own rank, so the sum tells all of them
-                slots = torch.zeros(comm.world_size, dtype=torch.float64)
-                slots[comm.rank] = slots_in_use(buf.mask[:steps])
-                sums = comm.all_sum(torch.cat([torch.tensor(
+                sums = comm.all_sum(torch.tensor(
                     [steps * cfg.num_envs, float(stop.requested), float(steps < cfg.num_steps),
-                     *episode_stats(episodes, names)], dtype=torch.float64), slots])).tolist()
+                     *episode_stats(episodes, names)], dtype=torch.float64)).tolist()
                 collected, stopped = int(sums[0]), sums[1] > 0
-                slots_used = int(max(sums[-comm.world_size:]))
                 with torch.no_grad():
                     next_value = agent.get_value(*_tensors(obs, device))
                 advantages, returns = compute_gae(buf.rewards[:steps], buf.values[:steps],
                                                   buf.dones[:steps], next_value, cfg.gamma,
                                                   cfg.gae_lambda)
                 losses = optimise(agent, optimizer, buf, steps, advantages, returns, cfg, comm,
-                                   steps * cfg.num_envs / collected, gen, slots_used)
+                                   steps * cfg.num_envs / collected, gen,
+                                   slots_in_use(buf.mask[:steps]))
                 global_step += collected
                 update += 1
 
                 row = update_row(
                     update, global_step, wall_before + time.perf_counter() - session_start,
                     collected / (time.perf_counter() - t0), lr, losses, sums[3:6], names,
-                    sums[6:-comm.world_size],
+                    sums[6:],
                     {"ddppo/workers_cut": sums[2]} if comm.world_size > 1 else {})
                 row.update(comm.extra_metrics(update, agent))
                 if writer:
