@@ -150,8 +150,9 @@ class EngineDriver:
     def observe(self, observer: Observer, obs: Obs) -> None:
         """Write the observation of the current decision into ``obs`` (zeros beforehand,
         e.g. :meth:`~hpcpolicy.env.observe.Observer.empty`): what ``observer.observe`` gives
-        for :meth:`queue`, :meth:`fits_now`, :attr:`free` and :meth:`running`, in one
-        compiled call. ``observer`` and the types of ``obs`` stay the same in an episode."""
+        for the waiting queue, their fit test, the free resources and the running jobs' cores
+        and requested ends, in one compiled call. ``observer`` and the types of ``obs`` stay
+        the same in an episode."""
         if self._observe is None:
             st = self.stepper.state
             fixed = (st.sc, st.queue, observer.k, self.prep.need, st.free, self._running_ids,

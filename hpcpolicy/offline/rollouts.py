@@ -70,7 +70,8 @@ I64 = npt.NDArray[np.int64]
 Chooser = Callable[[I64, Obs, np.random.Generator], int]
 """``choose(visible jobs, their observation, generator) -> slot``."""
 _FITS_COL = [f.name for f in JOB_FEATURES].index("fits_now")
-_NONE, _NO_JOBS = np.zeros(0), np.zeros(0, np.int64)
+# the rollout heuristics read no fair-share table and no running jobs: shared empty arrays
+_NO_SHARES, _NO_JOBS = np.zeros(0), np.zeros(0, np.int64)
 
 
 def parse_source(source: str) -> tuple[str | None, bool]:
@@ -124,8 +125,9 @@ class Rollouts:
             if epsilon and rng.random() < epsilon:
                 return int(rng.integers(visible.shape[0]))
             fits = obs["jobs"][:visible.shape[0], _FITS_COL] > 0  # the observation's fit flags
-            view = QueueView(driver.now, visible, window, driver.free, driver.capacity, fits,
-                             _NONE, _NO_JOBS, _NO_JOBS)  # rollouts read no fair share, no ends
+            view = QueueView(now=driver.now, jobs=visible, workload=window, free=driver.free,
+                             capacity=driver.capacity, fits_now=fits, user_share=_NO_SHARES,
+                             running_cores=_NO_JOBS, running_req_end=_NO_JOBS)
             return int(kernel.scores(view).argmin())  # the first of equal scores: oldest
 
         return choose
