@@ -414,8 +414,10 @@ def main(
         "128 (offline: the dataset's; marl: 32).", show_default=False)] = None,
     visible: Annotated[str | None, typer.Option(
         "--visible", help="marl: which waiting jobs the selector sees: the oldest --k "
-        "(oldest), or the oldest --k of those that fit now (fitting: it can start any job "
-        "that fits, never held up behind jobs that do not). Default oldest.",
+        "(oldest), the oldest --k of those that fit now (fitting: it can start any job "
+        "that fits, never held up behind jobs that do not), or the --k with the shortest "
+        "requested walltimes (shortest: it may also choose one that does not fit yet and "
+        "hold the machine for it, as SJF does). Default oldest.",
         show_default=False)] = None,
     num_envs: NumEnvsOpt = None,
     split: Annotated[str, typer.Option(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from hpcpolicy.gpu.topology import Topology  # noqa: E402
 from hpcpolicy.marl.artifact import export_marl, load_marl  # noqa: E402
 from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig  # noqa: E402
 from hpcpolicy.marl.decide import AgentPlacer, AgentScorer, Obs  # noqa: E402
+from hpcpolicy.marl.episode import WindowSource  # noqa: E402
 from hpcpolicy.marl.features import (  # noqa: E402
     CANDIDATE_FEATURES,
     CONTEXT_FEATURES,
@@ -34,9 +36,11 @@ from hpcpolicy.marl.networks import TwoAgents  # noqa: E402
 from hpcpolicy.marl.policy import MarlPolicy  # noqa: E402
 from hpcpolicy.marl.reward import SharedReward  # noqa: E402
 from hpcpolicy.marl.train import train  # noqa: E402
+from hpcpolicy.marl.warm_start import clone_heuristic  # noqa: E402
 from hpcpolicy.policies import get_policy  # noqa: E402
 from hpcpolicy.policies.base import QueueView  # noqa: E402
 from hpcpolicy.policies.learned import resolve_policy  # noqa: E402
+from hpcpolicy.rl.ppo import SingleProcess  # noqa: E402
 from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
 from hpcpolicy.sim import SimConfig, simulate  # noqa: E402
 from hpcpolicy.sim.metrics import outcome_table, summarize  # noqa: E402
@@ -80,6 +84,8 @@ class _Spy:
         self.k = k
         self.skipped = 0
         self.beyond_oldest = 0  # jobs started from behind the oldest k that did not fit
+        self.held = 0  # heads chosen that did not fit (the machine waits for them)
+        self.req = np.asarray(workload.req_walltime)
 
     def pick(self, agent: int, obs: Obs, now: int) -> int:
         self.calls[agent] += 1
@@ -93,8 +99,11 @@ class _Spy:
         if self.visible == "oldest":
             shown = view.jobs[:self.k]
             fits = view.fits_now[:self.k]
-        else:
+        elif self.visible == "fitting":
             shown = view.jobs[view.fits_now][:self.k]
+            fits = np.ones(shown.shape[0], bool)
+        else:  # every shown job may be chosen, whether it fits or not
+            shown = view.jobs[np.argsort(self.req[view.jobs], kind="stable")][:self.k]
             fits = np.ones(shown.shape[0], bool)
         seen = self.scorer._observer.observe(view)
         if seen is None:
@@ -108,7 +117,9 @@ class _Spy:
         assert not obs["mask"][fits.shape[0]:].any()
         scores = self.scorer.scores(view)
         head = view.jobs[int(np.argmin(scores))]
-        assert view.fits_now[np.flatnonzero(view.jobs == head)[0]]  # the chosen job fits
+        head_fits = view.fits_now[np.flatnonzero(view.jobs == head)[0]]
+        assert head_fits or self.visible == "shortest"  # otherwise the chosen job fits
+        self.held += int(not head_fits)
         self.beyond_oldest += int(head not in view.jobs[:self.k])
         return scores
 
@@ -119,7 +130,7 @@ class _Spy:
         return self.placer.choose(view)
 
 
-@pytest.mark.parametrize("visible", ["oldest", "fitting"])
+@pytest.mark.parametrize("visible", ["oldest", "fitting", "shortest"])
 def test_masks_hold_exactly_the_options_that_can_be_taken(
         case: tuple[Workload, ClusterSpec], visible: str) -> None:
     workload, cluster = case
@@ -129,9 +140,25 @@ def test_masks_hold_exactly_the_options_that_can_be_taken(
     assert (result["start"] >= 0).all()
     assert spy.calls[0] > 10 and spy.calls[1] > 10
     if visible == "oldest":  # held up behind the oldest jobs at times, never past them
-        assert spy.skipped > 0 and spy.beyond_oldest == 0
-    else:  # never held up while some job fits, and it reaches past the oldest k
-        assert spy.skipped == 0 and spy.beyond_oldest > 0
+        assert spy.skipped > 0 and spy.beyond_oldest == 0 and spy.held == 0
+    elif visible == "fitting":  # never held up while some job fits; reaches past the oldest k
+        assert spy.skipped == 0 and spy.beyond_oldest > 0 and spy.held == 0
+    else:  # always asked; holds the machine for a chosen job at times
+        assert spy.skipped == 0 and spy.beyond_oldest > 0 and spy.held > 0
+
+
+def test_the_first_of_the_shortest_on_the_first_candidate_is_sjf_first_available(
+        case: tuple[Workload, ClusterSpec]) -> None:
+    workload, cluster = case
+    w = workload.take(np.arange(150))
+    topo = Topology.from_cluster(cluster)
+    first: Any = lambda agent, obs, now: 0  # noqa: E731
+    mine = GpuEngine(w, cluster, SimConfig(), AgentScorer(
+        SelectorObserver(w, topo, 4, "shortest"), first),
+        AgentPlacer(AllocatorObserver(w, topo), first)).run()
+    sjf = simulate(w, cluster, SimConfig(policy="sjf", allocator="first-available"))
+    assert mine["start"].tolist() == sjf.start.tolist()
+    assert mine["placement"]["nodes"].tolist() == sjf.placement["nodes"].tolist()
 
 
 def test_shared_reward_adds_up_to_the_window_metrics(case: tuple[Workload, ClusterSpec]) -> None:
@@ -161,6 +188,31 @@ def test_training_resumes_to_identical_results(case: tuple[Workload, ClusterSpec
     assert _rows(run) == _rows(trained)
     with pytest.raises(ConfigError, match="different config"):
         train(MarlConfig.from_dict({**CFG.to_dict(), "seed": 4}), ENV, *case, run, resume=True)
+
+
+@pytest.mark.parametrize(("visible", "least"), [("shortest", 0.95), ("oldest", 0.9)])
+def test_the_warm_start_fits_the_selector_to_the_heuristic(
+        case: tuple[Workload, ClusterSpec], visible: str, least: float) -> None:
+    env = MarlEnvConfig(k=8, window_size=48, visible=visible)
+    cfg = MarlConfig(warm_start="sjf", warm_start_decisions=600, seed=3)
+    torch.manual_seed(3)
+    nets = TwoAgents(cfg)
+    source = WindowSource(*case, env, 3)
+    gen = torch.Generator().manual_seed(3)
+    untrained = clone_heuristic(nets, source, replace(cfg, warm_start_steps=1), SingleProcess(),
+                                gen, torch.device("cpu"))
+    fit = clone_heuristic(nets, source, cfg, SingleProcess(), gen, torch.device("cpu"))
+    assert fit["decisions"] >= 600 and fit["agreement"] > untrained["agreement"]
+    assert fit["agreement"] >= least  # SJF is the first slot under "shortest": copied exactly
+
+
+def test_a_warm_started_run_records_its_fit(case: tuple[Workload, ClusterSpec],
+                                            tmp_path: Path) -> None:
+    cfg = MarlConfig.from_dict({**CFG.to_dict(), "total_steps": 200, "warm_start": "sjf",
+                                "warm_start_decisions": 100, "warm_start_steps": 50})
+    train(cfg, ENV, *case, tmp_path / "run")
+    fit = json.loads((tmp_path / "run" / "warm_start.json").read_text())
+    assert fit["heuristic"] == "sjf" and fit["decisions"] >= 100 and 0 <= fit["agreement"] <= 1
 
 
 def test_training_logs_both_agents(trained: Path) -> None:
@@ -226,6 +278,8 @@ def test_the_single_agent_loader_refuses_the_two_agent_manifest(trained: Path) -
     ({"allocator_hidden": ()}, "`allocator_hidden`"),
     ({"algo": "ppo"}, "needs 'marl'"),
     ({"gamma_typo": 1}, "unknown field"),
+    ({"warm_start": "shortest"}, "`warm_start`: 'shortest' is not a heuristic; valid: fcfs"),
+    ({"warm_start_steps": 0}, "`warm_start_steps`"),
 ])
 def test_config_errors_name_the_field(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

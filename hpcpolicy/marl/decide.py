@@ -8,11 +8,14 @@ during training one that samples from the networks and records the transition
 (:mod:`hpcpolicy.marl.episode`), in deployment one that takes the exported scorers' best
 option (:mod:`hpcpolicy.marl.policy`). So the rules below hold in both:
 
-* The selector sees ``k`` waiting jobs (the oldest, or the oldest of those that fit now:
-  :data:`~hpcpolicy.marl.features.VISIBLE`) and chooses among those that fit now; the
-  chosen job becomes the queue head (the others follow in submit order) and starts, on the
-  allocator's placement. When none of the shown jobs fits, nothing can start and nobody is
+* The selector sees ``k`` waiting jobs (the oldest, the oldest of those that fit now, or
+  those with the shortest requests: :data:`~hpcpolicy.marl.features.VISIBLE`) and chooses
+  one; the chosen job becomes the queue head (the others follow in submit order). Under the
+  first two rules only a job that fits now may be chosen, so the head starts at once, on the
+  allocator's placement; when none of the shown jobs fits, nothing can start and nobody is
   asked: the oldest job is the head and backfilling (if any) runs around it, as under FCFS.
+  Under ``shortest`` any shown job may be chosen; a head that does not fit waits for room
+  (backfilling, if any, runs around it) and the selector chooses again at the next event.
 * The allocator chooses among every candidate placement of that job, and of each job
   backfilling starts (then among the placements in the pool backfilling planned with).
 * A decision with a single option is taken without asking.
@@ -43,6 +46,7 @@ SELECTOR, ALLOCATOR = 0, 1
 """Agent indices (:data:`hpcpolicy.marl.networks.AGENTS`)."""
 
 Obs = dict[str, npt.NDArray[Any]]
+I64 = npt.NDArray[np.int64]
 Choose = Callable[[int, Obs, int], int]
 """``choose(agent, observation, now) -> option``: an index where ``observation["mask"]`` is
 true."""
@@ -61,9 +65,12 @@ class AgentScorer:
         if seen is None:
             return np.arange(view.jobs.shape[0], dtype=np.float64)
         obs, shown = seen
+        return head_scores(view.jobs.shape[0], int(shown[self.slot(view, obs, shown)]))
+
+    def slot(self, view: QueueView, obs: Obs, shown: I64) -> int:
+        """The chosen slot of ``obs`` (``shown``: each slot's position in ``view.jobs``)."""
         valid = np.flatnonzero(obs["mask"])
-        slot = int(valid[0]) if valid.shape[0] == 1 else self._choose(SELECTOR, obs, view.now)
-        return head_scores(view.jobs.shape[0], int(shown[slot]))
+        return int(valid[0]) if valid.shape[0] == 1 else self._choose(SELECTOR, obs, view.now)
 
 
 class AgentPlacer:

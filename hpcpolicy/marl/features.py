@@ -3,11 +3,17 @@
 **Selector.** The single-agent observation of :mod:`hpcpolicy.rl.spaces`, built by the same
 code (:class:`hpcpolicy.env.observe.Observer`): ``k`` waiting jobs (7 features each) and 7
 cluster features, with GPUs counted in whole GPUs (the GPU engine counts thousandths). Which
-jobs fill the slots is the ``visible`` rule (:data:`VISIBLE`): the oldest ``k`` waiting
-jobs, or the oldest ``k`` of those that fit now. Its mask differs from the single-agent
-one: only jobs that fit on the free resources now may be chosen, so the chosen job starts
-at once. When none of the shown jobs fits there is nothing to start and no choice to make
-(see :class:`SelectorObserver`).
+jobs fill the slots, and which of them may be chosen, is the ``visible`` rule
+(:data:`VISIBLE`):
+
+* ``oldest``: the oldest ``k`` waiting jobs. Only those that fit on the free resources now
+  may be chosen, so the chosen job starts at once; when none of them fits there is nothing to
+  start and no choice to make (see :class:`SelectorObserver`).
+* ``fitting``: the oldest ``k`` of the jobs that fit now, any of which may be chosen.
+* ``shortest``: the ``k`` waiting jobs with the shortest requested walltimes, any of which
+  may be chosen, as in the single-agent environment: a chosen job that does not fit becomes
+  the head and waits for room (backfilling, if any, runs around it). So the selector can hold
+  the machine for a short job, as SJF does, which the other two rules cannot express.
 
 **Allocator.** One row per candidate placement of the job about to start
 (:meth:`hpcpolicy.gpu.engine.GpuEngine.candidates`: every pool whose totals hold the job x
@@ -54,8 +60,11 @@ VISIBLE = {
     "oldest": "the oldest k waiting jobs; when none of them fits, nothing starts ahead of "
               "the oldest",
     "fitting": "the oldest k of the waiting jobs that fit now; any job that fits can start",
+    "shortest": "the k waiting jobs with the shortest requested walltimes; a chosen job that "
+                "does not fit waits for room, and nothing starts ahead of it",
 }
-"""Which waiting jobs the selector's slots show, by rule name."""
+"""Which waiting jobs the selector's slots show, by rule name (the module docstring says
+which of them may be chosen)."""
 
 CANDIDATE_FEATURES: tuple[Feature, ...] = (
     Feature("run_factor", "fraction", "linear", 4.0,
@@ -135,6 +144,7 @@ class SelectorObserver:
         self.k = k
         self.visible = visible
         self._observer = Observer(workload, self._whole_gpus(topology.pool_capacity), k)
+        self._req = np.asarray(workload.req_walltime, np.float64)
 
     @staticmethod
     def _whole_gpus(resources: I64) -> I64:
@@ -144,20 +154,23 @@ class SelectorObserver:
         return out
 
     def observe(self, view: QueueView) -> tuple[Obs, I64] | None:
-        """The observation (mask = shown jobs that fit now) and each slot's position in
-        ``view.jobs``; None when none of the shown jobs fits."""
+        """The observation (mask = the shown jobs that may be chosen) and each slot's
+        position in ``view.jobs``; None when none may be."""
         if self.visible == "fitting":
             shown = np.flatnonzero(view.fits_now)[:self.k]
+        elif self.visible == "shortest":
+            shown = np.argsort(self._req[view.jobs], kind="stable")[:self.k]
         else:
             shown = np.arange(min(self.k, view.jobs.shape[0]))
         fits = view.fits_now[shown]
-        if not fits.any():
+        choosable = np.ones_like(fits) if self.visible == "shortest" else fits
+        if not choosable.any():
             return None
         obs = self._observer.observe(view.now, view.jobs[shown], fits,
                                      self._whole_gpus(view.free), view.running_cores,
                                      view.running_req_end, queued=view.jobs.shape[0])
         mask = np.zeros(self.k, np.bool_)
-        mask[:fits.shape[0]] = fits
+        mask[:shown.shape[0]] = choosable
         obs["mask"] = mask
         return obs, shown
 

@@ -15,6 +15,9 @@ One update, in every worker (the loop of :mod:`hpcpolicy.rl.ppo`, with two agent
    ``num_minibatches`` times in this rollout is left unchanged for this update;
 5. log one row, checkpoint every ``checkpoint_every`` updates.
 
+With ``warm_start`` set, a fresh run first fits the selector to a heuristic's choices
+(:mod:`hpcpolicy.marl.warm_start`; the fit's facts go to ``warm_start.json``).
+
 Run directories, checkpoints (both agents, both optimisers, counters, every worker's sampling
 generator and window generator), Ctrl-C handling and resumption are those of
 :mod:`hpcpolicy.rl.runs`. Because rollouts are whole episodes, a checkpoint holds no
@@ -47,6 +50,7 @@ from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
 from hpcpolicy.marl.episode import EPISODE_METRICS, Trajectory, WindowSource, play
 from hpcpolicy.marl.features import max_candidates
 from hpcpolicy.marl.networks import AGENTS, TwoAgents
+from hpcpolicy.marl.warm_start import clone_heuristic
 
 # The PPO update and its storage are reused from the single-agent trainer, not copied.
 from hpcpolicy.rl.ppo import (
@@ -171,9 +175,14 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
         gen.set_state(done.mine["generator"])
         source.load_state_dict(done.mine["windows"])
         metrics.load(update)
-    elif writer:
-        paths.check_new()
-        paths.write_config(cfg)
+    else:
+        if writer:
+            paths.check_new()
+            paths.write_config(cfg)
+        if cfg.warm_start:
+            fit = clone_heuristic(nets, source, cfg, comm, gen, device)
+            if writer:
+                write_json(paths.root / "warm_start.json", {"heuristic": cfg.warm_start, **fit})
 
     session_start = time.perf_counter()
 
