@@ -11,7 +11,7 @@ by cross-entropy (``warm_start_steps`` Adam steps at ``warm_start_lr`` on miniba
 there. The allocator and both value networks start as usual.
 
 How close the clone comes is reported: the share of the recorded decisions on which the
-fitted selector's best-scored job is the heuristic's (``warm_start/agreement`` in
+fitted selector's best-scored job is the heuristic's (``agreement`` in
 ``warm_start.json``). Under ``visible = "shortest"`` the SJF choice is always the first
 slot, so the selector can copy SJF exactly; under the other rules it copies SJF among the
 jobs it is shown.
