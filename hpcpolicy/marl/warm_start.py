@@ -71,15 +71,16 @@ def _decisions(source: WindowSource, cfg: MarlConfig) -> list[tuple[Obs, int]]:
     """At least ``cfg.warm_start_decisions`` of the heuristic's selections (whole episodes)."""
     env, record = source.env, list[tuple[Obs, int]]()
     heuristic = get_policy(cfg.warm_start)
+    ranking, placing = env.sim_config(heuristic.name), env.sim_config(allocator="first-available")
     empty = 0
     while len(record) < cfg.warm_start_decisions:
         before = len(record)
         window = source.next()
-        sim = env.sim_config(heuristic.name)
-        GpuEngine(window, source.cluster, env.sim_config(allocator="first-available"),
+        GpuEngine(window, source.cluster, placing,
                   _HeuristicSelector(SelectorObserver(window, source.topology, env.k,
                                                       env.visible),
-                                     heuristic.bind(window, source.cluster, sim), record)).run()
+                                     heuristic.bind(window, source.cluster, ranking),
+                                     record)).run()
         empty = empty + 1 if len(record) == before else 0
         if empty == 20:
             break  # the windows leave the selector no choice; PPO's own check reports it
