@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-frac", type=float, default=0.7)
     parser.add_argument("--windows", type=int, default=10)
     parser.add_argument("--window-size", type=int, default=1024)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the test windows")
+    parser.add_argument("--train-seed", type=int, default=None,
+                        help="seed of training (default: --seed)")
     parser.add_argument("--dqn", action="store_true", help="also the online GPU-type DQN")
     parser.add_argument("--no-train", action="store_true",
                         help="only the topology comparison (no training)")
@@ -151,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                     "--k", str(a.k), "--visible", a.visible,
                     *(["--config", str(a.config)] if a.config else [])]
             wall = train_until(
-                [str(table), "--algo", algo, "--cluster", str(spec), "--seed", str(a.seed),
+                [str(table), "--algo", algo, "--cluster", str(spec), "--seed",
+                 str(a.seed if a.train_seed is None else a.train_seed),
                  "--steps", "100000000", "--train-frac", str(a.train_frac), *options,
                  *(marl if algo == "marl" else []), "-o", str(run)],
                 max(a.minutes * 60.0 - MARGIN_S, 30.0))
