@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-frac", type=float, default=0.7)
     parser.add_argument("--windows", type=int, default=10)
     parser.add_argument("--window-size", type=int, default=1024)
-    parser.add_argument("--seed", type=int, default=1, help="seed of the test windows")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of the test windows (and of training, unless --train-seed)")
     parser.add_argument("--train-seed", type=int, default=None,
                         help="seed of training (default: --seed)")
     parser.add_argument("--dqn", action="store_true", help="also the online GPU-type DQN")
