@@ -43,13 +43,17 @@ if TYPE_CHECKING:
     from hpcpolicy.marl.networks import TwoAgents
     from hpcpolicy.workload import Workload
 
-__all__ = ["EPISODE_METRICS", "Trajectory", "WindowSource", "play"]
+__all__ = ["EMPTY_WINDOWS", "EPISODE_METRICS", "Trajectory", "WindowSource", "play"]
 
 Obs = dict[str, npt.NDArray[Any]]
 
 EPISODE_METRICS = ("bsld", "gpu_utilization", "best_heuristic_bsld", "bsld_vs_best",
                    "selector_decisions", "allocator_decisions")
 """Metrics of a finished episode (the best heuristic's only with baselines)."""
+
+EMPTY_WINDOWS = 20
+"""Windows in a row without a single decision to make, after which a loop over
+:meth:`WindowSource.next` gives up (the workload leaves the agents no choice)."""
 
 
 @dataclass

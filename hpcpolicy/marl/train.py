@@ -47,7 +47,13 @@ from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.marl.artifact import export_marl
 from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
-from hpcpolicy.marl.episode import EPISODE_METRICS, Trajectory, WindowSource, play
+from hpcpolicy.marl.episode import (
+    EMPTY_WINDOWS,
+    EPISODE_METRICS,
+    Trajectory,
+    WindowSource,
+    play,
+)
 from hpcpolicy.marl.features import max_candidates
 from hpcpolicy.marl.networks import AGENTS, TwoAgents
 from hpcpolicy.marl.warm_start import clone_heuristic
@@ -81,10 +87,6 @@ if TYPE_CHECKING:
 
 __all__ = ["run_marl", "train"]
 
-_EMPTY_EPISODES = 20
-"""Episodes in a row without a single decision to make before giving up."""
-
-
 def _collect(nets: TwoAgents, source: WindowSource, cfg: MarlConfig, gen: torch.Generator,
              device: torch.device) -> tuple[Trajectory, list[EpisodeStats]]:
     """Whole episodes until at least ``cfg.num_steps`` decisions are recorded."""
@@ -94,7 +96,7 @@ def _collect(nets: TwoAgents, source: WindowSource, cfg: MarlConfig, gen: torch.
     while len(traj) < cfg.num_steps:
         episodes.append(play(source.next(), source, cfg, nets, gen, traj, device))
         empty = empty + 1 if episodes[-1].length == 0 else 0
-        if empty == _EMPTY_EPISODES:
+        if empty == EMPTY_WINDOWS:
             raise ConfigError(f"{empty} windows in a row left the agents no choice to make "
                               "(every decision had a single option); use larger windows, a "
                               "busier workload or a cluster with more than one GPU pool")

@@ -33,6 +33,7 @@ import torch
 
 from hpcpolicy.gpu.engine import GpuEngine
 from hpcpolicy.marl.decide import AgentScorer, Obs
+from hpcpolicy.marl.episode import EMPTY_WINDOWS
 from hpcpolicy.marl.features import SelectorObserver
 from hpcpolicy.policies.heuristics import get_policy
 
@@ -82,7 +83,7 @@ def _decisions(source: WindowSource, cfg: MarlConfig) -> list[tuple[Obs, int]]:
                                      heuristic.bind(window, source.cluster, ranking),
                                      record)).run()
         empty = empty + 1 if len(record) == before else 0
-        if empty == 20:
+        if empty == EMPTY_WINDOWS:
             break  # the windows leave the selector no choice; PPO's own check reports it
     return record
 
