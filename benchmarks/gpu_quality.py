@@ -119,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="DD-PPO workers (marl)")
     parser.add_argument("--train-window", type=int, default=512, help="jobs per episode")
     parser.add_argument("--k", type=int, default=32, help="jobs the selector sees (marl)")
-    parser.add_argument("--visible", choices=("oldest", "fitting", "shortest"), default="oldest",
-                        help="which waiting jobs the selector sees (marl)")
+    parser.add_argument("--visible", choices=("oldest", "fitting", "shortest", "extremes"),
+                        default="oldest", help="which waiting jobs the selector sees (marl)")
     parser.add_argument("--config", type=Path, default=None,
                         help="JSON of marl config fields (gamma, gae_lambda, warm_start, ...)")
     parser.add_argument("--train-frac", type=float, default=0.7)

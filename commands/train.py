@@ -417,7 +417,9 @@ def main(
         "(oldest), the oldest --k of those that fit now (fitting: it can start any job "
         "that fits, never held up behind jobs that do not), or the --k with the shortest "
         "requested walltimes (shortest: it may also choose one that does not fit yet and "
-        "hold the machine for it, as SJF does). Default oldest.",
+        "hold the machine for it, as SJF does), or the --k - 1 shortest and the longest "
+        "(extremes: as shortest, and it can start the job that sets when the window "
+        "ends). Default oldest.",
         show_default=False)] = None,
     num_envs: NumEnvsOpt = None,
     split: Annotated[str, typer.Option(

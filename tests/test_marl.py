@@ -85,6 +85,7 @@ class _Spy:
         self.skipped = 0
         self.beyond_oldest = 0  # jobs started from behind the oldest k that did not fit
         self.held = 0  # heads chosen that did not fit (the machine waits for them)
+        self.longest_shown = 0  # extremes: decisions with more than k waiting, the longest last
         self.req = np.asarray(workload.req_walltime)
 
     def pick(self, agent: int, obs: Obs, now: int) -> int:
@@ -103,7 +104,13 @@ class _Spy:
             shown = view.jobs[view.fits_now][:self.k]
             fits = np.ones(shown.shape[0], bool)
         else:  # every shown job may be chosen, whether it fits or not
-            shown = view.jobs[np.argsort(self.req[view.jobs], kind="stable")][:self.k]
+            by_req = view.jobs[np.argsort(self.req[view.jobs], kind="stable")]
+            shown = by_req[:self.k]
+            if self.visible == "extremes" and by_req.shape[0] > self.k:
+                longest = self.req[view.jobs].max()  # the oldest of the longest, last
+                oldest_longest = view.jobs[self.req[view.jobs] == longest][0]
+                shown = np.append(by_req[:self.k - 1], oldest_longest)
+                self.longest_shown += 1
             fits = np.ones(shown.shape[0], bool)
         seen = self.scorer._observer.observe(view)
         if seen is None:
@@ -118,7 +125,7 @@ class _Spy:
         scores = self.scorer.scores(view)
         head = view.jobs[int(np.argmin(scores))]
         head_fits = view.fits_now[np.flatnonzero(view.jobs == head)[0]]
-        assert head_fits or self.visible == "shortest"  # otherwise the chosen job fits
+        assert head_fits or self.visible in ("shortest", "extremes")  # else the head fits
         self.held += int(not head_fits)
         self.beyond_oldest += int(head not in view.jobs[:self.k])
         return scores
@@ -130,7 +137,7 @@ class _Spy:
         return self.placer.choose(view)
 
 
-@pytest.mark.parametrize("visible", ["oldest", "fitting", "shortest"])
+@pytest.mark.parametrize("visible", ["oldest", "fitting", "shortest", "extremes"])
 def test_masks_hold_exactly_the_options_that_can_be_taken(
         case: tuple[Workload, ClusterSpec], visible: str) -> None:
     workload, cluster = case
@@ -145,6 +152,7 @@ def test_masks_hold_exactly_the_options_that_can_be_taken(
         assert spy.skipped == 0 and spy.beyond_oldest > 0 and spy.held == 0
     else:  # always asked; holds the machine for a chosen job at times
         assert spy.skipped == 0 and spy.beyond_oldest > 0 and spy.held > 0
+        assert (spy.longest_shown > 0) == (visible == "extremes")
 
 
 def test_the_first_of_the_shortest_on_the_first_candidate_is_sjf_first_available(
@@ -161,18 +169,54 @@ def test_the_first_of_the_shortest_on_the_first_candidate_is_sjf_first_available
     assert mine["placement"]["nodes"].tolist() == sjf.placement["nodes"].tolist()
 
 
-def test_shared_reward_adds_up_to_the_window_metrics(case: tuple[Workload, ClusterSpec]) -> None:
+@pytest.mark.parametrize("util_span", ["started", "queue"])
+def test_shared_reward_adds_up_to_the_window_metrics(case: tuple[Workload, ClusterSpec],
+                                                     util_span: str) -> None:
     workload, cluster = case
     w = workload.take(np.arange(80))
     cfg = SimConfig(policy="sjf", allocator="topology-aware")
     engine = GpuEngine(w, cluster, cfg, get_policy("sjf").bind(w, cluster, cfg))
-    meter = SharedReward(engine, 1.0, 10.0)
+    meter = SharedReward(engine, 1.0, 10.0, util_span)
     engine.run()
     result = simulate(w, cluster, cfg)  # the same schedule
     bsld, util = meter.terms(meter.last_end())
     assert bsld == pytest.approx(summarize(outcome_table(w, result), cluster)["mean_bsld"])
     assert util == pytest.approx(gpu_summary(w, result, cluster)["gpu_utilization"])
     assert meter.potential(meter.last_end()) == pytest.approx(10.0 * util - bsld)
+
+
+class _Terms:
+    """FCFS that records the shared reward's terms at every decision."""
+
+    def __init__(self, meters: list[SharedReward]) -> None:
+        self.meters = meters
+        self.seen: list[tuple[int, list[float]]] = []
+
+    def scores(self, view: QueueView) -> Any:
+        self.seen.append((view.now, [m.terms(view.now)[1] for m in self.meters]))
+        return np.arange(view.jobs.shape[0], dtype=np.float64)
+
+
+def test_a_queue_span_charges_a_long_job_while_it_waits() -> None:
+    from hpcpolicy.cluster import NodeGroup
+
+    # a (100 s) holds the 4 GPUs; b (1,000 s) waits for them; c arrives at 50 s, a decision
+    w = Workload(job_id=np.array(["a", "b", "c"], dtype=object), submit=np.array([0, 0, 50]),
+                 run_time=np.array([100, 1000, 10]), req_walltime=np.array([100, 1000, 10]),
+                 procs=np.ones(3, np.int64), nodes=np.zeros(3, np.int64),
+                 gpus=np.array([4, 4, 4]), mem_mib=np.zeros(3, np.int64),
+                 user=np.zeros(3, np.int32), partition=np.zeros(3, np.int32),
+                 logged_start=np.full(3, -1))
+    spec = ClusterSpec((NodeGroup("g", 1, 8, gpus=4, gpu_type="a100"),))
+    spy = _Terms([])
+    engine = GpuEngine(w, spec, SimConfig(allocator="first-available"), spy)
+    spy.meters = [SharedReward(engine, 1.0, 1.0, span) for span in ("started", "queue")]
+    engine.run()
+    started, queue = dict(spy.seen)[50]
+    assert started == pytest.approx(1.0)  # a's 100 s over a span that ends with a
+    assert queue == pytest.approx(100 / (50 + 1000))  # the span reaches to b's end if it began now
+    end = [m.terms(m.last_end())[1] for m in spy.meters]
+    assert end[0] == end[1] == pytest.approx(1.0)  # busy from 0 to 1,110 s, either way
 
 
 def test_training_resumes_to_identical_results(case: tuple[Workload, ClusterSpec],

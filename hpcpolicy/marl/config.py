@@ -30,6 +30,9 @@ __all__ = ["MarlConfig", "MarlEnvConfig"]
 DEFAULT_K = 32
 """Waiting jobs the selector sees by default (the oldest)."""
 
+UTIL_SPANS = ("started", "queue")
+"""Values of ``MarlConfig.util_span``."""
+
 
 def _from_dict(cls: Any, data: dict[str, Any], what: str, tuples: tuple[str, ...]) -> Any:
     """``cls(**data)`` with unknown keys refused (naming the valid ones) and lists as tuples."""
@@ -78,6 +81,11 @@ class MarlConfig(DDPPOConfig):
     """Weight of the reward term minus the window's mean bounded slowdown."""
     gpu_util_weight: float = 10.0
     """Weight of the reward term the window's GPU utilisation (0..1)."""
+    util_span: str = "started"
+    """How the reward projects the span of the utilisation term before the window ends: to
+    the latest end of the jobs started so far (``started``), or also to now plus the run time
+    of each waiting job (``queue``), which charges a long job's wait as it happens
+    (:mod:`hpcpolicy.marl.reward`)."""
     warm_start: str = ""
     """A heuristic (``sjf``, ``f1``, ...) whose choices the selector is fitted to before PPO
     starts (:mod:`hpcpolicy.marl.warm_start`); empty: PPO from random weights."""
@@ -122,6 +130,9 @@ class MarlConfig(DDPPOConfig):
         if not self.warm_start_lr > 0:
             raise ConfigError(f"config field `warm_start_lr`: must be > 0, got "
                               f"{self.warm_start_lr}")
+        if self.util_span not in UTIL_SPANS:
+            raise ConfigError(f"config field `util_span`: {self.util_span!r} is not one of "
+                              f"{', '.join(UTIL_SPANS)}")
         if not self.bsld_weight and not self.gpu_util_weight:
             raise ConfigError("config fields `bsld_weight` and `gpu_util_weight` are both 0: "
                               "every decision would be worth the same; give one a weight")

@@ -8,14 +8,16 @@ during training one that samples from the networks and records the transition
 (:mod:`hpcpolicy.marl.episode`), in deployment one that takes the exported scorers' best
 option (:mod:`hpcpolicy.marl.policy`). So the rules below hold in both:
 
-* The selector sees ``k`` waiting jobs (the oldest, the oldest of those that fit now, or
-  those with the shortest requests: :data:`~hpcpolicy.marl.features.VISIBLE`) and chooses
+* The selector sees ``k`` waiting jobs (the oldest, the oldest of those that fit now, those
+  with the shortest requests, or those and the longest:
+  :data:`~hpcpolicy.marl.features.VISIBLE`) and chooses
   one; the chosen job becomes the queue head (the others follow in submit order). Under the
   first two rules only a job that fits now may be chosen, so the head starts at once, on the
   allocator's placement; when none of the shown jobs fits, nothing can start and nobody is
   asked: the oldest job is the head and backfilling (if any) runs around it, as under FCFS.
-  Under ``shortest`` any shown job may be chosen; a head that does not fit waits for room
-  (backfilling, if any, runs around it) and the selector chooses again at the next event.
+  Under ``shortest`` and ``extremes`` any shown job may be chosen; a head that does not fit
+  waits for room (backfilling, if any, runs around it) and the selector chooses again at the
+  next event.
 * The allocator chooses among every candidate placement of that job, and of each job
   backfilling starts (then among the placements in the pool backfilling planned with).
 * A decision with a single option is taken without asking.

@@ -157,7 +157,8 @@ def play(window: Workload, source: WindowSource, cfg: MarlConfig, nets: TwoAgent
                        AgentScorer(SelectorObserver(window, topo, env.k, env.visible), sampler),
                        AgentPlacer(AllocatorObserver(window, topo), sampler))
     first = len(traj)
-    sampler.reward = reward = SharedReward(engine, cfg.bsld_weight, cfg.gpu_util_weight)
+    sampler.reward = reward = SharedReward(engine, cfg.bsld_weight, cfg.gpu_util_weight,
+                                           cfg.util_span)
     engine.run()
     end = reward.last_end()
     earned = reward.mark(end)

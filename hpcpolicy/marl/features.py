@@ -14,6 +14,10 @@ jobs fill the slots, and which of them may be chosen, is the ``visible`` rule
   may be chosen, as in the single-agent environment: a chosen job that does not fit becomes
   the head and waits for room (backfilling, if any, runs around it). So the selector can hold
   the machine for a short job, as SJF does, which the other two rules cannot express.
+* ``extremes``: as ``shortest``, but the last slot shows the waiting job with the longest
+  requested walltime (the oldest of equals) instead of the ``k``-th shortest. The longest job
+  sets when a busy window ends, and with it the window's GPU utilisation; under ``shortest``
+  the selector never sees it.
 
 **Allocator.** One row per candidate placement of the job about to start
 (:meth:`hpcpolicy.gpu.engine.GpuEngine.candidates`: every pool whose totals hold the job x
@@ -62,9 +66,14 @@ VISIBLE = {
     "fitting": "the oldest k of the waiting jobs that fit now; any job that fits can start",
     "shortest": "the k waiting jobs with the shortest requested walltimes; a chosen job that "
                 "does not fit waits for room, and nothing starts ahead of it",
+    "extremes": "the k-1 waiting jobs with the shortest requested walltimes and the one with "
+                "the longest; chosen as under shortest",
 }
 """Which waiting jobs the selector's slots show, by rule name (the module docstring says
 which of them may be chosen)."""
+
+_ANY_CHOSEN = ("shortest", "extremes")
+"""The rules under which any shown job may be chosen, whether it fits now or not."""
 
 CANDIDATE_FEATURES: tuple[Feature, ...] = (
     Feature("run_factor", "fraction", "linear", 4.0,
@@ -153,17 +162,27 @@ class SelectorObserver:
         out[:, 1] //= MILLI
         return out
 
+    def _shortest(self, jobs: I64) -> I64:
+        """Positions in ``jobs`` of the shown jobs, shortest request first (under
+        ``extremes`` the last slot is the longest request's)."""
+        order = np.argsort(self._req[jobs], kind="stable")
+        if self.visible == "shortest" or order.shape[0] <= self.k:
+            return order[:self.k]
+        req = self._req[jobs[order]]
+        longest = max(self.k - 1, int(np.searchsorted(req, req[-1])))  # the oldest of equals
+        return np.concatenate([order[:self.k - 1], order[longest:longest + 1]])
+
     def observe(self, view: QueueView) -> tuple[Obs, I64] | None:
         """The observation (mask = the shown jobs that may be chosen) and each slot's
         position in ``view.jobs``; None when none may be."""
         if self.visible == "fitting":
             shown = np.flatnonzero(view.fits_now)[:self.k]
-        elif self.visible == "shortest":
-            shown = np.argsort(self._req[view.jobs], kind="stable")[:self.k]
+        elif self.visible in _ANY_CHOSEN:
+            shown = self._shortest(view.jobs)
         else:
             shown = np.arange(min(self.k, view.jobs.shape[0]))
         fits = view.fits_now[shown]
-        choosable = np.ones_like(fits) if self.visible == "shortest" else fits
+        choosable = np.ones_like(fits) if self.visible in _ANY_CHOSEN else fits
         if not choosable.any():
             return None
         obs = self._observer.observe(view.now, view.jobs[shown], fits,

@@ -21,6 +21,13 @@ from the GPU engine's state:
   placement at once for both of its effects on the metric: the GPU time it holds, and how
   far its end pushes out the span (a long job on slow GPUs ends the window late).
 
+  With ``util_span = "queue"`` the projected span also reaches to now plus the logged run
+  time of each job that waits. The window cannot end sooner, so a long job that waits lowers
+  the potential for every second it waits, and starting it is charged only for what its
+  placement changes (GPU speed, spreading). With the default ``"started"``, the span grows
+  only when the long job starts: a choice that ends the window sooner then looks like a large
+  loss, and discounting makes putting it off look better still.
+
 So each decision is charged at once for what it costs (a job started, a placement's run
 time), and an episode's rewards add up to the weighted metrics minus their value at the
 first decision (0 unless decisions with a single option, which are not asked, came first).
@@ -54,6 +61,8 @@ class SharedReward:
         engine: The episode's engine (its start, duration and pool arrays are read live).
         bsld_weight: Weight of minus the mean bounded slowdown.
         gpu_util_weight: Weight of the GPU utilisation.
+        util_span: ``"started"`` or ``"queue"``: which jobs' ends the projected span reaches
+            to (see the module docstring).
 
     Example:
         >>> import numpy as np
@@ -76,12 +85,14 @@ class SharedReward:
         (1.5, 1.0)
     """
 
-    def __init__(self, engine: GpuEngine, bsld_weight: float, gpu_util_weight: float) -> None:
+    def __init__(self, engine: GpuEngine, bsld_weight: float, gpu_util_weight: float,
+                 util_span: str = "started") -> None:
         p = engine.p
         self._engine = engine
         self._weights = (bsld_weight, gpu_util_weight)
         self._gpu = np.ascontiguousarray(p.need[:p.n, :, 1])  # GPU thousandths in each pool
         runnable = ~p.never_fits
+        self._queued = runnable if util_span == "queue" else None
         self._jobs = max(int(runnable.sum()), 1)
         self._t0 = int(p.submit[runnable].min()) if runnable.any() else 0
         self._capacity = float(engine.topo.pool_capacity[:, 1].sum())
@@ -96,6 +107,9 @@ class SharedReward:
         started = np.flatnonzero(e.start >= 0)
         held = float((self._gpu[started, e.group[started]] * e.dur[started]).sum())
         end = max(t, int((e.start + e.dur)[started].max(initial=t)))
+        if self._queued is not None:  # a waiting job's dur is still its logged run time
+            waiting = self._queued & (e.start < 0) & (p.submit <= t)
+            end = max(end, t + int(e.dur[waiting].max(initial=0)))
         span = end - self._t0
         util = held / (self._capacity * span) if span > 0 and self._capacity else 0.0
         return float(self._sum[0]) / self._jobs, util

@@ -12,9 +12,9 @@ there. The allocator and both value networks start as usual.
 
 How close the clone comes is reported: the share of the recorded decisions on which the
 fitted selector's best-scored job is the heuristic's (``agreement`` in
-``warm_start.json``). Under ``visible = "shortest"`` the SJF choice is always the first
-slot, so the selector can copy SJF exactly; under the other rules it copies SJF among the
-jobs it is shown.
+``warm_start.json``). Under ``visible = "shortest"`` or ``"extremes"`` the SJF choice is
+always the first slot, so the selector can copy SJF exactly; under the other rules it copies
+SJF among the jobs it is shown.
 
 Example:
     >>> from hpcpolicy.marl.config import MarlConfig
