@@ -324,6 +324,7 @@ def test_the_single_agent_loader_refuses_the_two_agent_manifest(trained: Path) -
     ({"gamma_typo": 1}, "unknown field"),
     ({"warm_start": "shortest"}, "`warm_start`: 'shortest' is not a heuristic; valid: fcfs"),
     ({"warm_start_steps": 0}, "`warm_start_steps`"),
+    ({"util_span": "all"}, "`util_span`: 'all' is not one of started, queue"),
 ])
 def test_config_errors_name_the_field(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -333,6 +334,8 @@ def test_config_errors_name_the_field(fields: dict[str, Any], message: str) -> N
 def test_the_visible_rule_is_checked_and_recorded(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="visible 'all' is not one of oldest, fitting"):
         MarlEnvConfig(visible="all")
+    with pytest.raises(ConfigError, match="'extremes' .* k must be >= 2, not 1"):
+        MarlEnvConfig(visible="extremes", k=1)
     path = export_marl(TwoAgents(CFG), tmp_path / "policy", cfg=CFG, k=8, candidates=9,
                        metrics={}, visible="fitting")
     art = load_marl(path)

@@ -70,13 +70,12 @@ _RULES = ("the selector sees k waiting jobs (agents.selector.visible: {visible})
           "one, which becomes the queue head, the others following in submit order. Under "
           "the oldest and fitting rules it chooses among those that fit now, so the head "
           "starts at once, and when none of them fits the oldest is the head (FCFS); under "
-          "shortest and extremes it chooses any of them, and a head that does not fit waits for "
-          "room. The "
-          "allocator chooses among the job's "
-          "candidate placements: every pool whose free totals hold it x the first-available, "
-          "best-fit and topology-aware placements there, duplicates dropped (for a job "
-          "backfilling starts: in the pool backfilling planned with). A decision with one "
-          "option is taken without asking. Higher scores are better.")
+          "shortest and extremes it chooses any of them, and a head that does not fit waits "
+          "for room. The allocator chooses among the job's candidate placements: every pool "
+          "whose free totals hold it x the first-available, best-fit and topology-aware "
+          "placements there, duplicates dropped (for a job backfilling starts: in the pool "
+          "backfilling planned with). A decision with one option is taken without asking. "
+          "Higher scores are better.")
 
 
 def export_marl(nets: TwoAgents, out_dir: str | os.PathLike[str], *, cfg: MarlConfig, k: int,

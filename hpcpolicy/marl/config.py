@@ -171,8 +171,8 @@ class MarlEnvConfig:
     k: int = DEFAULT_K
     """Waiting jobs the selector sees."""
     visible: str = "oldest"
-    """Which ``k``: the oldest waiting jobs, or the oldest of those that fit now ("fitting");
-    see :data:`hpcpolicy.marl.features.VISIBLE`."""
+    """Which ``k`` waiting jobs the selector sees (the oldest, those that fit now, the
+    shortest, ...): a rule of :data:`hpcpolicy.marl.features.VISIBLE`."""
     window_size: int = 256
     """Consecutive jobs per episode."""
     backfill: str = "none"
@@ -197,6 +197,9 @@ class MarlEnvConfig:
         if self.visible not in VISIBLE:
             raise ConfigError(f"marl env visible {self.visible!r} is not one of "
                               f"{', '.join(VISIBLE)}")
+        if self.visible == "extremes" and self.k < 2:
+            raise ConfigError("marl env visible 'extremes' shows the k-1 shortest jobs and the "
+                              f"longest: k must be >= 2, not {self.k}")
         if self.window_size < 1:
             raise ConfigError(f"marl env window_size must be >= 1 job, not {self.window_size}")
         if self.split not in SPLITS:

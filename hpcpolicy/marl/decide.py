@@ -10,11 +10,11 @@ option (:mod:`hpcpolicy.marl.policy`). So the rules below hold in both:
 
 * The selector sees ``k`` waiting jobs (the oldest, the oldest of those that fit now, those
   with the shortest requests, or those and the longest:
-  :data:`~hpcpolicy.marl.features.VISIBLE`) and chooses
-  one; the chosen job becomes the queue head (the others follow in submit order). Under the
-  first two rules only a job that fits now may be chosen, so the head starts at once, on the
-  allocator's placement; when none of the shown jobs fits, nothing can start and nobody is
-  asked: the oldest job is the head and backfilling (if any) runs around it, as under FCFS.
+  :data:`~hpcpolicy.marl.features.VISIBLE`) and chooses one; the chosen job becomes the
+  queue head (the others follow in submit order). Under the first two rules only a job that
+  fits now may be chosen, so the head starts at once, on the allocator's placement; when
+  none of the shown jobs fits, nothing can start and nobody is asked: the oldest job is the
+  head and backfilling (if any) runs around it, as under FCFS.
   Under ``shortest`` and ``extremes`` any shown job may be chosen; a head that does not fit
   waits for room (backfilling, if any, runs around it) and the selector chooses again at the
   next event.
