@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 from marl_case import load_case  # noqa: E402
 
-from hpcpolicy.cluster import ClusterSpec  # noqa: E402
+from hpcpolicy.cluster import ClusterSpec, NodeGroup  # noqa: E402
 from hpcpolicy.errors import ArtifactError, ConfigError  # noqa: E402
 from hpcpolicy.gpu.engine import GpuEngine  # noqa: E402
 from hpcpolicy.gpu.metrics import gpu_summary  # noqa: E402
@@ -198,8 +198,6 @@ class _Terms:
 
 
 def test_a_queue_span_charges_a_long_job_while_it_waits() -> None:
-    from hpcpolicy.cluster import NodeGroup
-
     # a (100 s) holds the 4 GPUs; b (1,000 s) waits for them; c arrives at 50 s, a decision
     w = Workload(job_id=np.array(["a", "b", "c"], dtype=object), submit=np.array([0, 0, 50]),
                  run_time=np.array([100, 1000, 10]), req_walltime=np.array([100, 1000, 10]),
@@ -334,7 +332,7 @@ def test_config_errors_name_the_field(fields: dict[str, Any], message: str) -> N
 def test_the_visible_rule_is_checked_and_recorded(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="visible 'all' is not one of oldest, fitting"):
         MarlEnvConfig(visible="all")
-    with pytest.raises(ConfigError, match="'extremes' .* k must be >= 2, not 1"):
+    with pytest.raises(ConfigError, match=r"'extremes' .* k must be >= 2, not 1"):
         MarlEnvConfig(visible="extremes", k=1)
     path = export_marl(TwoAgents(CFG), tmp_path / "policy", cfg=CFG, k=8, candidates=9,
                        metrics={}, visible="fitting")
