@@ -13,6 +13,11 @@ Per workload (:mod:`gpu_workloads`: ``hpc2n-gpu`` on examples/gpu-partition.toml
    the bar is a lower mean bounded slowdown *and* a higher GPU utilisation than the best
    baseline on each. ``--dqn`` also trains and evaluates the online GPU-type DQN.
 
+Each workload also gets ``util_bound_no_slowdown``: the most GPU utilisation any schedule
+reaches on the test windows while every job runs for its logged time
+(:func:`hpcpolicy.gpu.metrics.gpu_utilization_bound`, averaged over the windows; null when
+GPU speeds differ). A policy above it has slowed jobs down, e.g. by spreading them over nodes.
+
 Writes JSON (default ``benchmarks/results/gpu_quality.json``) and prints one line.
 
 Usage:
@@ -55,7 +60,8 @@ def with_penalty(spec: Path, penalty: float, cache: Path) -> Path:
 
 
 def _evaluation(table: Path, spec: Path, policies: tuple[str, ...], options: list[str],
-                a: argparse.Namespace) -> Any:
+                a: argparse.Namespace) -> tuple[Any, Any]:
+    """The evaluation of the nine baselines and ``policies``, and the machine."""
     from hpcpolicy.commands._options import workload_options
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import GPU_ALLOCATORS, GPU_BASELINES, EvaluateConfig, evaluate
@@ -66,7 +72,7 @@ def _evaluation(table: Path, spec: Path, policies: tuple[str, ...], options: lis
     cfg = EvaluateConfig(policies=(*GPU_BASELINES, *policies), allocators=GPU_ALLOCATORS,
                          windows=a.windows, window_size=a.window_size, seed=a.seed,
                          train_frac=a.train_frac)
-    return evaluate(workload, machine, cfg)
+    return evaluate(workload, machine, cfg), machine
 
 
 def _row(ev: Any, run: Any) -> dict[str, Any]:
@@ -77,6 +83,21 @@ def _row(ev: Any, run: Any) -> dict[str, Any]:
             "effective_gpu_utilization": g.get("effective_gpu_utilization"),
             "mean_wait_s": s["mean_wait_s"],
             "spread_penalty_gpu_hours": g.get("spread_penalty_gpu_hours")}
+
+
+def util_bound(ev: Any, cluster: Any) -> float | None:
+    """Mean over the test windows of :func:`hpcpolicy.gpu.metrics.gpu_utilization_bound`
+    (the windows' GPU utilisation is a mean too); None when a GPU type's speed is not 1 (a
+    faster type could shorten jobs, so the figure would not bound the replays)."""
+    import numpy as np
+
+    from hpcpolicy.gpu.metrics import gpu_utilization_bound
+
+    if any(g.gpus and g.gpu_speed != 1.0 for g in cluster.groups):
+        return None
+    run = ev.runs[0]
+    bounds = [gpu_utilization_bound(w.jobs, cluster, run.config) for w in run.windows]
+    return float(np.mean(bounds)) if None not in bounds else None
 
 
 def topology(ev: Any) -> list[dict[str, Any]]:
@@ -161,11 +182,12 @@ def main(argv: list[str] | None = None) -> int:
                 max(a.minutes * 60.0 - MARGIN_S, 30.0))
             trained[algo] = {"run": str(run), "train_wall_s": wall}
         policies = tuple(str(Path(t["run"]) / "policy") for t in trained.values())
-        ev = _evaluation(table, spec, policies, options, a)
+        ev, machine = _evaluation(table, spec, policies, options, a)
         row: dict[str, Any] = {
             "workload": name, "table": str(table), "cluster": str(spec),
             "spread_penalty": a.spread_penalty, "windows": list(ev.starts),
             "window_size": a.window_size, "runs": [_row(ev, r) for r in ev.runs],
+            "util_bound_no_slowdown": util_bound(ev, machine),
             "topology": topology(ev)}
         for algo, facts in trained.items():
             row[algo] = {**facts, **learned(ev, str(Path(facts["run"]) / "policy"))}
@@ -177,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         wins = sum(t["topology_wins"] for t in r["topology"])
         text = f"{r['workload']}: topology-aware beats first-available for {wins}/3 policies"
+        if r["util_bound_no_slowdown"] is not None:
+            text += f"; GPU util without slowed jobs <= {r['util_bound_no_slowdown']:.4f}"
         for algo in ("marl", "dqn"):
             if algo in r:
                 m = r[algo]

@@ -113,6 +113,42 @@ def test_kill_at_limit_cuts_slowed_jobs_at_their_request() -> None:
     assert r.killed.tolist() == [True]
 
 
+@settings(max_examples=60, deadline=None)
+@given(w=job_lists(max_jobs=25, max_procs=40, gpus=True),
+       scale=st.sampled_from([1, 3, 5]),
+       policy=st.sampled_from(["fcfs", "sjf", "lcfs"]),
+       backfill=st.sampled_from(["none", "easy"]),
+       allocator=st.sampled_from(NODE_ALLOCATORS))
+def test_no_replay_without_slowdown_passes_the_utilisation_bound(
+        w: Workload, scale: int, policy: str, backfill: str, allocator: str) -> None:
+    from hpcpolicy.gpu.metrics import gpu_summary, gpu_utilization_bound
+
+    w = dataclasses.replace(w, gpus=w.gpus * scale)
+    cfg = SimConfig(policy=policy, backfill=backfill, allocator=allocator)
+    util = gpu_summary(w, simulate(w, partition(), cfg), partition())["gpu_utilization"]
+    bound = gpu_utilization_bound(w, partition(), cfg)
+    if bound is None:
+        assert not util
+    else:
+        assert util is None or util <= bound + 1e-12
+
+
+def test_utilisation_bound_is_reached_and_passed_only_by_slowing_jobs() -> None:
+    from hpcpolicy.gpu.metrics import gpu_summary, gpu_utilization_bound
+
+    # Both start at once on type a (4 GPUs a node); b's 6 GPUs take two nodes of one rack
+    # (topology-aware), so the spread penalty slows b but not a, whose end is the span's.
+    w = workload([(0, 1000, 1000, 1, 0, 2), (0, 100, 100, 1, 0, 6)])
+    cfg = SimConfig(allocator="topology-aware")
+    bound = (2 * 1000 + 6 * 100) / (40 * 1000)
+    for penalty, b_run in ((0.0, 100), (0.5, 150)):
+        spec = partition(penalty=penalty)
+        assert gpu_utilization_bound(w, spec, cfg) == pytest.approx(bound)
+        got = gpu_summary(w, simulate(w, spec, cfg), spec)["gpu_utilization"]
+        assert got == pytest.approx((2 * 1000 + 6 * b_run) / (40 * 1000))
+    assert got > bound
+
+
 def test_fractional_gpus_share_a_node() -> None:
     w = workload([(0, 100, 100, 1, 0, 1)] * 3)
     w = dataclasses.replace(w, gpu_share=np.array([400, 500, 700]))

@@ -13,6 +13,10 @@
 * ``spread_penalty_gpu_hours``: GPU-hours added by the spread penalty (0 when it is off):
   the cost of spreading, reported apart from the speed of the GPU types.
 * ``mean_speed_factor``: mean run-time factor of the GPU jobs from GPU speeds (1 = as logged).
+
+:func:`gpu_utilization_bound` is the ceiling of ``gpu_utilization`` for schedules that run
+every job for its logged time: above it, a replay's utilisation comes only from jobs slowed
+down (spread over nodes, or put on slower GPUs).
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ from typing import Any
 import numpy as np
 
 from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.gpu.engine import gpu_prepare, job_shares
 from hpcpolicy.gpu.topology import MILLI, Topology
-from hpcpolicy.sim.types import SimResult
+from hpcpolicy.sim.types import SimConfig, SimResult
 from hpcpolicy.workload import Workload
 
-__all__ = ["GPU_KEYS", "gpu_summary", "mean_gpu_summary"]
+__all__ = ["GPU_KEYS", "gpu_summary", "gpu_utilization_bound", "mean_gpu_summary"]
 
 GPU_KEYS = ("gpu_utilization", "effective_gpu_utilization", "gpu_fragmentation",
             "multi_gpu_jobs", "spread_jobs", "cross_rack_jobs", "spread_penalty_gpu_hours",
@@ -78,6 +83,41 @@ def gpu_summary(workload: Workload, result: SimResult, cluster: ClusterSpec) -> 
         "spread_penalty_gpu_hours": float((milli * spread_s)[gpu_jobs].sum()) / MILLI / 3600,
         "mean_speed_factor": float(speed[gpu_jobs].mean()) if gpu_jobs.any() else None,
     }
+
+
+def gpu_utilization_bound(workload: Workload, cluster: ClusterSpec,
+                          cfg: SimConfig | None = None) -> float | None:
+    """The highest ``gpu_utilization`` of a replay in which no job runs longer than logged.
+
+    Every job the machine can hold starts as it is submitted and runs for its logged time
+    (cut at its request under ``cfg.kill_at_limit``): GPU time held over (cluster GPUs x
+    (latest such end - first submit)). Any replay's span is at least that long, and its GPU
+    time is the same unless jobs are slowed down (the spread penalty, a slower GPU type) or
+    sped up (a faster one). So with GPU speeds of 1 nothing but slowed-down jobs lifts a
+    replay's utilisation above this figure. None without GPUs or jobs the machine can hold.
+
+    Example:
+        >>> import numpy as np
+        >>> from hpcpolicy.cluster import NodeGroup
+        >>> z = np.zeros(2, dtype=np.int64)
+        >>> w = Workload(job_id=np.array(["a", "b"], dtype=object), submit=z,
+        ...     run_time=np.array([100, 50]), req_walltime=np.array([100, 50]),
+        ...     procs=np.array([1, 1]), nodes=z, gpus=np.array([4, 4]), mem_mib=z,
+        ...     user=z.astype(np.int32), partition=z.astype(np.int32), logged_start=z - 1)
+        >>> gpu_utilization_bound(w, ClusterSpec((NodeGroup("g", 2, 8, gpus=4),)))
+        0.75
+    """
+    cfg = cfg or SimConfig()
+    capacity = cluster.total_gpus * MILLI
+    prep = gpu_prepare(workload, cluster, cfg, Topology.from_cluster(cluster))
+    held = ~prep.never_fits
+    if not capacity or not held.any():
+        return None
+    dur = prep.dur[held]
+    submit = prep.submit[held]
+    gpu_time = (np.asarray(workload.gpus, np.int64)[held] * job_shares(workload)[held] * dur).sum()
+    span = int((submit + dur).max() - submit.min())
+    return float(gpu_time) / (capacity * span) if span else None
 
 
 def mean_gpu_summary(summaries: list[dict[str, Any]]) -> dict[str, Any]:
