@@ -47,6 +47,11 @@ def build(
     ] = "easy",
     reward: Annotated[str, typer.Option(
         "--reward", help="bsld, wait, response, utilization, or a mix.")] = "bsld",
+    logged_action: Annotated[str, typer.Option(
+        "--logged-action", help="How a logged start becomes an action: started (the slot of "
+        "the job that started) or head (a job that started while the oldest waiting job did "
+        "not fit is read as backfilled around it, and the action reserves the oldest job, "
+        "as the environment's action under backfilling does).")] = "started",
     heuristics: Annotated[str, typer.Option(
         "--heuristics", help="Heuristics to roll out, comma-separated.")] = "fcfs,sjf,f1",
     epsilon: Annotated[float, typer.Option(
@@ -93,7 +98,8 @@ def build(
                             backfill=backfill, train_frac=train_frac, val_frac=val_frac,
                             heuristics=tuple(h.strip() for h in heuristics.split(",")
                                              if h.strip()),
-                            epsilon=epsilon, max_windows=max_windows, seed=seed)
+                            epsilon=epsilon, logged_action=logged_action,
+                            max_windows=max_windows, seed=seed)
         if (out / "manifest.json").exists() and not overwrite:
             from hpcpolicy.errors import ConfigError
 
@@ -169,6 +175,10 @@ def _show(stored: StoredDataset) -> None:
                       f"{cov['outside']:,} are kept as dynamics (the job starts between two "
                       f"decisions, like a backfilled job); windows skipped (no logged start): "
                       f"{cov['windows_skipped']}")
+        if "backfilled" in cov:
+            console.print(f"logged action head: {cov['backfilled']:,} starts while the oldest "
+                          f"waiting job did not fit are read as backfilling (dynamics); "
+                          f"{cov['reserved']:,} decisions reserve the oldest job")
     valid = m["splits"]["train"]["mean_valid_slots"]
     if valid is not None:
         console.print(f"mean valid slots per training state: {valid:.1f} of {stored.k}")

@@ -44,7 +44,12 @@ def test_build_inspect_train_and_finetune(table: Path, tmp_path: Path) -> None:
 def test_bad_input_is_one_clear_line(table: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
     assert invoke("-q", "dataset", "build", str(table), "--source", "logged", *SMALL,
-                  "-o", str(data)).exit_code == 0
+                  "--logged-action", "head", "-o", str(data)).exit_code == 0
+    assert "decisions reserve the oldest job" in " ".join(
+        invoke("dataset", "inspect", str(data)).output.split())
+    assert "config field `logged_action`: 'first' is not one of started, head" in \
+        one_line_error(invoke("dataset", "build", str(table), "--logged-action", "first",
+                              "-o", str(tmp_path / "y")))
     assert "already holds a dataset; choose another -o or add --overwrite" in one_line_error(
         invoke("dataset", "build", str(table), *SMALL, "-o", str(data)))
     assert "config field `source`: 'log' is not one of logged, heuristics, random, mix" in \

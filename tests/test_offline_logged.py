@@ -96,3 +96,33 @@ def test_windows_without_logged_starts_are_skipped_and_a_log_without_any_is_refu
     assert log.episode(25) is not None and log.episode(50) is None
     with pytest.raises(ConfigError, match="records no start times"):
         LoggedDecisions(random_workload(50), CLUSTER, EnvConfig(k=8, window_size=25))
+
+
+def test_head_labels_read_the_simulators_easy_schedule_as_always_the_oldest_job() -> None:
+    """FCFS with EASY backfilling, read back as a log: every start is the oldest waiting job
+    or backfilled around it, so under ``head`` every action is slot 0, once per moment that
+    reserves; under ``started`` the backfilled jobs' slots are actions."""
+    w = logged_workload(200, seed=2, policy="fcfs", backfill="easy")
+    env_cfg = EnvConfig(k=16, window_size=200)
+    started = LoggedDecisions(w, CLUSTER, env_cfg).episode(0)
+    head = LoggedDecisions(w, CLUSTER, env_cfg, action="head").episode(0)
+    assert started is not None and head is not None
+    assert started.actions.max() > 0   # backfilling happened in this log
+    assert set(head.actions.tolist()) == {0}
+    backfilled = head.facts["backfilled"]
+    assert backfilled == int((started.actions > 0).sum()) + started.facts["outside"]
+    assert 0 < head.facts["reserved"] <= backfilled
+    assert len(head) == len(started) - backfilled + started.facts["outside"] + \
+        head.facts["reserved"]
+    assert head.ret == pytest.approx(started.ret, rel=1e-6)  # the same schedule, rewarded
+
+
+def test_head_labels_keep_a_younger_start_while_the_oldest_fits() -> None:
+    # 4 cores: job 0 (3 cores) waits for nothing but job 1 (1 core, younger) starts first
+    w = _jobs(submit=[0, 1], run=[10, 10], procs=[3, 1], start=[20, 5])
+    ep = LoggedDecisions(w, ClusterSpec.homogeneous(4), EnvConfig(k=2, window_size=2),
+                         action="head").episode(0)
+    assert ep is not None
+    assert ep.actions.tolist() == [1, 0] and ep.facts["backfilled"] == 0
+    with pytest.raises(ConfigError, match="use one of started, head"):
+        LoggedDecisions(w, CLUSTER, EnvConfig(k=2, window_size=2), action="first")

@@ -21,7 +21,7 @@ from typing import Any
 from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.offline.logged import LOGGED
+from hpcpolicy.offline.logged import LOGGED, LOGGED_ACTIONS
 from hpcpolicy.offline.rollouts import EPSILON_SUFFIX, RANDOM, ROLLOUT_HEURISTICS
 from hpcpolicy.sim.types import BACKFILL_MODES
 
@@ -70,6 +70,10 @@ class DatasetConfig:
     """Heuristics rolled out by the heuristics and mix sources."""
     epsilon: float = 0.2
     """Chance of a random slot in the epsilon-random variants (0: no such variants)."""
+    logged_action: str = "started"
+    """How a logged start becomes an action: ``started`` (the slot of the job that started)
+    or ``head`` (a start while the oldest waiting job did not fit is backfilling around it,
+    and the action is the oldest job's slot; see :mod:`hpcpolicy.offline.logged`)."""
     max_windows: int | None = None
     """At most this many windows per part, evenly spread over it (None: every window)."""
     seed: int = 0
@@ -92,6 +96,8 @@ class DatasetConfig:
         _check(bool(self.heuristics) or self.source in ("logged", "random"), "heuristics",
                f"source {self.source} needs at least one heuristic")
         _check(0.0 <= self.epsilon <= 1.0, "epsilon", f"must be in [0, 1], got {self.epsilon}")
+        _check(self.logged_action in LOGGED_ACTIONS, "logged_action",
+               f"{self.logged_action!r} is not one of {', '.join(LOGGED_ACTIONS)}")
         _check(self.max_windows is None or self.max_windows >= 1, "max_windows",
                f"must be >= 1 or null, got {self.max_windows}")
         _check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed}")

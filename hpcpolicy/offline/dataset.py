@@ -138,7 +138,8 @@ def build_dataset(workload: Workload, cluster: ClusterSpec, cfg: DatasetConfig, 
         LoggedDecisions(workload, cluster, env)  # raises the explanation
     sources = cfg.sources(logged=has_starts)
     _WORKER.update(
-        logged=LoggedDecisions(workload, cluster, env) if LOGGED in sources else None,
+        logged=(LoggedDecisions(workload, cluster, env, cfg.logged_action)
+                if LOGGED in sources else None),
         rollouts=Rollouts(workload, cluster, env, seed=cfg.seed, epsilon=cfg.epsilon),
         sources=sources)
     windows = dataset_windows(len(workload), cfg)

@@ -11,9 +11,19 @@ environment's own feature code (:class:`~hpcpolicy.env.observe.Observer`) from t
 * free resources and running jobs: every job of the *whole log* running at that moment
   (jobs of earlier windows still hold their cores), placed in the first node group that
   fits them, as the engine places jobs; the same-moment starts already taken count too;
-* the action: the slot of the job that actually started;
+* the action (``action="started"``, the default): the slot of the job that actually
+  started;
 * the reward: the environment's reward (:class:`~hpcpolicy.env.rewards.RewardMeter`) between
   consecutive decisions.
+
+With ``action="head"`` the action is the job the real scheduler is taken to have put at the
+head of its queue, as the environment's action does under backfilling: a job that started
+while the oldest waiting job did not fit (in this model of the machine) is read as backfilled
+around that oldest job, which the scheduler is taken to have reserved for. That start is
+kept as dynamics (counted as ``backfilled``), and the decision at that moment is the oldest
+job's slot, 0: once per moment and reserved job (counted as ``reserved``). Any other start is
+labelled as under ``started``. This reads the log as a first-come-first-served scheduler with
+backfilling would have written it; the real scheduler's priorities are not in the log.
 
 A logged start whose job is not among the ``k`` visible slots (it started while more than
 ``k`` older jobs waited: backfilling by the real scheduler) is not a decision the policy
@@ -61,10 +71,12 @@ if TYPE_CHECKING:
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.workload import Workload
 
-__all__ = ["LOGGED", "LoggedDecisions"]
+__all__ = ["LOGGED", "LOGGED_ACTIONS", "LoggedDecisions"]
 
 LOGGED = "logged"
 """Source name of logged episodes."""
+LOGGED_ACTIONS = ("started", "head")
+"""How a logged start becomes an action (see the module docstring)."""
 
 I64 = npt.NDArray[np.int64]
 
@@ -187,6 +199,30 @@ def _sweep(k, order, submit, start, end, req_end, need, bg_start, bg_end, bg_req
     return slot, frees, fits, queue, q_off, r_cores, r_req, r_off
 
 
+def _head_decisions(slot: I64, oldest_fits: npt.NDArray[np.bool_], oldest: I64, t: I64,
+                    k: int) -> tuple[I64, I64, int]:
+    """Under ``action="head"``: the steps that are decisions, their actions, and how many
+    starts were read as backfilled around a reserved oldest job.
+
+    Per start (in order): its slot, whether the oldest waiting job fitted then, that job
+    and the time."""
+    steps: list[int] = []
+    actions: list[int] = []
+    backfilled = 0
+    reserved = (-1, -1)  # (time, job) of the last reservation decision
+    for step in range(slot.shape[0]):
+        if slot[step] > 0 and not oldest_fits[step]:
+            backfilled += 1
+            if reserved != (t[step], oldest[step]):
+                reserved = (int(t[step]), int(oldest[step]))
+                steps.append(step)
+                actions.append(0)
+        elif slot[step] < k:
+            steps.append(step)
+            actions.append(int(slot[step]))
+    return np.array(steps, np.int64), np.array(actions, np.int64), backfilled
+
+
 class LoggedDecisions:
     """The logged decisions of a workload's windows (see the module docstring).
 
@@ -195,12 +231,18 @@ class LoggedDecisions:
         cluster: The machine.
         env: The environment the dataset is for: ``k``, ``window_size``, ``reward`` and the
             engine options (``kill_at_limit``, ``exclusive_nodes``) that shape the demands.
+        action: How a start becomes an action: ``started`` or ``head`` (see the module
+            docstring).
 
     Raises:
-        ConfigError: The log records no start time at all.
+        ConfigError: The log records no start time at all; an unknown ``action``.
     """
 
-    def __init__(self, workload: Workload, cluster: ClusterSpec, env: EnvConfig) -> None:
+    def __init__(self, workload: Workload, cluster: ClusterSpec, env: EnvConfig,
+                 action: str = "started") -> None:
+        if action not in LOGGED_ACTIONS:
+            raise ConfigError(f"logged action {action!r}: use one of {', '.join(LOGGED_ACTIONS)}")
+        self.action = action
         logged = workload.logged_start >= 0
         if not logged.any():
             raise ConfigError("the job table records no start times (start_time / wait_time_s "
@@ -223,8 +265,10 @@ class LoggedDecisions:
         """The logged episode of the window starting at job ``window_start``; None when a job
         of the window has no logged start.
 
-        ``facts``: ``starts`` (window jobs), ``inside`` (decisions: started from a visible
-        slot) and ``outside`` (started from beyond the ``k`` visible slots).
+        ``facts``: ``starts`` (window jobs), ``inside`` (started from a visible slot: a
+        decision, unless backfilled), ``outside`` (started from beyond the ``k`` visible
+        slots), and under ``action="head"`` ``backfilled`` (starts read as backfilling, kept
+        as dynamics) and ``reserved`` (decisions that reserve the oldest job).
         """
         k, size = self.env.k, self.env.window_size
         idx = np.arange(window_start, window_start + size)
@@ -248,7 +292,17 @@ class LoggedDecisions:
         starts = np.full(size, -1, np.int64)
         groups = np.full(size, -1, np.int64)
         placed = np.argmax(prep.need[:size, :, 0] >= 0, axis=1)  # for the utilisation term
-        decided = np.flatnonzero(slot < k)
+        facts = {"starts": float(size), "inside": float((slot < k).sum()),
+                 "outside": float((slot >= k).sum())}
+        if self.action == "head":
+            oldest = queue[q_off[:-1]]
+            decided, actions, backfilled = _head_decisions(slot, fits[:, 0], oldest,
+                                                           start[order], k)
+            facts["backfilled"] = float(backfilled)
+            facts["reserved"] = float(((actions == 0) & (slot[decided] != 0)).sum())
+        else:
+            decided = np.flatnonzero(slot < k)
+            actions = slot[decided]
         observations = np.empty((decided.shape[0], obs_dim(k)), np.float32)
         rewards = np.empty(decided.shape[0], np.float32)
         applied = 0  # starts (in ``order``) already in ``starts``
@@ -270,6 +324,4 @@ class LoggedDecisions:
         starts[rest], groups[rest] = start[rest], placed[rest]
         if decided.shape[0]:
             rewards[-1] = meter.finish(starts, groups)
-        return Episode(LOGGED, window_start, observations, slot[decided], rewards, True,
-                       {"starts": float(size), "inside": float(decided.shape[0]),
-                        "outside": float(size - decided.shape[0])})
+        return Episode(LOGGED, window_start, observations, actions, rewards, True, facts)

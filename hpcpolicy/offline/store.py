@@ -90,11 +90,19 @@ def _coverage(built: BuiltDataset) -> dict[str, Any] | None:
         return None
     inside = sum(ep.facts["inside"] for ep in logged)
     outside = sum(ep.facts["outside"] for ep in logged)
-    return {"starts": int(inside + outside), "inside": int(inside), "outside": int(outside),
-            "share_inside": inside / (inside + outside) if inside + outside else None,
-            "windows_skipped": built.skipped[LOGGED],
-            "outside_handling": "kept as dynamics: the job starts between two decisions (as "
-                                "a backfilled job does in the environment), no action recorded"}
+    out: dict[str, Any] = {
+        "starts": int(inside + outside), "inside": int(inside), "outside": int(outside),
+        "share_inside": inside / (inside + outside) if inside + outside else None,
+        "windows_skipped": built.skipped[LOGGED],
+        "outside_handling": "kept as dynamics: the job starts between two decisions (as a "
+                            "backfilled job does in the environment), no action recorded"}
+    if built.config.logged_action == "head":
+        out["backfilled"] = int(sum(ep.facts["backfilled"] for ep in logged))
+        out["reserved"] = int(sum(ep.facts["reserved"] for ep in logged))
+        out["backfilled_handling"] = (
+            "a start while the oldest waiting job did not fit is kept as dynamics; the "
+            "decision at that moment reserves the oldest job (action 0), once per moment")
+    return out
 
 
 def _dump(episodes: list[Episode], k: int, path: Path) -> None:
