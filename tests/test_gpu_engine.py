@@ -33,6 +33,15 @@ def partition(speeds: tuple[float, float] = (1.0, 1.0), penalty: float = 0.0) ->
     ), gpu=GpuModel(spread_penalty=penalty))
 
 
+REPLAYS = {"w": job_lists(max_jobs=25, max_procs=40, gpus=True),
+           "scale": st.sampled_from([1, 3, 5]),
+           "policy": st.sampled_from(["fcfs", "sjf", "lcfs"]),
+           "backfill": st.sampled_from(["none", "easy"]),
+           "allocator": st.sampled_from(NODE_ALLOCATORS)}
+"""Random replays: small workloads (GPU counts times ``scale``: up to 15, spread over
+nodes), a policy, backfilling and a node allocator."""
+
+
 def pooled(spec: ClusterSpec) -> ClusterSpec:
     """The same machine with one group per GPU type (what the pooled engine sees)."""
     return ClusterSpec((NodeGroup("a", 6, 8, gpus=4, gpu_type="a"),
@@ -41,14 +50,10 @@ def pooled(spec: ClusterSpec) -> ClusterSpec:
 
 
 @settings(max_examples=60, deadline=None)
-@given(w=job_lists(max_jobs=25, max_procs=40, gpus=True),
-       scale=st.sampled_from([1, 3, 5]),
-       policy=st.sampled_from(["fcfs", "sjf", "lcfs"]),
-       backfill=st.sampled_from(["none", "easy"]),
-       allocator=st.sampled_from(NODE_ALLOCATORS))
+@given(**REPLAYS)
 def test_penalty_off_equals_the_pooled_simulator(w: Workload, scale: int, policy: str,
                                                  backfill: str, allocator: str) -> None:
-    w = dataclasses.replace(w, gpus=w.gpus * scale)  # up to 15 GPUs: spread over nodes
+    w = dataclasses.replace(w, gpus=w.gpus * scale)
     cfg = SimConfig(policy=policy, backfill=backfill)
     base = simulate(w, pooled(partition()), cfg)
     gpu = simulate(w, partition(), dataclasses.replace(cfg, allocator=allocator, check=True))
@@ -114,11 +119,7 @@ def test_kill_at_limit_cuts_slowed_jobs_at_their_request() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(w=job_lists(max_jobs=25, max_procs=40, gpus=True),
-       scale=st.sampled_from([1, 3, 5]),
-       policy=st.sampled_from(["fcfs", "sjf", "lcfs"]),
-       backfill=st.sampled_from(["none", "easy"]),
-       allocator=st.sampled_from(NODE_ALLOCATORS))
+@given(**REPLAYS)
 def test_no_replay_without_slowdown_passes_the_utilisation_bound(
         w: Workload, scale: int, policy: str, backfill: str, allocator: str) -> None:
     from hpcpolicy.gpu.metrics import gpu_summary, gpu_utilization_bound
