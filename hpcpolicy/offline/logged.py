@@ -200,27 +200,29 @@ def _sweep(k, order, submit, start, end, req_end, need, bg_start, bg_end, bg_req
 
 
 def _head_decisions(slot: I64, oldest_fits: npt.NDArray[np.bool_], oldest: I64, t: I64,
-                    k: int) -> tuple[I64, I64, int]:
-    """Under ``action="head"``: the steps that are decisions, their actions, and how many
-    starts were read as backfilled around a reserved oldest job.
+                    k: int) -> tuple[I64, I64, int, int]:
+    """Under ``action="head"``: the steps that are decisions, their actions, how many
+    starts were read as backfilled around a reserved oldest job, and how many decisions
+    reserve one.
 
     Per start (in order): its slot, whether the oldest waiting job fitted then, that job
     and the time."""
     steps: list[int] = []
     actions: list[int] = []
-    backfilled = 0
-    reserved = (-1, -1)  # (time, job) of the last reservation decision
+    backfilled = reservations = 0
+    last = (-1, -1)  # (time, job) of the last reservation
     for step in range(slot.shape[0]):
         if slot[step] > 0 and not oldest_fits[step]:
             backfilled += 1
-            if reserved != (t[step], oldest[step]):
-                reserved = (int(t[step]), int(oldest[step]))
+            if last != (t[step], oldest[step]):
+                last = (int(t[step]), int(oldest[step]))
+                reservations += 1
                 steps.append(step)
                 actions.append(0)
         elif slot[step] < k:
             steps.append(step)
             actions.append(int(slot[step]))
-    return np.array(steps, np.int64), np.array(actions, np.int64), backfilled
+    return np.array(steps, np.int64), np.array(actions, np.int64), backfilled, reservations
 
 
 class LoggedDecisions:
@@ -296,10 +298,9 @@ class LoggedDecisions:
                  "outside": float((slot >= k).sum())}
         if self.action == "head":
             oldest = queue[q_off[:-1]]
-            decided, actions, backfilled = _head_decisions(slot, fits[:, 0], oldest,
-                                                           start[order], k)
-            facts["backfilled"] = float(backfilled)
-            facts["reserved"] = float(((actions == 0) & (slot[decided] != 0)).sum())
+            decided, actions, backfilled, reserved = _head_decisions(
+                slot, fits[:, 0], oldest, start[order], k)
+            facts["backfilled"], facts["reserved"] = float(backfilled), float(reserved)
         else:
             decided = np.flatnonzero(slot < k)
             actions = slot[decided]
