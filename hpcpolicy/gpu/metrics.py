@@ -107,11 +107,12 @@ def gpu_utilization_bound(workload: Workload, cluster: ClusterSpec,
         >>> gpu_utilization_bound(w, ClusterSpec((NodeGroup("g", 2, 8, gpus=4),)))
         0.75
     """
-    cfg = cfg or SimConfig()
     capacity = cluster.total_gpus * MILLI
-    prep = gpu_prepare(workload, cluster, cfg, Topology.from_cluster(cluster))
+    if not capacity:
+        return None
+    prep = gpu_prepare(workload, cluster, cfg or SimConfig(), Topology.from_cluster(cluster))
     held = ~prep.never_fits
-    if not capacity or not held.any():
+    if not held.any():
         return None
     dur = prep.dur[held]
     submit = prep.submit[held]
