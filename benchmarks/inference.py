@@ -81,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from hpcpolicy.artifact import load_policy
     from hpcpolicy.atomic import write_json
+    from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
     from hpcpolicy.rl.networks import ActorCritic, PolicyScorer
-    from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)

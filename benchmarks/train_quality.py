@@ -63,7 +63,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from cli import hpcpolicy_cli, train_until  # noqa: E402  (benchmarks/cli.py)
 from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
 
-from hpcpolicy.rl.spaces import DEFAULT_K  # noqa: E402  (what `hpcpolicy train` shows)
+from hpcpolicy.env.spaces import DEFAULT_K  # noqa: E402  (what `hpcpolicy train` shows)
 
 HEURISTICS = ("fcfs", "sjf", "f1", "wfp3", "unicep")
 BAR = -0.10

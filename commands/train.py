@@ -489,10 +489,10 @@ def main(
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs, load, provenance
     from hpcpolicy.env.scheduling import EPISODE_METRICS
+    from hpcpolicy.env.spaces import DEFAULT_K
     from hpcpolicy.env.split import window_range
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.rl.runs import RunPaths
-    from hpcpolicy.rl.spaces import DEFAULT_K
 
     with fail_cleanly():
         if init_from is not None and (algo not in ("ppo", "ddppo") or resume):

@@ -103,7 +103,7 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
             JSON-ready keys, recorded under ``provenance``.
         observation: The inputs' contract to record, for a scorer of other slots than
             waiting jobs (the two-agent scheduler's allocator scores candidate placements);
-            default :func:`~hpcpolicy.rl.spaces.feature_spec` of ``k``.
+            default :func:`~hpcpolicy.env.spaces.feature_spec` of ``k``.
 
     Returns:
         ``out_dir`` as a Path.
@@ -119,8 +119,8 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
     """
     import torch
 
+    from hpcpolicy.env.spaces import feature_spec
     from hpcpolicy.rl.networks import JobScorer, PolicyScorer
-    from hpcpolicy.rl.spaces import feature_spec
 
     scorer_net = agent if isinstance(agent, JobScorer) else agent.scorer
     scorer = PolicyScorer(copy.deepcopy(scorer_net).cpu()).eval()

@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES, action_space, observation_space
+from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES, action_space, observation_space
 
 __all__ = ["ToyQueueEnv", "make_rank_toy_env", "make_toy_env"]
 

@@ -22,9 +22,9 @@ import torch
 
 from hpcpolicy import __version__
 from hpcpolicy.artifact import export_policy, load_policy
+from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.errors import ArtifactError
 from hpcpolicy.rl.networks import ActorCritic, PolicyScorer
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.schemas import load as load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,7 +217,7 @@ print(sorted(m for m in sys.modules if m == "torch" or m.startswith("hpcpolicy.r
 
 def test_light_imports_do_not_import_torch() -> None:
     result = _python("import sys, hpcpolicy, hpcpolicy.artifact, hpcpolicy.rl, "
-                     "hpcpolicy.rl.spaces, hpcpolicy.rl.config, hpcpolicy.rl.runs; "
+                     "hpcpolicy.env.spaces, hpcpolicy.rl.config, hpcpolicy.rl.runs; "
                      "print('torch' in sys.modules, 'gymnasium' in sys.modules)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False"]
@@ -241,7 +241,7 @@ assert "hpcpolicy" not in sys.modules and "torch" not in sys.modules
     result = _python(code)
     assert result.returncode == 0, result.stderr
     # the example's choice is the policy's choice on the same (normalised) inputs
-    from hpcpolicy.rl.spaces import normalise
+    from hpcpolicy.env.spaces import normalise
     policy = load_policy(exported[1])
     jobs = np.zeros((16, FJ), np.float32)
     for i, job in enumerate(queue["jobs"]):

@@ -16,8 +16,8 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from hpcpolicy.env import ENV_ID, EnvConfig  # noqa: E402
 from hpcpolicy.env.driver import head_scores  # noqa: E402
 from hpcpolicy.env.scheduling import INVALID_ACTION_REWARD, SchedulingEnv  # noqa: E402
+from hpcpolicy.env.spaces import encode_observation  # noqa: E402
 from hpcpolicy.errors import ConfigError, SimulationError  # noqa: E402
-from hpcpolicy.rl.spaces import encode_observation  # noqa: E402
 from hpcpolicy.sim.compiled import Stepper  # noqa: E402
 from hpcpolicy.sim.engine import simulate  # noqa: E402
 from hpcpolicy.sim.metrics import outcome_table, summarize  # noqa: E402

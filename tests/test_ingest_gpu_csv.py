@@ -20,7 +20,7 @@ from hpcpolicy.cluster_io import load_cluster
 from hpcpolicy.errors import ConfigError, InputFormatError
 from hpcpolicy.ingest import IngestConfig, cluster_path, detect_format, ingest, output_paths
 from hpcpolicy.ingest.csv_scan import read_header, scan_csv
-from hpcpolicy.ingest.gpu_layouts import HELIOS
+from hpcpolicy.ingest.gpu.layouts import HELIOS
 
 HELIOS_LOG = DATA / "helios_cluster_log.csv"
 PHILLY_LOG = DATA / "philly_jobs.csv"

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest import IngestConfig, ingest
-from hpcpolicy.ingest.sacct_layout import RECOMMENDED_FORMAT
+from hpcpolicy.ingest.sacct.layout import RECOMMENDED_FORMAT
 
 QUIRKS = DATA / "sacct_quirks.txt"
 SACCT = IngestConfig(format="sacct")
@@ -333,7 +333,7 @@ def test_property_rows_read_equal_kept_rejected_folded(tmp_path: Path, lines: li
 
 def test_header_less_export_with_its_column_list(tmp_path: Path) -> None:
     """Header-less exports are read with the column list of their --format."""
-    from hpcpolicy.ingest.sacct import plan_sacct
+    from hpcpolicy.ingest.sacct.reader import plan_sacct
 
     lines = QUIRKS.read_text().split("\n")
     path = tmp_path / "noheader.txt"

@@ -18,8 +18,9 @@ from conftest import DATA
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hpcpolicy.ingest import IngestConfig, detect_format, ingest, sacct_parse, text_chunks
-from hpcpolicy.ingest.sacct_parse import BAD, EMPTY, OK
+from hpcpolicy.ingest import IngestConfig, detect_format, ingest, text_chunks
+from hpcpolicy.ingest.sacct import parse as sacct_parse
+from hpcpolicy.ingest.sacct.parse import BAD, EMPTY, OK
 from hpcpolicy.ingest.utf8 import copy_replacing
 
 QUIRKS = DATA / "sacct_quirks.txt"

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from hpcpolicy.commands import app
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest import IngestConfig, ingest, output_paths
-from hpcpolicy.ingest.swf import plan_swf
-from hpcpolicy.ingest.swf_header import read_header
+from hpcpolicy.ingest.swf.header import read_header
+from hpcpolicy.ingest.swf.reader import plan_swf
 
 QUIRKS = DATA / "swf_quirks.swf"
 REJECTS = DATA / "swf_rejects.swf"

@@ -1,7 +1,7 @@
 """Property tests of the SWF reader: generated valid and malformed lines.
 
 The expected verdict of each line comes from :func:`verdict`, a plain-Python reading of the
-rules documented in :mod:`hpcpolicy.ingest.swf_scan` (regex and ``float``), written apart
+rules documented in :mod:`hpcpolicy.ingest.swf.scan` (regex and ``float``), written apart
 from the compiled scanner it checks.
 """
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest import IngestConfig, ingest
-from hpcpolicy.ingest.swf import plan_swf
+from hpcpolicy.ingest.swf.reader import plan_swf
 
 HEADER = b"; MaxProcs: 64\n; UnixStartTime: 0\n"
 HEADER_LINES = 2

@@ -10,10 +10,10 @@ from offline_jobs import logged_workload
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.env.scheduling import SchedulingEnv
+from hpcpolicy.env.spaces import JOB_FEATURES
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.offline.layout import FJ, k_of, pack
 from hpcpolicy.offline.logged import LoggedDecisions
-from hpcpolicy.rl.spaces import JOB_FEATURES
 from hpcpolicy.workload import Workload
 
 FITS = [f.name for f in JOB_FEATURES].index("fits_now")

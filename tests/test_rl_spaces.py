@@ -12,7 +12,7 @@ gym = pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from rl_toy_env import ToyQueueEnv  # noqa: E402
 
-from hpcpolicy.rl.spaces import (  # noqa: E402
+from hpcpolicy.env.spaces import (  # noqa: E402
     CLUSTER_FEATURES,
     DEFAULT_K,
     JOB_FEATURES,

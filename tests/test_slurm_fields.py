@@ -12,8 +12,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from hpcpolicy.ingest import sacct_parse
 from hpcpolicy.ingest import slurm_fields as sf
+from hpcpolicy.ingest.sacct import parse as sacct_parse
 
 
 def _eval(values: list[str | None], make: object) -> list[object]:

@@ -9,6 +9,7 @@ installed, with the ``[rl]`` extra)::
 
 Modules:
 
+* :mod:`~hpcpolicy.env.spaces`: the observation contract (features, K, action mask), no torch;
 * :mod:`~hpcpolicy.env.scheduling`: :class:`SchedulingEnv` (spaces, rewards, episode end);
 * :mod:`~hpcpolicy.env.config`: :class:`EnvConfig`;
 * :mod:`~hpcpolicy.env.observe`: raw features of a decision, shared with learned policies;

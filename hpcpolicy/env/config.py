@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcpolicy.env.rewards import parse_reward
+from hpcpolicy.env.spaces import DEFAULT_K
 from hpcpolicy.env.split import SPLITS
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.rl.spaces import DEFAULT_K
 from hpcpolicy.sim.types import SimConfig
 
 __all__ = ["EnvConfig"]

@@ -1,8 +1,8 @@
-"""Raw features of one decision, normalised into the observation of :mod:`hpcpolicy.rl.spaces`.
+"""Raw features of one decision, normalised into the observation of :mod:`hpcpolicy.env.spaces`.
 
 Shared by the environment and by the learned-policy adapter
 (:mod:`hpcpolicy.policies.learned`), so a policy sees in ``simulate`` exactly the inputs it was
-trained on. The raw values, by the names :mod:`hpcpolicy.rl.spaces` declares:
+trained on. The raw values, by the names :mod:`hpcpolicy.env.spaces` declares:
 
 * per waiting job: ``wait_s = now - submit``; ``req_walltime_s`` the requested walltime the
   workload plans with; ``req_cores_frac`` processors / the cluster's cores;
@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, DEFAULT_K, JOB_FEATURES, normalise
+from hpcpolicy.env.spaces import CLUSTER_FEATURES, DEFAULT_K, JOB_FEATURES, normalise
 
 if TYPE_CHECKING:
     from hpcpolicy.workload import Workload
@@ -94,7 +94,7 @@ _CLUSTER_LOG, _CLUSTER_DIV = _transforms(CLUSTER_FEATURES)
 
 @njit(cache=True)
 def _norm(x, log, div):
-    """:func:`hpcpolicy.rl.spaces.normalise` of one value (tests keep both equal)."""
+    """:func:`hpcpolicy.env.spaces.normalise` of one value (tests keep both equal)."""
     x = max(x, 0.0)
     y = math.log1p(x) / div if log else x / div
     return min(max(y, 0.0), 1.0)

@@ -14,9 +14,9 @@ from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.env.driver import EngineDriver
 from hpcpolicy.env.observe import Observer
 from hpcpolicy.env.rewards import RewardMeter
+from hpcpolicy.env.spaces import action_space, observation_space
 from hpcpolicy.env.split import window_range
 from hpcpolicy.errors import ConfigError, SimulationError
-from hpcpolicy.rl.spaces import action_space, observation_space
 from hpcpolicy.sim.metrics import outcome_table, summarize
 from hpcpolicy.sim.types import RunningJobs, SimResult
 from hpcpolicy.sim.windows import WindowConfig, running_at
@@ -61,7 +61,7 @@ class SchedulingEnv(gym.Env[Obs, int]):
     ## Observation Space
 
     ``Dict(jobs=Box(0, 1, (k, 7)), cluster=Box(0, 1, (7,)), mask=MultiBinary(k))`` as declared
-    in :mod:`hpcpolicy.rl.spaces` (features, units and normalisation there, raw values in
+    in :mod:`hpcpolicy.env.spaces` (features, units and normalisation there, raw values in
     :mod:`hpcpolicy.env.observe`). ``mask`` (also ``info["action_mask"]``) is 1 on the slots
     holding a job; every observation on which an action is asked has at least one.
 

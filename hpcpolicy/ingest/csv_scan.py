@@ -1,7 +1,7 @@
 """Rows of a comma-separated trace with a header line, as text columns, read lazily.
 
 The GPU-trace readers share this scan: :func:`read_header` checks the header against a
-:class:`~hpcpolicy.ingest.gpu_layouts.CsvLayout` (a missing column is a one-line error naming
+:class:`~hpcpolicy.ingest.gpu.layouts.CsvLayout` (a missing column is a one-line error naming
 it), and :func:`scan_csv` gives one row per data line with
 
 * one String column per layout column (null where the file lacks an optional column), the
@@ -16,7 +16,7 @@ lines are split into fields by Polars, and only lines with a quote by Python's c
 
 Example:
     >>> import pathlib, tempfile
-    >>> from hpcpolicy.ingest.gpu_layouts import HELIOS
+    >>> from hpcpolicy.ingest.gpu.layouts import HELIOS
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "log.csv"
     >>> _ = p.write_text("job_id,state,submit_time\\n7,COMPLETED,2020-06-09 18:41:01\\n8,x\\n")
     >>> rows = scan_csv(p, read_header(p, HELIOS)).collect()
@@ -37,7 +37,7 @@ import polars as pl
 
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.detect import head_text, is_gzip
-from hpcpolicy.ingest.gpu_layouts import CsvLayout
+from hpcpolicy.ingest.gpu.layouts import CsvLayout
 from hpcpolicy.ingest.text_chunks import lazy_frames
 
 __all__ = ["PIECE_BYTES", "CsvHeader", "read_header", "scan_csv", "split_fields"]

@@ -12,7 +12,7 @@ import zlib
 from pathlib import Path
 
 from hpcpolicy.errors import InputFormatError
-from hpcpolicy.ingest.gpu_layouts import ALIBABA_NODES, GPU_LAYOUTS
+from hpcpolicy.ingest.gpu.layouts import ALIBABA_NODES, GPU_LAYOUTS
 
 __all__ = ["BOM", "SUPPORTED", "detect_format", "head_text", "is_gzip"]
 

@@ -41,11 +41,11 @@ from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION
 __all__ = ["READERS", "IngestReport", "cluster_path", "ingest", "output_paths"]
 
 READERS: dict[str, str] = {
-    "swf": "hpcpolicy.ingest.swf:plan_swf",
-    "sacct": "hpcpolicy.ingest.sacct:plan_sacct",
-    "alibaba": "hpcpolicy.ingest.alibaba:plan_alibaba",
-    "helios": "hpcpolicy.ingest.gpu_jobs:plan_helios",
-    "philly": "hpcpolicy.ingest.gpu_jobs:plan_philly",
+    "swf": "hpcpolicy.ingest.swf.reader:plan_swf",
+    "sacct": "hpcpolicy.ingest.sacct.reader:plan_sacct",
+    "alibaba": "hpcpolicy.ingest.gpu.alibaba:plan_alibaba",
+    "helios": "hpcpolicy.ingest.gpu.jobs:plan_helios",
+    "philly": "hpcpolicy.ingest.gpu.jobs:plan_philly",
 }
 """Format name -> ``module:function`` building a :class:`ReaderPlan` (imported on use)."""
 

@@ -5,7 +5,7 @@ Parsing comes in two steps so that no expensive operation runs twice: a *leaf* e
 and is stored as a column; cheap *finishing* expressions (``size_mib``, ``duration_s``, ...)
 combine stored columns. Words that mean "not known" (``Unknown``, ``None``, empty) are null,
 never errors. No Python runs per row. Whole-number columns, timestamps and TRES lists are
-parsed by the scan instead (:mod:`hpcpolicy.ingest.sacct_parse`); :func:`to_utc` places the
+parsed by the scan instead (:mod:`hpcpolicy.ingest.sacct.parse`); :func:`to_utc` places the
 timestamps it reads in time.
 
 Example:

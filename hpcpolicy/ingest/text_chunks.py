@@ -1,6 +1,6 @@
 """Whole lines of a plain or gzipped text file, in pieces, scanned by two threads in turn.
 
-The compiled scanners (:mod:`hpcpolicy.ingest.swf_scan`, :mod:`hpcpolicy.ingest.sacct_scan`)
+The compiled scanners (:mod:`hpcpolicy.ingest.swf.scan`, :mod:`hpcpolicy.ingest.sacct.scan`)
 read their input through :class:`LineChunks`: about :data:`CHUNK_BYTES` of whole lines at a
 time, so memory stays bounded whatever the file size, with gzip decompressed as a stream
 (several members allowed) and a UTF-8 byte order mark at the start of the file dropped.

@@ -48,6 +48,7 @@ from hpcpolicy.artifact import (
     read_manifest,
 )
 from hpcpolicy.atomic import replace_dir, write_json
+from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.errors import ArtifactError
 from hpcpolicy.marl.features import (
     CANDIDATE_FEATURES,
@@ -55,7 +56,6 @@ from hpcpolicy.marl.features import (
     VISIBLE,
     allocator_spec,
 )
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
 if TYPE_CHECKING:
     from hpcpolicy.marl.config import MarlConfig

@@ -1,6 +1,6 @@
 """What each agent sees: the selector's job slots and the allocator's candidate placements.
 
-**Selector.** The single-agent observation of :mod:`hpcpolicy.rl.spaces`, built by the same
+**Selector.** The single-agent observation of :mod:`hpcpolicy.env.spaces`, built by the same
 code (:class:`hpcpolicy.env.observe.Observer`): ``k`` waiting jobs (7 features each) and 7
 cluster features, with GPUs counted in whole GPUs (the GPU engine counts thousandths). Which
 jobs fill the slots, and which of them may be chosen, is the ``visible`` rule
@@ -23,8 +23,8 @@ jobs fill the slots, and which of them may be chosen, is the ``visible`` rule
 (:meth:`hpcpolicy.gpu.engine.GpuEngine.candidates`: every pool whose totals hold the job x
 each node-level heuristic's placement there) with :data:`CANDIDATE_FEATURES`, and one
 context vector, :data:`CONTEXT_FEATURES`, about the job and the cluster. Every candidate is
-valid. Declared with :class:`~hpcpolicy.rl.spaces.Feature` and normalised by
-:func:`~hpcpolicy.rl.spaces.normalise`, so the policy manifest records them the same way.
+valid. Declared with :class:`~hpcpolicy.env.spaces.Feature` and normalised by
+:func:`~hpcpolicy.env.spaces.normalise`, so the policy manifest records them the same way.
 
 Only submit-time facts, the clock and the cluster's state are read, never a run time.
 
@@ -42,9 +42,9 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.env.observe import Observer
+from hpcpolicy.env.spaces import OBS_KEYS, Feature, normalise
 from hpcpolicy.gpu.placement import NODE_ALLOCATORS
 from hpcpolicy.gpu.topology import MILLI
-from hpcpolicy.rl.spaces import OBS_KEYS, Feature, normalise
 
 if TYPE_CHECKING:
     from hpcpolicy.gpu.placer import PlacementView

@@ -4,7 +4,7 @@ Both agents score a variable set of options with one small MLP shared by every o
 single-agent policy does (:mod:`hpcpolicy.rl.networks`), and have their own value network:
 
 * the **selector** scores each visible job slot from ``[job features ‖ cluster features]``
-  (:data:`~hpcpolicy.rl.spaces.JOB_FEATURES`, :data:`~hpcpolicy.rl.spaces.CLUSTER_FEATURES`);
+  (:data:`~hpcpolicy.env.spaces.JOB_FEATURES`, :data:`~hpcpolicy.env.spaces.CLUSTER_FEATURES`);
 * the **allocator** scores each candidate placement from ``[candidate features ‖ job and
   cluster context]`` (:data:`~hpcpolicy.marl.features.CANDIDATE_FEATURES`,
   :data:`~hpcpolicy.marl.features.CONTEXT_FEATURES`).
@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from torch import nn
 
+from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.marl.config import MarlConfig
 from hpcpolicy.marl.features import CANDIDATE_FEATURES, CONTEXT_FEATURES
 from hpcpolicy.rl.networks import ActorCritic
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
 __all__ = ["AGENTS", "TwoAgents"]
 

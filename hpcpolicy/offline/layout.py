@@ -1,7 +1,7 @@
 """The flat observation vector of offline datasets, and the episodes they are made of.
 
 d3rlpy stores one observation per step as a flat ``float32`` vector. hpcpolicy's observation
-(:mod:`hpcpolicy.rl.spaces`) is a dict of the K slots' job features, the cluster features and
+(:mod:`hpcpolicy.env.spaces`) is a dict of the K slots' job features, the cluster features and
 the validity mask; it is stored as their concatenation::
 
     [ jobs (K x Fj, row by row) | cluster (Fc) | mask (K, 1.0 / 0.0) ]
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
 if TYPE_CHECKING:
     import torch

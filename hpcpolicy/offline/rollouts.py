@@ -44,12 +44,12 @@ import numpy.typing as npt
 from hpcpolicy.env.driver import EngineDriver
 from hpcpolicy.env.observe import Observer
 from hpcpolicy.env.rewards import RewardMeter
+from hpcpolicy.env.spaces import JOB_FEATURES
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.offline.layout import Episode, EpisodeRecorder, Obs
 from hpcpolicy.policies.base import QueueView, ScoreKernel
 from hpcpolicy.policies.heuristics import get_policy, policy_names
 from hpcpolicy.rl.seeding import derive_seed
-from hpcpolicy.rl.spaces import JOB_FEATURES
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec

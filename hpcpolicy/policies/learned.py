@@ -81,7 +81,7 @@ class LearnedPolicy:
 
     def __init__(self, path: str | Path, backend: str = "auto") -> None:
         from hpcpolicy.artifact import load_policy
-        from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
+        from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
         self.artifact = load_policy(path, backend)
         self.artifact.check_features(tuple(f.name for f in JOB_FEATURES),

@@ -2,7 +2,6 @@
 
 Modules:
 
-* :mod:`~hpcpolicy.rl.spaces`: the observation contract (features, K, action mask);
 * :mod:`~hpcpolicy.rl.config`: ``PPOConfig`` / ``DDPPOConfig`` and the ``--algo`` registry;
 * :mod:`~hpcpolicy.rl.networks`: the per-job scorer MLP and the value network;
 * :mod:`~hpcpolicy.rl.ppo`: ``train(cfg, make_env, run_dir)`` and ``compute_gae``;

@@ -1,4 +1,4 @@
-"""Policy and value networks over the K-slot observation (see :mod:`hpcpolicy.rl.spaces`).
+"""Policy and value networks over the K-slot observation (see :mod:`hpcpolicy.env.spaces`).
 
 The policy is a :class:`JobScorer`: one small MLP, shared by all slots, maps ``[job features ‖
 cluster features]`` to one score per slot; a softmax over the valid slots gives the action

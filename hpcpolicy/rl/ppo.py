@@ -437,7 +437,7 @@ def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: 
 
     Args:
         cfg: Hyperparameters and budget (``total_steps`` environment steps).
-        make_env: Builds one environment that follows :mod:`hpcpolicy.rl.spaces`.
+        make_env: Builds one environment that follows :mod:`hpcpolicy.env.spaces`.
         run_dir: ``runs/<name>``; gets config.json, metrics.csv, checkpoints/, policy/.
         resume: Continue from ``run_dir``'s last checkpoint (to identical results).
         provenance: Recorded in the policy manifest: ``reward`` (name or weights) and

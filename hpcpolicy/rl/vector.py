@@ -1,7 +1,7 @@
 """A synchronous vector of environments whose state can be checkpointed and restored.
 
 :class:`SyncEnvs` steps ``N`` Gymnasium environments that follow the observation contract of
-:mod:`hpcpolicy.rl.spaces` and stacks their observations. An environment whose episode ends is
+:mod:`hpcpolicy.env.spaces` and stacks their observations. An environment whose episode ends is
 reset in the same step (the returned observation is the new episode's first), and the last
 observation of a truncated episode is kept for value bootstrapping.
 
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.env.spaces import OBS_KEYS
 from hpcpolicy.errors import SimulationError
-from hpcpolicy.rl.spaces import OBS_KEYS
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -91,7 +91,7 @@ class SyncEnvs:
         missing = [key for key in OBS_KEYS if key not in spaces]
         if missing:
             raise ValueError(f"environment observation space lacks {missing}; see "
-                             "hpcpolicy.rl.spaces for the contract")
+                             "hpcpolicy.env.spaces for the contract")
         self.k, self.job_dim = spaces["jobs"].shape
         self.cluster_dim = spaces["cluster"].shape[0]
 

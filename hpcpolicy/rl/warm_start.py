@@ -12,7 +12,7 @@ Example:
     >>> from hpcpolicy.artifact import export_policy
     >>> from hpcpolicy.rl.config import PPOConfig
     >>> from hpcpolicy.rl.networks import ActorCritic
-    >>> from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
+    >>> from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
     >>> d = export_policy(ActorCritic(len(JOB_FEATURES), len(CLUSTER_FEATURES)),
     ...                   tempfile.mkdtemp() + "/p", k=4, metrics={},
     ...                   config={"algo": "bc", "seed": 1, "hidden": [32, 16, 8],
@@ -49,7 +49,7 @@ def scorer_weights(path: str | os.PathLike[str], cfg: PPOConfig) -> dict[str, to
             ``--config`` fields make them match).
     """
     from hpcpolicy.artifact import load_policy
-    from hpcpolicy.rl.spaces import CLUSTER_FEATURES, JOB_FEATURES
+    from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 
     policy = load_policy(path, backend="torchscript")
     policy.check_features(tuple(f.name for f in JOB_FEATURES),

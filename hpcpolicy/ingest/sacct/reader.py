@@ -35,9 +35,9 @@ plain or gzipped. Every data line is one row; the rules, in the order they are a
   divided by the requested CPUs: estimates, flagged by repairs and explained in the notes.
   Without ``JobID``/``JobIDRaw`` the job id is ``line:N`` (the line number).
 
-How: a compiled scan (:mod:`hpcpolicy.ingest.sacct_scan`, :mod:`hpcpolicy.ingest.sacct_kernel`)
+How: a compiled scan (:mod:`hpcpolicy.ingest.sacct.scan`, :mod:`hpcpolicy.ingest.sacct.kernel`)
 sorts the lines out, folds the steps and parses whole numbers, timestamps and TRES lists
-(:mod:`hpcpolicy.ingest.sacct_parse`); Polars expressions (:mod:`hpcpolicy.ingest.
+(:mod:`hpcpolicy.ingest.sacct.parse`); Polars expressions (:mod:`hpcpolicy.ingest.
 sacct_columns`) build the job table from them and apply the checks.
 
 Example:
@@ -57,10 +57,10 @@ import polars as pl
 from hpcpolicy.ingest import slurm_fields as sf
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, PassCheck, ReaderPlan
-from hpcpolicy.ingest.sacct_columns import COUNT_MIN, Columns, build_columns
-from hpcpolicy.ingest.sacct_fields import Fields
-from hpcpolicy.ingest.sacct_layout import SacctLayout, read_layout
-from hpcpolicy.ingest.sacct_scan import Known, PassLog, scan_sacct, settle
+from hpcpolicy.ingest.sacct.columns import COUNT_MIN, Columns, build_columns
+from hpcpolicy.ingest.sacct.fields import Fields
+from hpcpolicy.ingest.sacct.layout import SacctLayout, read_layout
+from hpcpolicy.ingest.sacct.scan import Known, PassLog, scan_sacct, settle
 
 __all__ = ["CHECKS", "plan_sacct"]
 
@@ -70,7 +70,7 @@ CHECKS = (
     "start_before_submit",
 )
 """Reject checks in the order they are applied: the first one that fails names the reason
-(the first two are applied by the scan, :mod:`hpcpolicy.ingest.sacct_scan`)."""
+(the first two are applied by the scan, :mod:`hpcpolicy.ingest.sacct.scan`)."""
 
 
 def _id_index(layout: SacctLayout) -> int | None:

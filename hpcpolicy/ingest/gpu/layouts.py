@@ -1,8 +1,8 @@
 """The CSV layouts of the GPU-cluster traces hpcpolicy reads, declared once.
 
 Each layout names the columns a file must have (``required``) and the others it may have
-(``optional``); other columns are ignored. The readers (:mod:`hpcpolicy.ingest.alibaba`,
-:mod:`hpcpolicy.ingest.gpu_jobs`), format detection (:mod:`hpcpolicy.ingest.detect`) and the
+(``optional``); other columns are ignored. The readers (:mod:`hpcpolicy.ingest.gpu.alibaba`,
+:mod:`hpcpolicy.ingest.gpu.jobs`), format detection (:mod:`hpcpolicy.ingest.detect`) and the
 error messages all read these declarations. Column names are matched without regard to case.
 """
 

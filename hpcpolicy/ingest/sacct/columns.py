@@ -1,7 +1,7 @@
 """The job-table columns of a sacct export, built from its fields in three stages.
 
 1. *leaves*: every expensive parse of a field (cast, regex; numbers, timestamps and TRES
-   entries come parsed by the scan, see :class:`hpcpolicy.ingest.sacct_fields.Fields`),
+   entries come parsed by the scan, see :class:`hpcpolicy.ingest.sacct.fields.Fields`),
    stored once as a ``_p_*`` column;
 2. *values*: the job-table columns that combine leaves with cheap expressions;
 3. *derived*: columns that need stage-2 columns (allocations of jobs that started, total
@@ -9,7 +9,7 @@
 
 Storing the leaves keeps Polars from evaluating a parse once per use, which nested
 ``when/then`` expressions otherwise do. The reject checks and repair flags gathered on the way
-are evaluated after stage 3 (see :mod:`hpcpolicy.ingest.sacct`).
+are evaluated after stage 3 (see :mod:`hpcpolicy.ingest.sacct.reader`).
 
 Example:
     >>> cols = build_columns(fields, cfg, layout, job_id=pl.col("_jid"))  # doctest: +SKIP
@@ -24,9 +24,9 @@ import polars as pl
 
 from hpcpolicy.ingest import slurm_fields as sf
 from hpcpolicy.ingest.config import IngestConfig
-from hpcpolicy.ingest.sacct_fields import Fields
-from hpcpolicy.ingest.sacct_layout import SacctLayout
-from hpcpolicy.ingest.sacct_parse import EMPTY
+from hpcpolicy.ingest.sacct.fields import Fields
+from hpcpolicy.ingest.sacct.layout import SacctLayout
+from hpcpolicy.ingest.sacct.parse import EMPTY
 from hpcpolicy.schema import TIMESTAMP_DTYPE
 
 __all__ = ["COUNT_MIN", "Columns", "build_columns"]

@@ -1,14 +1,14 @@
 """The fields of a sacct export that the job-table expressions read, handed out as columns.
 
-The expressions of :mod:`hpcpolicy.ingest.sacct_columns` ask a :class:`Fields` for what they
-need, before the file is scanned; the scan (:mod:`hpcpolicy.ingest.sacct_scan`) then copies or
+The expressions of :mod:`hpcpolicy.ingest.sacct.columns` ask a :class:`Fields` for what they
+need, before the file is scanned; the scan (:mod:`hpcpolicy.ingest.sacct.scan`) then copies or
 parses exactly that. A field is read either as its text (:meth:`Fields.get`) or through one of
-the compiled parsers of :mod:`hpcpolicy.ingest.sacct_parse` (whole numbers, timestamps, TRES
+the compiled parsers of :mod:`hpcpolicy.ingest.sacct.parse` (whole numbers, timestamps, TRES
 entries), whose results come with a status. Rejected rows have no field values (only the job
 id's text).
 
 Example:
-    >>> from hpcpolicy.ingest.sacct_layout import SacctLayout
+    >>> from hpcpolicy.ingest.sacct.layout import SacctLayout
     >>> layout = SacctLayout(("JobID", "Submit", "State"), "parsable2", "JobID|Submit|State",
     ...                      2, "iso")
     >>> fields = Fields(layout)
@@ -25,9 +25,9 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from hpcpolicy.ingest.sacct_kernel import ENTRY, GPU, INT, NONEMPTY, TIME
-from hpcpolicy.ingest.sacct_layout import SacctLayout
-from hpcpolicy.ingest.sacct_parse import BAD, OK
+from hpcpolicy.ingest.sacct.kernel import ENTRY, GPU, INT, NONEMPTY, TIME
+from hpcpolicy.ingest.sacct.layout import SacctLayout
+from hpcpolicy.ingest.sacct.parse import BAD, OK
 from hpcpolicy.ingest.slurm_fields import MISSING
 
 __all__ = ["Fields"]
@@ -41,7 +41,7 @@ class Fields:
     used: dict[int, str] = field(default_factory=dict)
     """Field index -> the frame column holding its text (null when empty)."""
     parsed: list[tuple[int, int, str]] = field(default_factory=list)
-    """(field index, kind from :mod:`hpcpolicy.ingest.sacct_kernel`, TRES key) per parsed
+    """(field index, kind from :mod:`hpcpolicy.ingest.sacct.kernel`, TRES key) per parsed
     output; output ``j`` fills columns ``_f<j>`` (status) and ``_x<j>`` / ``_n<j>``."""
 
     def get(self, name: str) -> pl.Expr | None:

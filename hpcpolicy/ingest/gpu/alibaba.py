@@ -44,8 +44,9 @@ Rejects (first that applies): ``field_count``, ``non_utf8``, ``no_job_id``,
 0 with none), ``absurd_value`` (negative), ``end_before_start`` (deletion before scheduling,
 or before creation), ``start_before_submit`` (scheduled before created).
 
-The node list of the same trace becomes the cluster spec (:mod:`hpcpolicy.ingest.alibaba_nodes`):
-``--node-list PATH``, else :data:`~hpcpolicy.ingest.alibaba_nodes.NODE_LIST_NAME` beside the
+The node list of the same trace becomes the cluster spec
+(:mod:`hpcpolicy.ingest.gpu.alibaba_nodes`):
+``--node-list PATH``, else :data:`~hpcpolicy.ingest.gpu.alibaba_nodes.NODE_LIST_NAME` beside the
 pod list when it is there.
 """
 
@@ -57,12 +58,12 @@ from typing import Any
 import polars as pl
 
 from hpcpolicy.ingest import slurm_fields as sf
-from hpcpolicy.ingest.alibaba_nodes import NODE_LIST_NAME, read_node_list
 from hpcpolicy.ingest.cluster_toml import ClusterDoc
 from hpcpolicy.ingest.config import DEFAULT_ORIGIN, IngestConfig, parse_origin
 from hpcpolicy.ingest.csv_scan import read_header, scan_csv
-from hpcpolicy.ingest.gpu_csv import Fields
-from hpcpolicy.ingest.gpu_layouts import ALIBABA_PODS
+from hpcpolicy.ingest.gpu.alibaba_nodes import NODE_LIST_NAME, read_node_list
+from hpcpolicy.ingest.gpu.csv_reader import Fields
+from hpcpolicy.ingest.gpu.layouts import ALIBABA_PODS
 from hpcpolicy.ingest.plan import PassCheck, ReaderPlan
 
 __all__ = ["PHASES", "plan_alibaba"]

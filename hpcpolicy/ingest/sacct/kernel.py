@@ -33,7 +33,7 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy.ingest.sacct_parse import EMPTY, OK, timestamp, tres_entry, tres_gpu, whole_number
+from hpcpolicy.ingest.sacct.parse import EMPTY, OK, timestamp, tres_entry, tres_gpu, whole_number
 from hpcpolicy.ingest.utf8 import copy_replacing, is_valid
 
 __all__ = [
@@ -51,7 +51,7 @@ LAYOUT_FIELDS = ("style", "n_fields", "id_index", "first_row", "sep", "cr_sub", 
 STATE_FIELDS = ("line", "orphan_at", "have_job", "job_h1", "job_h2")
 """Order of the ``state`` array (uint64) carried from one call to the next."""
 ENTRY, GPU, NONEMPTY, INT, TIME = 1, 2, 3, 4, 5
-"""Kinds of parsed outputs (:mod:`hpcpolicy.ingest.sacct_parse`): a TRES entry's value (text,
+"""Kinds of parsed outputs (:mod:`hpcpolicy.ingest.sacct.parse`): a TRES entry's value (text,
 written like a field), the first TRES GPU entry (type and count, two texts), whether a field
 is non-empty, a whole number and a timestamp (int64 in ``nums``). Each sets a status in
 ``flags``."""

@@ -22,8 +22,8 @@ from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.cluster_toml import ClusterDoc
 from hpcpolicy.ingest.csv_scan import read_header, scan_csv
-from hpcpolicy.ingest.gpu_csv import MISSING_WORDS
-from hpcpolicy.ingest.gpu_layouts import ALIBABA_NODES
+from hpcpolicy.ingest.gpu.csv_reader import MISSING_WORDS
+from hpcpolicy.ingest.gpu.layouts import ALIBABA_NODES
 from hpcpolicy.ingest.reasons import describe
 
 __all__ = ["NODE_LIST_NAME", "read_node_list"]

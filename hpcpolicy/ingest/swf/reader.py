@@ -2,8 +2,8 @@
 
 The format (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html) is one job per line,
 18 whitespace-separated numbers, ``-1`` for unknown; comment lines start with ``;`` and the
-header comments at the top state facts about the log (:mod:`hpcpolicy.ingest.swf_header`).
-Lines are scanned by :mod:`hpcpolicy.ingest.swf_scan`; the mapping below is Polars
+header comments at the top state facts about the log (:mod:`hpcpolicy.ingest.swf.header`).
+Lines are scanned by :mod:`hpcpolicy.ingest.swf.scan`; the mapping below is Polars
 expressions. Unknown (-1) becomes null; nothing is invented for what SWF does not record.
 
 Field mapping (SWF field number: name -> job-table column):
@@ -56,7 +56,7 @@ Cleaning rules (each counted under its code; see :mod:`hpcpolicy.ingest.reasons`
 
 * rejected lines, first rule that applies: ``non_utf8``, ``field_count``, ``bad_number``,
   ``no_job_id``, ``no_submit_time``, ``swf_bad_status``, ``swf_fractional_id``,
-  ``absurd_value`` (details and limits in :mod:`hpcpolicy.ingest.swf_scan`);
+  ``absurd_value`` (details and limits in :mod:`hpcpolicy.ingest.swf.scan`);
 * repairs of kept jobs: ``swf_fraction_rounded`` (a fractional time or processor count is
   rounded to the nearest whole number, ties to even), ``swf_zero_request`` (0 requested
   processors or 0 requested time is read as unknown), ``swf_mem_by_alloc`` (memory per
@@ -73,8 +73,8 @@ import polars as pl
 
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, PassCheck, ReaderPlan
-from hpcpolicy.ingest.swf_header import read_header
-from hpcpolicy.ingest.swf_scan import scan_swf
+from hpcpolicy.ingest.swf.header import read_header
+from hpcpolicy.ingest.swf.scan import scan_swf
 from hpcpolicy.schema import JOB_COLUMNS, STATE_DTYPE
 
 __all__ = ["STATUS_STATES", "plan_swf"]

@@ -1,6 +1,6 @@
 """Typed values, reject checks and repair flags from the text columns of a GPU trace.
 
-The GPU-trace readers (:mod:`hpcpolicy.ingest.alibaba`, :mod:`hpcpolicy.ingest.gpu_jobs`)
+The GPU-trace readers (:mod:`hpcpolicy.ingest.gpu.alibaba`, :mod:`hpcpolicy.ingest.gpu.jobs`)
 parse the text columns of :func:`hpcpolicy.ingest.csv_scan.scan_csv` through one
 :class:`Fields`: each parse also registers the check that rejects a row whose text does not
 parse (``bad_number``, ``bad_timestamp``) or holds an impossible value (``absurd_value``).

@@ -2,7 +2,7 @@
 
 Both give one job per row with text timestamps (``2020-06-09 18:41:01``, no zone: read in
 ``--tz``, UTC by default) and differ in column names and state words, declared in
-:data:`HELIOS_COLUMNS` / :data:`PHILLY_COLUMNS` and :mod:`hpcpolicy.ingest.gpu_layouts`.
+:data:`HELIOS_COLUMNS` / :data:`PHILLY_COLUMNS` and :mod:`hpcpolicy.ingest.gpu.layouts`.
 
 *Helios* (SenseTime, ``cluster_log.csv`` in HeliosData): ``job_id`` -> ``job_id`` (and
 ``job_id_raw`` when a number), ``user``, ``vc`` (virtual cluster) -> ``partition``,
@@ -38,8 +38,8 @@ import polars as pl
 from hpcpolicy.ingest import slurm_fields as sf
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.csv_scan import read_header, scan_csv
-from hpcpolicy.ingest.gpu_csv import Fields
-from hpcpolicy.ingest.gpu_layouts import HELIOS, PHILLY, CsvLayout
+from hpcpolicy.ingest.gpu.csv_reader import Fields
+from hpcpolicy.ingest.gpu.layouts import HELIOS, PHILLY, CsvLayout
 from hpcpolicy.ingest.plan import ReaderPlan
 
 __all__ = ["HELIOS_COLUMNS", "PHILLY_COLUMNS", "PHILLY_STATES", "plan_helios", "plan_philly"]

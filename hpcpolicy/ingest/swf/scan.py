@@ -6,7 +6,8 @@ for 2 M lines) splitting RICC x5 (2.24 M lines, 212 MB) and writing the fields t
 CPU-seconds on the 2-core development machine, as much as this whole reader and the ingest
 pipeline after it. This Numba kernel walks the bytes once, parsing numbers as it goes, in
 about 0.7 CPU-seconds on one core, and allocates nothing per field. Everything after the scan
-(unknown values, units, states, timestamps) is Polars expressions in :mod:`hpcpolicy.ingest.swf`.
+(unknown values, units, states, timestamps) is Polars expressions in
+:mod:`hpcpolicy.ingest.swf.reader`.
 
 The scan also judges each line, so that the text of rejected lines is the only text kept:
 

@@ -1,9 +1,9 @@
 """The rows of a sacct export as a lazy frame, and what a whole pass learns about the file.
 
 :func:`scan_sacct` streams the file through the compiled scanner
-(:mod:`hpcpolicy.ingest.sacct_kernel`), two pieces at a time, and hands Polars one frame per
+(:mod:`hpcpolicy.ingest.sacct.kernel`), two pieces at a time, and hands Polars one frame per
 piece: a row per job row or rejected line, with its raw text, the fields the job-table
-expressions read (:class:`hpcpolicy.ingest.sacct_fields.Fields`: text, or parsed numbers with
+expressions read (:class:`hpcpolicy.ingest.sacct.fields.Fields`: text, or parsed numbers with
 a status), and one row standing for all the step rows of the piece folded into their jobs
 (``_rows`` = how many). The text goes to Polars through its CSV reader, split by a control
 byte that the text does not hold.
@@ -18,8 +18,8 @@ order of 10^-23 in a file of 10^8 rows.
 
 Example:
     >>> from pathlib import Path
-    >>> from hpcpolicy.ingest.sacct_fields import Fields
-    >>> from hpcpolicy.ingest.sacct_layout import read_layout
+    >>> from hpcpolicy.ingest.sacct.fields import Fields
+    >>> from hpcpolicy.ingest.sacct.layout import read_layout
     >>> layout = read_layout(Path("sacct.txt"))  # doctest: +SKIP
     >>> fields = Fields(layout)  # doctest: +SKIP
     >>> state = fields.get("State")  # doctest: +SKIP
@@ -40,10 +40,10 @@ import numpy.typing as npt
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from hpcpolicy.ingest import sacct_kernel as kernel
 from hpcpolicy.ingest.plan import STEP_FOLDED
-from hpcpolicy.ingest.sacct_fields import Fields
-from hpcpolicy.ingest.sacct_layout import SacctLayout
+from hpcpolicy.ingest.sacct import kernel
+from hpcpolicy.ingest.sacct.fields import Fields
+from hpcpolicy.ingest.sacct.layout import SacctLayout
 from hpcpolicy.ingest.slurm_fields import TIME_FORMATS
 from hpcpolicy.ingest.text_chunks import (
     CHUNK_BYTES,

@@ -1,6 +1,6 @@
 """Compiled parsers of the sacct fields whose parsing dominated the cost of reading sacct.
 
-The scan (:mod:`hpcpolicy.ingest.sacct_kernel`) parses these while the bytes are in cache,
+The scan (:mod:`hpcpolicy.ingest.sacct.kernel`) parses these while the bytes are in cache,
 instead of handing their text to Polars: on 3 M jobs the regular expressions over ``ReqTRES``
 / ``AllocTRES`` and the timestamp parsing took about 3 CPU-seconds there, more than the scan.
 The other fields stay text, parsed by :mod:`hpcpolicy.ingest.slurm_fields`. Each parser reads

@@ -1,0 +1,1 @@
+"""GPU-cluster traces (Alibaba, Helios, Philly): CSV layouts, node lists and the readers."""

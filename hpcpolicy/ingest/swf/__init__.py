@@ -1,0 +1,1 @@
+"""Standard Workload Format traces: the header, the field scan and the reader."""
