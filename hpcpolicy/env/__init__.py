@@ -1,7 +1,9 @@
 """The scheduling environment: the simulator as a Gymnasium env, one head choice per step.
 
-Importing this package registers ``hpcpolicy/Scheduling-v0`` with Gymnasium (when Gymnasium is
-installed, with the ``[rl]`` extra)::
+``hpcpolicy/Scheduling-v0`` is registered with Gymnasium (the ``[rl]`` extra) when
+:mod:`~hpcpolicy.env.scheduling` is imported, or when this package is imported after Gymnasium.
+The package itself stays light (no Gymnasium, no torch), since :mod:`~hpcpolicy.env.spaces`,
+the observation contract, is read by every learned-policy path::
 
     import gymnasium as gym
     import hpcpolicy.env
@@ -26,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from hpcpolicy.env.config import EnvConfig
@@ -36,11 +39,10 @@ ENV_ID = "hpcpolicy/Scheduling-v0"
 """Gymnasium id of :class:`~hpcpolicy.env.scheduling.SchedulingEnv`."""
 
 
-def _register() -> None:
-    try:
-        import gymnasium as gym
-    except ImportError:  # a base install: the environment needs the [rl] extra
-        return
+def register() -> None:
+    """Register :data:`ENV_ID` with Gymnasium (idempotent; needs the ``[rl]`` extra)."""
+    import gymnasium as gym
+
     if ENV_ID not in gym.registry:
         gym.register(id=ENV_ID, entry_point="hpcpolicy.env.scheduling:SchedulingEnv")
 
@@ -53,4 +55,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'hpcpolicy.env' has no attribute {name!r}")
 
 
-_register()
+if "gymnasium" in sys.modules:  # else scheduling.py registers when it is first imported
+    register()

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.env import register
 from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.env.driver import EngineDriver
 from hpcpolicy.env.observe import Observer
@@ -231,3 +232,6 @@ class SchedulingEnv(gym.Env[Obs, int]):
             metrics["best_heuristic_bsld"] = best
             metrics["bsld_vs_best"] = metrics["bsld"] / best
         return metrics
+
+
+register()
