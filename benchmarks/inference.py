@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         policy_dir = args.policy
         agent = None
         if policy_dir is None:
-            from hpcpolicy.artifact import export_policy
+            from hpcpolicy.rl.export import export_policy
 
             agent = ActorCritic(len(JOB_FEATURES), len(CLUSTER_FEATURES))
             policy_dir = export_policy(agent, Path(tmp) / "policy", k=args.k, metrics={},

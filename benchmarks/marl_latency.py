@@ -1,6 +1,6 @@
 """Latency of one select + allocate decision of the two-agent scheduler, on one CPU core.
 
-Replays a GPU workload once with the exported artifact (:class:`hpcpolicy.marl.policy
+Replays a GPU workload once with the exported artifact (:class:`hpcpolicy.deploy.marl
 .MarlPolicy`), recording every decision the engine asks for: the queues on which the
 selector chooses (two or more jobs fit) and the placements on which the allocator chooses
 (two or more candidates). Then times, one call at a time, after a warm-up:
@@ -137,12 +137,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import load_cluster
+    from hpcpolicy.deploy.marl import MarlPolicy
     from hpcpolicy.gpu.topology import Topology
     from hpcpolicy.marl.artifact import export_marl
     from hpcpolicy.marl.config import MarlConfig
     from hpcpolicy.marl.features import max_candidates
     from hpcpolicy.marl.networks import TwoAgents
-    from hpcpolicy.marl.policy import MarlPolicy
     from hpcpolicy.workload import Workload
 
     torch.set_num_threads(1)

@@ -162,8 +162,9 @@ def main(
 
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
+    from hpcpolicy.deploy.learned import LearnedPolicy
+    from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
     from hpcpolicy.errors import ConfigError
-    from hpcpolicy.policies.learned import LearnedPolicy, policy_simulator, resolve_policy
     from hpcpolicy.sim.metrics import write_outcomes
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import WindowConfig, replay, to_document

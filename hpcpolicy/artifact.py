@@ -1,4 +1,4 @@
-"""The deployable policy artifact: export after training, load anywhere without training code.
+"""The policy artifact contract: what a policy directory holds and how it is read.
 
 A policy directory (``runs/<name>/policy/``) holds:
 
@@ -13,6 +13,12 @@ Both files compute ``scores = f(jobs [B, K, Fj], cluster [B, Fc], mask [B, K] bo
 training (the same MLP scores every slot). Training checkpoints (``checkpoints/last.pt``) are a
 different kind of file, for resuming only, and :func:`load_policy` refuses them.
 
+Other kinds of artifact (the two-agent scheduler, the GPU-type chooser) name another
+``format`` in their manifest, each with its schema (:data:`FORMATS`); they share this
+module's version rule, schema check and model opening (:func:`read_manifest`,
+:func:`open_model`). Writers live with their training code (:mod:`hpcpolicy.rl.export`),
+readers that turn an artifact into a policy in :mod:`hpcpolicy.deploy`.
+
 :func:`load_policy` never unpickles anything: it reads JSON, checks it against the schema and
 the version, checks the file hashes, and opens the model with onnxruntime (preferred) or
 ``torch.jit.load``. It imports neither hpcpolicy's training code nor torch unless the
@@ -22,38 +28,38 @@ version does not know: they are ignored, with a warning.
 
 from __future__ import annotations
 
-import copy
-import datetime as dt
 import json
-import math
 import os
-import shutil
 import subprocess
-import tempfile
 import warnings
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy import __version__
-from hpcpolicy.atomic import file_sha256, replace_dir, write_json
+from hpcpolicy.atomic import file_sha256
 from hpcpolicy.errors import ArtifactError
 
-if TYPE_CHECKING:
-    from hpcpolicy.rl.networks import ActorCritic, JobScorer
-
 __all__ = [
+    "FORMATS",
+    "GPU_TYPE_FORMAT",
+    "MANIFEST_FILE",
     "MANIFEST_VERSION",
+    "MARL_FORMAT",
     "ONNX_FILE",
+    "ONNX_OPSET",
+    "POLICY_FORMAT",
     "TORCHSCRIPT_FILE",
     "LoadedPolicy",
-    "export_policy",
+    "check_backend",
+    "git_commit",
     "load_policy",
     "manifest_format",
+    "open_model",
     "read_manifest",
+    "validate_manifest",
 ]
 
 MANIFEST_VERSION = "1.0"
@@ -63,13 +69,23 @@ MANIFEST_FILE = "manifest.json"
 ONNX_FILE = "policy.onnx"
 TORCHSCRIPT_FILE = "policy.torchscript.pt"
 ONNX_OPSET = 17
-_INPUTS = ("jobs", "cluster", "mask")
+
+POLICY_FORMAT = "hpcpolicy.policy"
+"""One job scorer (PPO, DD-PPO, offline RL): this module's :func:`load_policy`."""
+MARL_FORMAT = "hpcpolicy.marl"
+"""The two-agent scheduler: a selector and an allocator, each a ``hpcpolicy.policy``."""
+GPU_TYPE_FORMAT = "hpcpolicy.gpu-type-policy"
+"""The GPU-type chooser: one Q-network over the GPU types."""
+FORMATS = {POLICY_FORMAT: "policy_manifest", MARL_FORMAT: "marl_manifest",
+           GPU_TYPE_FORMAT: "gpu_type_policy_manifest"}
+"""Each manifest ``format`` and the schema (``schemas/NAME.schema.json``) it is checked with."""
+
 _SUPPORTED = (f"a policy directory with {MANIFEST_FILE}", MANIFEST_FILE, f"*.onnx ({ONNX_FILE})",
               f"*.torchscript.pt ({TORCHSCRIPT_FILE})")
 _BACKENDS = ("auto", "onnx", "torchscript")
 
 
-def _git_commit() -> str | None:
+def git_commit() -> str | None:
     """Commit of the source tree hpcpolicy runs from, or None outside a git checkout."""
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
@@ -79,109 +95,15 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def _finite(metrics: Mapping[str, float]) -> dict[str, float | None]:
-    """Metrics with NaN/inf as None (JSON has no NaN)."""
-    return {k: (float(v) if math.isfinite(v) else None) for k, v in metrics.items()}
-
-
-def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str], *,
-                  config: Mapping[str, Any], metrics: Mapping[str, float], k: int,
-                  provenance: Mapping[str, Any] | None = None,
-                  observation: Mapping[str, Any] | None = None) -> Path:
-    """Write ``policy.onnx``, ``policy.torchscript.pt`` and ``manifest.json`` to ``out_dir``.
-
-    The directory is built beside ``out_dir`` and renamed into place, replacing an older one.
+def validate_manifest(manifest: dict[str, Any], where: Path, fmt: str,
+                      allow_unknown: bool = False) -> None:
+    """Check ``manifest`` against the schema of artifact format ``fmt`` (:data:`FORMATS`).
 
     Args:
-        agent: A trained :class:`~hpcpolicy.rl.networks.ActorCritic` (its ``scorer`` is
-            exported) or a :class:`~hpcpolicy.rl.networks.JobScorer`.
-        out_dir: The policy directory, usually ``runs/<name>/policy``.
-        config: The training config's ``to_dict()`` (must name ``algo`` and ``seed``).
-        metrics: Final training metrics.
-        k: Slots the policy was trained with.
-        provenance: ``reward``, ``training_data`` (``{"path", "sha256"}``) and further
-            JSON-ready keys, recorded under ``provenance``.
-        observation: The inputs' contract to record, for a scorer of other slots than
-            waiting jobs (the two-agent scheduler's allocator scores candidate placements);
-            default :func:`~hpcpolicy.env.spaces.feature_spec` of ``k``.
-
-    Returns:
-        ``out_dir`` as a Path.
-
-    Example:
-        >>> import tempfile
-        >>> from hpcpolicy.rl.networks import ActorCritic
-        >>> d = export_policy(ActorCritic(7, 7), tempfile.mkdtemp() + "/policy", k=8,
-        ...                   config={"algo": "ppo", "seed": 1, "hidden": [32, 16, 8],
-        ...                           "activation": "tanh"}, metrics={})
-        >>> sorted(p.name for p in d.iterdir())
-        ['manifest.json', 'policy.onnx', 'policy.torchscript.pt']
-    """
-    import torch
-
-    from hpcpolicy.env.spaces import feature_spec
-    from hpcpolicy.rl.networks import JobScorer, PolicyScorer
-
-    scorer_net = agent if isinstance(agent, JobScorer) else agent.scorer
-    scorer = PolicyScorer(copy.deepcopy(scorer_net).cpu()).eval()
-    spec = dict(observation) if observation is not None else feature_spec(k)
-    n_job, n_cluster = len(spec["job_features"]), len(spec["cluster_features"])
-    example = (torch.zeros(1, k, n_job), torch.zeros(1, n_cluster),
-               torch.ones(1, k, dtype=torch.bool))
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    build.chmod(0o755)  # mkdtemp makes it private; a policy is meant to be shared
-    try:
-        # Both exporters are deprecated in torch 2.9+ in favour of torch.export; the dynamo
-        # ONNX exporter needs the extra package onnxscript. Their output is checked against
-        # eager torch by tests/test_artifact.py.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            torch.onnx.export(
-                scorer, example, str(build / ONNX_FILE), dynamo=False, opset_version=ONNX_OPSET,
-                input_names=list(_INPUTS), output_names=["scores"],
-                dynamic_axes={"jobs": {0: "batch", 1: "k"}, "cluster": {0: "batch"},
-                              "mask": {0: "batch", 1: "k"}, "scores": {0: "batch", 1: "k"}})
-            torch.jit.script(scorer).save(  # type: ignore[no-untyped-call]
-                str(build / TORCHSCRIPT_FILE))
-        manifest = {
-            "manifest_version": MANIFEST_VERSION,
-            "format": "hpcpolicy.policy",
-            "created_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "package": {"name": "hpcpolicy", "version": __version__, "git_commit": _git_commit()},
-            "algo": str(config["algo"]),
-            "observation": spec,
-            "network": {"kind": "job_scorer_mlp", "hidden": list(config.get("hidden", [])),
-                        "activation": str(config.get("activation", "")),
-                        "parameters": sum(p.numel() for p in scorer.parameters())},
-            "outputs": {"scores": "float32 [B, K]; higher is better; -inf on invalid slots"},
-            "reward": (provenance or {}).get("reward"),
-            "training_data": (provenance or {}).get("training_data"),
-            "config": dict(config),
-            "metrics": _finite(metrics),
-            "files": {
-                "onnx": {"path": ONNX_FILE, "sha256": file_sha256(build / ONNX_FILE),
-                         "opset": ONNX_OPSET},
-                "torchscript": {"path": TORCHSCRIPT_FILE,
-                                "sha256": file_sha256(build / TORCHSCRIPT_FILE)},
-            },
-            "provenance": {key: value for key, value in (provenance or {}).items()
-                           if key not in ("reward", "training_data")},
-        }
-        _validate(manifest, build / MANIFEST_FILE)
-        write_json(build / MANIFEST_FILE, manifest)
-        replace_dir(build, out_dir)
-    except BaseException:
-        shutil.rmtree(build, ignore_errors=True)
-        raise
-    return out_dir
-
-
-def _validate(manifest: dict[str, Any], where: Path, allow_unknown: bool = False) -> None:
-    """Check ``manifest`` against schemas/policy_manifest.schema.json.
-
-    ``allow_unknown`` tolerates fields the schema does not name (a newer minor version).
+        manifest: The parsed manifest.
+        where: Its file, named in the error.
+        fmt: The format it must have.
+        allow_unknown: Tolerate fields the schema does not name (a newer minor version).
 
     Raises:
         ArtifactError: jsonschema is missing, or the manifest breaks the schema (first error).
@@ -193,12 +115,13 @@ def _validate(manifest: dict[str, Any], where: Path, allow_unknown: bool = False
                             "`pip install 'hpcpolicy[rl]'`") from exc
     from hpcpolicy.schemas import load
 
-    errors = jsonschema.Draft202012Validator(load("policy_manifest")).iter_errors(manifest)
+    schema = FORMATS[fmt]
+    errors = jsonschema.Draft202012Validator(load(schema)).iter_errors(manifest)
     error = jsonschema.exceptions.best_match(
         e for e in errors if not (allow_unknown and e.validator == "additionalProperties"))
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ArtifactError(f"{where}: manifest does not match policy_manifest.schema.json at "
+        raise ArtifactError(f"{where}: manifest does not match {schema}.schema.json at "
                             f"{at}: {error.message}")
 
 
@@ -331,8 +254,21 @@ def _check_version(manifest: dict[str, Any], where: Path) -> bool:
     return newer
 
 
-def _open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tuple[str, Any]:
-    """Check the model file's hash and open it with the chosen (or first available) backend."""
+def open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tuple[str, Any]:
+    """Check a model file's hash and open it with the chosen (or first available) backend.
+
+    Args:
+        directory: The artifact directory.
+        manifest: Its validated manifest; ``files`` names a file per backend.
+        backend: ``auto`` (onnxruntime if installed, else TorchScript), ``onnx`` or
+            ``torchscript``.
+
+    Returns:
+        The backend used, and an onnxruntime session or a TorchScript module.
+
+    Raises:
+        ArtifactError: The file is missing, its hash differs, or the runtime is missing.
+    """
     if backend == "auto":
         try:
             import onnxruntime  # noqa: F401
@@ -367,6 +303,12 @@ def _open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tupl
                             "`pip install 'hpcpolicy[rl]'`") from exc
 
 
+def check_backend(backend: str) -> None:
+    """Refuse a backend :func:`open_model` does not know (the message lists them)."""
+    if backend not in _BACKENDS:
+        raise ArtifactError(f"unknown backend {backend!r}; valid: {', '.join(_BACKENDS)}")
+
+
 def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPolicy:
     """Open a policy artifact for scoring, without training code and without pickle.
 
@@ -386,6 +328,7 @@ def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPo
 
     Example:
         >>> import tempfile
+        >>> from hpcpolicy.rl.export import export_policy
         >>> from hpcpolicy.rl.networks import ActorCritic
         >>> d = export_policy(ActorCritic(7, 7), tempfile.mkdtemp() + "/p", k=4, metrics={},
         ...                   config={"algo": "ppo", "seed": 1})
@@ -393,8 +336,7 @@ def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPo
         >>> policy.scores(np.zeros((4, 7)), np.zeros(7), [1, 1, 0, 0])[2:].tolist()
         [-inf, -inf]
     """
-    if backend not in _BACKENDS:
-        raise ArtifactError(f"unknown backend {backend!r}; valid: {', '.join(_BACKENDS)}")
+    check_backend(backend)
     path = Path(path)
     if not path.exists():
         raise ArtifactError(f"{path}: no such policy file or directory")
@@ -409,10 +351,11 @@ def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPo
         raise ArtifactError(f"{manifest_path}: not valid JSON ({exc})") from exc
     if not isinstance(manifest, dict):
         raise ArtifactError(f"{manifest_path}: expected a JSON object")
-    _validate(manifest, manifest_path, allow_unknown=_check_version(manifest, manifest_path))
+    validate_manifest(manifest, manifest_path, POLICY_FORMAT,
+                      allow_unknown=_check_version(manifest, manifest_path))
     if implied is not None and backend not in ("auto", implied):
         raise ArtifactError(f"{path} is a {implied} file but backend={backend!r} was asked for")
-    chosen, model = _open_model(directory, manifest, implied or backend)
+    chosen, model = open_model(directory, manifest, implied or backend)
     return LoadedPolicy(directory, manifest, chosen, model)
 
 
@@ -439,26 +382,24 @@ def manifest_format(path: str | os.PathLike[str]) -> str | None:
 
 def read_manifest(path: str | os.PathLike[str], fmt: str,
                   hint: str) -> tuple[Path, dict[str, Any]]:
-    """The directory and manifest of an artifact of format ``fmt`` whose major version this
-    code reads: the top-level check of artifact kinds that bundle other files than one scorer
-    (their scorers load with :func:`load_policy`).
+    """The directory and manifest of an artifact of format ``fmt``, checked as
+    :func:`load_policy` checks its own: the version rule and the format's schema. For the
+    kinds of artifact other than one job scorer; their model files open with
+    :func:`open_model`, or their scorers with :func:`load_policy`.
 
     Args:
         path: The artifact directory, or its ``manifest.json``.
-        fmt: The format its manifest must name.
+        fmt: The format its manifest must name (a key of :data:`FORMATS`).
         hint: How to make such an artifact; ends the error message.
 
     Raises:
-        ArtifactError: No manifest of that format, or another major manifest version.
+        ArtifactError: No manifest of that format, another major manifest version, or a
+            manifest that breaks the format's schema.
     """
     file = _manifest_file(Path(path))
     if manifest_format(file) != fmt:
         raise ArtifactError(f"{path}: not a {fmt} artifact (a directory whose {MANIFEST_FILE} "
                             f"has format {fmt!r}); {hint}")
     manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
-    version = str(manifest.get("manifest_version", ""))
-    major = MANIFEST_VERSION.split(".")[0]
-    if version.split(".")[0] != major:
-        raise ArtifactError(f"{file}: manifest version {version!r} cannot be read by hpcpolicy "
-                            f"{__version__} (reads {major}.x); export the policy again")
+    validate_manifest(manifest, file, fmt, allow_unknown=_check_version(manifest, file))
     return file.parent, manifest

@@ -250,8 +250,8 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
         >>> ev.versus_best(ev.runs[1])  # doctest: +SKIP
         -0.12
     """
+    from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
     from hpcpolicy.policies.heuristics import Heuristic
-    from hpcpolicy.policies.learned import policy_simulator, resolve_policy
     from hpcpolicy.sim.engine import check_one_engine
 
     policies = {spec: resolve_policy(spec) for spec in cfg.policies}

@@ -21,9 +21,10 @@ import jsonschema
 import torch
 
 from hpcpolicy import __version__
-from hpcpolicy.artifact import export_policy, load_policy
+from hpcpolicy.artifact import load_policy
 from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.errors import ArtifactError
+from hpcpolicy.rl.export import export_policy
 from hpcpolicy.rl.networks import ActorCritic, PolicyScorer
 from hpcpolicy.schemas import load as load_schema
 

@@ -89,7 +89,7 @@ def test_a_learned_policy_is_compared_with_the_best_heuristic(tmp_path: Path) ->
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
     pytest.importorskip("gymnasium")
-    from hpcpolicy.artifact import export_policy
+    from hpcpolicy.rl.export import export_policy
     from hpcpolicy.rl.networks import ActorCritic
 
     torch.manual_seed(1)

@@ -12,13 +12,12 @@ from gpu_jobs import GPU_PARTITION, write_gpu_table
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.cluster_io import load_cluster
+from hpcpolicy.deploy.gpu_type import GpuDqnPolicy, load_gpu_policy
+from hpcpolicy.deploy.resolve import resolve_policy
 from hpcpolicy.errors import ArtifactError, ConfigError
 from hpcpolicy.hetero.config import GpuDqnConfig
-from hpcpolicy.hetero.export import load_gpu_policy
 from hpcpolicy.hetero.observe import obs_dim
-from hpcpolicy.hetero.policy import GpuDqnPolicy
 from hpcpolicy.hetero.train import train_gpu_dqn
-from hpcpolicy.policies.learned import resolve_policy
 from hpcpolicy.sim import SimConfig, simulate
 from hpcpolicy.workload import Workload
 

@@ -14,17 +14,15 @@ pytest.importorskip("gymnasium")
 
 from env_jobs import CLUSTER, random_workload  # noqa: E402
 
-from hpcpolicy.artifact import export_policy  # noqa: E402
+from hpcpolicy.deploy.learned import LearnedPolicy  # noqa: E402
+from hpcpolicy.deploy.resolve import resolve_policy  # noqa: E402
 from hpcpolicy.env import EnvConfig  # noqa: E402
 from hpcpolicy.env.driver import EngineDriver, head_scores  # noqa: E402
 from hpcpolicy.env.observe import Observer  # noqa: E402
 from hpcpolicy.env.scheduling import SchedulingEnv  # noqa: E402
 from hpcpolicy.errors import ArtifactError, ConfigError  # noqa: E402
 from hpcpolicy.policies.base import Policy  # noqa: E402
-from hpcpolicy.policies.learned import (  # noqa: E402
-    LearnedPolicy,
-    resolve_policy,
-)
+from hpcpolicy.rl.export import export_policy  # noqa: E402
 from hpcpolicy.rl.networks import ActorCritic  # noqa: E402
 from hpcpolicy.sim.compiled import Stepper  # noqa: E402
 from hpcpolicy.sim.engine import simulate  # noqa: E402

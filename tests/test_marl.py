@@ -17,12 +17,14 @@ torch = pytest.importorskip("torch")
 from marl_case import load_case  # noqa: E402
 
 from hpcpolicy.cluster import ClusterSpec, NodeGroup  # noqa: E402
+from hpcpolicy.deploy.marl import MarlPolicy, load_marl  # noqa: E402
+from hpcpolicy.deploy.resolve import resolve_policy  # noqa: E402
 from hpcpolicy.errors import ArtifactError, ConfigError  # noqa: E402
 from hpcpolicy.gpu.engine import GpuEngine  # noqa: E402
 from hpcpolicy.gpu.metrics import gpu_summary  # noqa: E402
 from hpcpolicy.gpu.placer import PlacementView  # noqa: E402
 from hpcpolicy.gpu.topology import Topology  # noqa: E402
-from hpcpolicy.marl.artifact import export_marl, load_marl  # noqa: E402
+from hpcpolicy.marl.artifact import export_marl  # noqa: E402
 from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig  # noqa: E402
 from hpcpolicy.marl.decide import AgentPlacer, AgentScorer, Obs  # noqa: E402
 from hpcpolicy.marl.episode import WindowSource  # noqa: E402
@@ -33,13 +35,11 @@ from hpcpolicy.marl.features import (  # noqa: E402
     SelectorObserver,
 )
 from hpcpolicy.marl.networks import TwoAgents  # noqa: E402
-from hpcpolicy.marl.policy import MarlPolicy  # noqa: E402
 from hpcpolicy.marl.reward import SharedReward  # noqa: E402
 from hpcpolicy.marl.train import train  # noqa: E402
 from hpcpolicy.marl.warm_start import clone_heuristic  # noqa: E402
 from hpcpolicy.policies import get_policy  # noqa: E402
 from hpcpolicy.policies.base import QueueView  # noqa: E402
-from hpcpolicy.policies.learned import resolve_policy  # noqa: E402
 from hpcpolicy.rl.ppo import SingleProcess  # noqa: E402
 from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
 from hpcpolicy.sim import SimConfig, simulate  # noqa: E402

@@ -7,7 +7,8 @@ takes the job's only possible type without asking (:func:`~hpcpolicy.hetero.obse
 only_choice`), else the type its rule picks, and inside that type the most compact candidate
 placement, exactly as in the training environment.
 
-* :class:`GpuDqnPolicy`: the exported DQN, greedy in Q over the valid types;
+* :class:`hpcpolicy.deploy.gpu_type.GpuDqnPolicy`: the exported DQN, greedy in Q over the
+  valid types;
 * ``rule_policy("first")``: the first type in spec order that can hold the job now (the
   engine's own choice without a placer);
 * ``rule_policy("fastest")``: the type where the job would run shortest (speed factor and
@@ -21,21 +22,19 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ArtifactError, ConfigError
 from hpcpolicy.gpu.placer import PlacementView
-from hpcpolicy.hetero.export import load_gpu_policy
 from hpcpolicy.hetero.observe import PoolObserver, only_choice
 from hpcpolicy.policies.base import Scorer
 from hpcpolicy.policies.heuristics import get_policy
 from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.workload import Workload
 
-__all__ = ["RULES", "GpuDqnPolicy", "TypePlacer", "TypePolicy", "rule_policy"]
+__all__ = ["RULES", "TypePlacer", "TypePolicy", "rule_policy"]
 
 Rule = Callable[[PlacementView, list[int | None], PoolObserver], int]
 """``rule(view, choices, observer) -> action``: a GPU type whose choice is not None."""
@@ -117,46 +116,3 @@ def rule_policy(name: str) -> TypePolicy:
     if name not in RULES:
         raise ConfigError(f"GPU-type rule {name!r} is not one of {', '.join(RULES)}")
     return TypePolicy(f"gpu-{name}", RULES[name])
-
-
-class GpuDqnPolicy(TypePolicy):
-    """A trained GPU-type policy directory (``runs/NAME/policy``), greedy in its Q-values.
-
-    Args:
-        path: The policy directory or its manifest.json.
-        backend: ``auto``, ``onnx`` or ``torchscript``.
-
-    Raises:
-        ArtifactError: What :func:`~hpcpolicy.hetero.export.load_gpu_policy` raises.
-
-    Example:
-        >>> policy = GpuDqnPolicy("runs/NAME/policy")                        # doctest: +SKIP
-        >>> simulate(workload, cluster, SimConfig(), policy=policy)          # doctest: +SKIP
-    """
-
-    def __init__(self, path: str | Path, backend: str = "auto") -> None:
-        self.artifact = load_gpu_policy(path, backend)
-        """The loaded artifact (manifest, Q-function)."""
-        super().__init__(str(path), self._greedy)
-
-    def _greedy(self, view: PlacementView, choices: list[int | None],
-                observer: PoolObserver) -> int:
-        return int(np.argmax(self.artifact.q(observer.observe(view, choices))))
-
-    def bind_placer(self, workload: Workload, cluster: ClusterSpec) -> TypePlacer:
-        """A placer for one run.
-
-        Raises:
-            ArtifactError: The cluster's GPU types (names and speeds, in order) are not the
-                ones the policy was trained for.
-        """
-        observer = PoolObserver(workload, cluster)
-        mine = observer.types
-        if mine != self.artifact.pools:
-            def show(pools: tuple[tuple[str, float], ...]) -> str:
-                return ", ".join(f"{n} (speed {s:g})" for n, s in pools)
-
-            raise ArtifactError(f"{self.artifact.path}: trained for GPU types "
-                                f"{show(self.artifact.pools)}; cluster {cluster.name!r} has "
-                                f"{show(mine)}; train a policy for this cluster")
-        return TypePlacer(observer, self.rule)

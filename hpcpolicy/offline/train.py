@@ -109,9 +109,9 @@ def train_offline(dataset: StoredDataset, cfg: OfflineConfig, run_dir: str | Pat
     """
     import torch
 
-    from hpcpolicy.artifact import export_policy
     from hpcpolicy.offline.networks import exported_scorer, freeze_heads
     from hpcpolicy.offline.quiet import d3rlpy_module
+    from hpcpolicy.rl.export import export_policy
     from hpcpolicy.rl.seeding import seed_everything
 
     run = Path(run_dir)

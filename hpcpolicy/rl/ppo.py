@@ -327,7 +327,7 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
                  progress: Progress | None = None,
                  initial_scorer: Mapping[str, torch.Tensor] | None = None) -> TrainResult:
     """The training loop shared by PPO and DD-PPO; :func:`train` is the public entry point."""
-    from hpcpolicy.artifact import export_policy
+    from hpcpolicy.rl.export import export_policy
 
     paths = RunPaths(run_dir)
     writer = comm.rank == 0

@@ -9,7 +9,7 @@ TorchScript, never through pickle.
 
 Example:
     >>> import tempfile
-    >>> from hpcpolicy.artifact import export_policy
+    >>> from hpcpolicy.rl.export import export_policy
     >>> from hpcpolicy.rl.config import PPOConfig
     >>> from hpcpolicy.rl.networks import ActorCritic
     >>> from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES

@@ -138,7 +138,7 @@ def _iso(epoch: int) -> str:
 
 
 def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
-    from hpcpolicy.policies.learned import resolve_policy
+    from hpcpolicy.deploy.resolve import resolve_policy
     from hpcpolicy.sim.engine import check_one_engine
 
     policies = {s.policy: resolve_policy(s.policy) for s in specs}
@@ -149,7 +149,7 @@ def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
 def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpec,
                      specs: list[RunSpec], policies: dict[str, Policy],
                      step: Step) -> tuple[list[WhatifRun], Workload, ClusterSpec]:
-    from hpcpolicy.policies.learned import policy_simulator
+    from hpcpolicy.deploy.resolve import policy_simulator
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import replay
 

@@ -1,4 +1,5 @@
-"""A trained policy artifact as an ordinary :class:`~hpcpolicy.policies.base.Policy`.
+"""A trained job scorer (format ``hpcpolicy.policy``) as an ordinary
+:class:`~hpcpolicy.policies.base.Policy`.
 
 ``hpcpolicy simulate jobs.parquet --policy runs/NAME/policy`` and ``hpcpolicy evaluate`` load
 the deployable artifact (:func:`hpcpolicy.artifact.load_policy`: ONNX or TorchScript plus
@@ -11,34 +12,30 @@ job that becomes the queue head, exactly as in the training environment: it sees
 Running jobs: the cluster features read the running jobs' cores and requested ends from
 :class:`~hpcpolicy.policies.base.QueueView`, which the engine fills at every decision (warm-start
 jobs included), so the policy sees in ``simulate`` what it saw in training.
-
-Example:
-    >>> from hpcpolicy.policies.learned import resolve_policy
-    >>> resolve_policy("sjf").name
-    'sjf'
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.artifact import LoadedPolicy, load_policy
 from hpcpolicy.env.driver import head_scores
 from hpcpolicy.env.observe import Observer
-from hpcpolicy.errors import ArtifactError, ConfigError
-from hpcpolicy.policies.base import Policy, QueueView
+from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
+from hpcpolicy.errors import ArtifactError
+from hpcpolicy.policies.base import QueueView
+from hpcpolicy.sim.prepare import prepare
 
 if TYPE_CHECKING:
-    from hpcpolicy.artifact import LoadedPolicy
     from hpcpolicy.cluster import ClusterSpec
-    from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
+    from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.workload import Workload
 
-__all__ = ["LearnedPolicy", "LearnedScorer", "policy_simulator", "resolve_policy"]
+__all__ = ["LearnedPolicy", "LearnedScorer"]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -80,9 +77,6 @@ class LearnedPolicy:
     """
 
     def __init__(self, path: str | Path, backend: str = "auto") -> None:
-        from hpcpolicy.artifact import load_policy
-        from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
-
         self.artifact = load_policy(path, backend)
         self.artifact.check_features(tuple(f.name for f in JOB_FEATURES),
                                      tuple(f.name for f in CLUSTER_FEATURES))
@@ -95,54 +89,5 @@ class LearnedPolicy:
 
     def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> LearnedScorer:
         """A scorer for one run of ``workload`` on ``cluster``."""
-        from hpcpolicy.sim.prepare import prepare
-
         prep = prepare(workload, cluster, cfg)
         return LearnedScorer(self.artifact, Observer(workload, prep.capacity, self.k))
-
-
-def resolve_policy(spec: str) -> Policy:
-    """A heuristic by name (``sjf``), or a learned policy by path (``runs/NAME/policy``): a
-    single-agent policy, a two-agent one (:class:`hpcpolicy.marl.policy.MarlPolicy`), or a
-    GPU-type chooser (:class:`hpcpolicy.hetero.policy.GpuDqnPolicy`).
-
-    Raises:
-        ConfigError: Neither a heuristic nor an existing path; the message lists the heuristics.
-        ArtifactError: The path is not a loadable policy.
-    """
-    from hpcpolicy.policies.heuristics import HEURISTICS, get_policy
-
-    if spec.strip().lower() in HEURISTICS:
-        return get_policy(spec)
-    if Path(spec).exists():
-        from hpcpolicy.marl.artifact import is_marl_artifact
-
-        if is_marl_artifact(spec):  # the two-agent scheduler: selector + GPU allocator
-            from hpcpolicy.marl.policy import MarlPolicy
-
-            return MarlPolicy(spec)
-        from hpcpolicy.hetero.export import is_gpu_policy
-
-        if is_gpu_policy(spec):  # online DQN choosing GPU types (FCFS queue order)
-            from hpcpolicy.hetero.policy import GpuDqnPolicy
-
-            return GpuDqnPolicy(spec)
-        return LearnedPolicy(spec)
-    raise ConfigError(f"policy {spec!r} is neither a heuristic ({', '.join(HEURISTICS)}) nor a "
-                      "trained policy directory (runs/NAME/policy, written by `hpcpolicy train`)")
-
-
-def policy_simulator(policies: Mapping[str, Policy]) -> Callable[..., SimResult]:
-    """``simulate`` with the policy objects named by ``cfg.policy`` (for learned policies).
-
-    The returned function has :func:`hpcpolicy.sim.simulate`'s signature, so it can be given
-    to :func:`hpcpolicy.sim.windows.replay`; a configuration whose ``policy`` is not a key of
-    ``policies`` runs the registered heuristic of that name.
-    """
-    from hpcpolicy.sim.engine import simulate
-
-    def run(workload: Workload, cluster: ClusterSpec, cfg: SimConfig, *,
-            running: RunningJobs | None = None) -> SimResult:
-        return simulate(workload, cluster, cfg, running=running, policy=policies.get(cfg.policy))
-
-    return run
