@@ -13,6 +13,7 @@ Modules:
 
 * :mod:`~hpcpolicy.env.spaces`: the observation contract (features, K, action mask), no torch;
 * :mod:`~hpcpolicy.env.scheduling`: :class:`SchedulingEnv` (spaces, rewards, episode end);
+* :mod:`~hpcpolicy.env.registration`: its Gymnasium id and registration;
 * :mod:`~hpcpolicy.env.config`: :class:`EnvConfig`;
 * :mod:`~hpcpolicy.env.observe`: raw features of a decision, shared with learned policies;
 * :mod:`~hpcpolicy.env.rewards`: bounded slowdown, wait, response, utilisation and mixes;
@@ -32,19 +33,9 @@ import sys
 from typing import Any
 
 from hpcpolicy.env.config import EnvConfig
+from hpcpolicy.env.registration import ENV_ID, register
 
 __all__ = ["ENV_ID", "EnvConfig", "SchedulingEnv"]
-
-ENV_ID = "hpcpolicy/Scheduling-v0"
-"""Gymnasium id of :class:`~hpcpolicy.env.scheduling.SchedulingEnv`."""
-
-
-def register() -> None:
-    """Register :data:`ENV_ID` with Gymnasium (idempotent; needs the ``[rl]`` extra)."""
-    import gymnasium as gym
-
-    if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="hpcpolicy.env.scheduling:SchedulingEnv")
 
 
 def __getattr__(name: str) -> Any:

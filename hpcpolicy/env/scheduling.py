@@ -10,10 +10,10 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec
-from hpcpolicy.env import register
 from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.env.driver import EngineDriver
 from hpcpolicy.env.observe import Observer
+from hpcpolicy.env.registration import register
 from hpcpolicy.env.rewards import RewardMeter
 from hpcpolicy.env.spaces import action_space, observation_space
 from hpcpolicy.env.split import window_range

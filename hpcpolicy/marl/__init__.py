@@ -17,10 +17,10 @@ Modules, in the order a decision flows through them:
 * :mod:`~hpcpolicy.marl.reward`: the shared reward;
 * :mod:`~hpcpolicy.marl.episode`: training episodes, the engine run with sampling agents;
 * :mod:`~hpcpolicy.marl.train`: cooperative PPO; :mod:`~hpcpolicy.marl.distributed`: its
-  DD-PPO workers; :mod:`~hpcpolicy.marl.session`: from a job table, as ``train`` calls it;
+  DD-PPO workers; :mod:`~hpcpolicy.marl.session`: from a job table, as ``train`` calls it,
+  with :mod:`~hpcpolicy.marl.data` naming that table;
 * :mod:`~hpcpolicy.marl.config`: ``MarlConfig``, ``MarlEnvConfig``;
-* :mod:`~hpcpolicy.marl.artifact`: export and load; :mod:`~hpcpolicy.marl.policy`:
-  ``MarlPolicy``.
+* :mod:`~hpcpolicy.marl.artifact`: export (loaded back by :mod:`hpcpolicy.deploy.marl`).
 
 Importing this package imports nothing heavy.
 """

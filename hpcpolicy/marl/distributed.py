@@ -24,7 +24,7 @@ from typing import Any
 from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.marl.config import MarlConfig
-from hpcpolicy.marl.session import TrainingData
+from hpcpolicy.marl.data import TrainingData
 from hpcpolicy.rl.ddppo import (
     LAUNCH_FILE,
     TorchDistComm,

@@ -30,6 +30,7 @@ from hpcpolicy.policies.base import QueueView, ScoreKernel, running_order
 from hpcpolicy.sim import compat, fast
 from hpcpolicy.sim.nbstruct import BIG, heap_push, list_insert
 from hpcpolicy.sim.prepare import Prepared, prepare
+from hpcpolicy.sim.result import assemble
 from hpcpolicy.sim.types import BACKFILL_MODES, RunningJobs, SimConfig
 from hpcpolicy.workload import JobIds, Workload
 
@@ -236,6 +237,4 @@ class Stepper:
 
     def result(self) -> Any:
         """The :class:`~hpcpolicy.sim.types.SimResult` of the finished run."""
-        from hpcpolicy.sim.engine import assemble
-
         return assemble(self.prep, self.workload, self.outcome(), "fast-stepped")

@@ -21,24 +21,19 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.policies.base import Policy, ScoreKernel
 from hpcpolicy.policies.heuristics import get_policy
 from hpcpolicy.sim.checks import check_schedule
 from hpcpolicy.sim.compiled import Stepper, run_compiled
-from hpcpolicy.sim.prepare import Prepared, prepare
+from hpcpolicy.sim.prepare import prepare
 from hpcpolicy.sim.reference import ReferenceEngine
+from hpcpolicy.sim.result import assemble
 from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
 from hpcpolicy.workload import Workload
 
-__all__ = ["assemble", "check_one_engine", "simulate"]
-
-NEVER_FITS_SHOWN = 20
-"""How many ids of never-fitting jobs ``SimResult.stats['never_fits_ids']`` lists."""
-
+__all__ = ["check_one_engine", "simulate"]
 
 def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = None, *,
              running: RunningJobs | None = None, policy: Policy | None = None) -> SimResult:
@@ -139,38 +134,3 @@ def _simulate_gpu(workload: Workload, cluster: ClusterSpec, cfg: SimConfig, scor
     if cfg.check:
         check_schedule(engine.p, workload, cluster, cfg, result)
     return result
-
-
-def assemble(prep: Prepared, workload: Workload, outcome: dict[str, Any],
-             engine: str) -> SimResult:
-    """A :class:`SimResult` from an engine's raw per-job arrays."""
-    start = np.asarray(outcome["start"], dtype=np.int64)
-    started = start >= 0
-    group = np.where(started, outcome["group"], -1).astype(np.int64)
-    jobs, in_group = np.arange(prep.n), np.maximum(group, 0)
-    never = prep.never_fits
-    stats = dict(outcome["stats"])
-    stats.update({
-        "engine": engine,
-        "jobs": prep.n,
-        "never_fits": int(never.sum()),
-        "never_fits_ids": [str(workload.job_id[i])
-                           for i in np.flatnonzero(never)[:NEVER_FITS_SHOWN]],
-    })
-    # The node-level GPU engine decides run times and GPU counts as jobs start.
-    dur = outcome.get("dur", prep.dur)
-    gpus = outcome.get("alloc_gpus")
-    if gpus is None:
-        gpus = prep.need[jobs, in_group, 1]
-    return SimResult(
-        start=start,
-        end=np.where(started, start + dur, -1).astype(np.int64),
-        never_fits=never.copy(),
-        killed=outcome.get("killed", prep.killed) & started,
-        stats=stats,
-        backfilled=np.asarray(outcome["backfilled"], dtype=bool) & started,
-        alloc_cores=np.where(started, prep.need[jobs, in_group, 0], 0),
-        alloc_gpus=np.where(started, gpus, 0).astype(np.int64),
-        group=group,
-        placement=outcome.get("placement", {}),
-    )

@@ -1,0 +1,290 @@
+"""The import layers: a module imports from its own layer or from lower ones, never in a cycle.
+
+The layers, lowest first (a package stands for all its modules unless a module of it is
+placed on its own; the longest listed prefix decides):
+
+0. contracts: ``hpcpolicy`` (the version), ``errors``, ``schema`` (the job table),
+   ``schemas`` (the JSON Schema files), ``atomic``, ``textfmt``, and ``artifact`` (the policy
+   artifact's files and manifest, shared by the writers in training and the readers in
+   deploy; it needs neither torch nor training code);
+1. the machine and tables: ``table``, ``cluster``, ``cluster_io``;
+2. ``ingest`` and ``generate`` (synthetic logs in SWF: another source of input);
+3. ``workload``, and ``stats`` (what a job table holds);
+4. ``policies``: the Policy protocol and the heuristics. They sit *below* ``sim``, though
+   the issue's order lists ``sim`` first: the simulator calls the protocol and resolves
+   heuristics by name, while the policies import the simulator's types only for annotations
+   (the one allowed exception below);
+5. ``sim``, and ``gpu`` (the node-level GPU engine ``sim`` dispatches to);
+6. ``env``;
+7. training: ``rl``, ``offline``, ``marl``, ``hetero``;
+8. ``deploy``: an artifact back into the simulator;
+9. comparing policies: ``evaluate``, ``whatif``, and ``rl.tune`` (population-based training
+   that validates every candidate with ``evaluate``; only commands import it);
+10. ``demo`` (the whole pipeline on a synthetic log) and ``commands``.
+
+Every import counts: at module level, under ``if TYPE_CHECKING``, or inside a function.
+Names built at run time (``importlib``, torchrun's ``-m`` module, a ``module:function``
+factory) are not imports and are not seen.
+
+Run ``python tests/test_layers.py [ROOT]`` for the counts on any checkout.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SOURCES = {"hpcpolicy": "hpcpolicy", "commands": "hpcpolicy.commands",
+           "schemas": "hpcpolicy.schemas"}
+"""Top-level folders and the import name each installs as (pyproject's package-dir)."""
+
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("hpcpolicy", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
+     "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.artifact"),
+    ("hpcpolicy.table", "hpcpolicy.cluster", "hpcpolicy.cluster_io"),
+    ("hpcpolicy.ingest", "hpcpolicy.generate"),
+    ("hpcpolicy.workload", "hpcpolicy.stats"),
+    ("hpcpolicy.policies",),
+    ("hpcpolicy.sim", "hpcpolicy.gpu"),
+    ("hpcpolicy.env",),
+    ("hpcpolicy.rl", "hpcpolicy.offline", "hpcpolicy.marl", "hpcpolicy.hetero"),
+    ("hpcpolicy.deploy",),
+    ("hpcpolicy.evaluate", "hpcpolicy.whatif", "hpcpolicy.rl.tune"),
+    ("hpcpolicy.demo", "hpcpolicy.commands"),
+)
+"""Lowest first; see the module docstring for why each module is where it is."""
+
+ALLOWED: Mapping[tuple[str, str], str] = {
+    ("hpcpolicy.policies", "hpcpolicy.sim.types"):
+        "type annotations only: a policy is bound with the run's SimConfig",
+}
+"""Upward imports that stay, (importer prefix, imported prefix) -> why. At most 3."""
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module, as written in one module."""
+
+    importer: str
+    imported: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.importer}:{self.line} imports {self.imported}"
+
+
+def module_names(root: Path, sources: Mapping[str, str] = SOURCES) -> dict[str, Path]:
+    """Every module under ``root``'s source folders, by import name."""
+    modules = {}
+    for folder, name in sources.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = path.relative_to(root / folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join((name, *parts))] = path
+    return modules
+
+
+def _target(name: str, modules: Mapping[str, Path]) -> str | None:
+    """The module ``name`` stands for: itself, else the package it is an attribute of."""
+    while name not in modules and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name if name in modules else None
+
+
+def imports(root: Path, sources: Mapping[str, str] = SOURCES) -> list[Import]:
+    """Every import of one of ``root``'s own modules by another, wherever it is written."""
+    modules = module_names(root, sources)
+    found = []
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                # ``from package import name``: the submodule if there is one
+                names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                         for alias in node.names]
+            else:
+                continue
+            for name in names:
+                target = _target(name, modules)
+                if target is not None and target != module:
+                    found.append(Import(module, target, node.lineno))
+    return found
+
+
+def _match(module: str, prefixes: Iterable[str]) -> str | None:
+    """The longest of ``prefixes`` that is ``module`` or a package above it."""
+    hits = [p for p in prefixes if module == p or module.startswith(p + ".")]
+    return max(hits, key=len) if hits else None
+
+
+def layer_of(module: str, layers: Sequence[Sequence[str]] = LAYERS) -> int | None:
+    """The index of ``module``'s layer, None when no prefix places it."""
+    owner = _match(module, [p for layer in layers for p in layer])
+    return None if owner is None else next(i for i, layer in enumerate(layers)
+                                           if owner in layer)
+
+
+Pair = tuple[str, str]
+
+
+def upward(found: Iterable[Import], layers: Sequence[Sequence[str]] = LAYERS,
+           allowed: Mapping[Pair, str] = ALLOWED) -> tuple[list[Import], set[Pair]]:
+    """The imports from a lower layer to a higher one that ``allowed`` does not name, and
+    the ``allowed`` entries that were used."""
+    bad: list[Import] = []
+    used: set[Pair] = set()
+    for imp in found:
+        low, high = layer_of(imp.importer, layers), layer_of(imp.imported, layers)
+        if low is None or high is None or low >= high:
+            continue
+        entry = next(((a, b) for a, b in allowed
+                      if _match(imp.importer, [a]) and _match(imp.imported, [b])), None)
+        if entry is None:
+            bad.append(imp)
+        else:
+            used.add(entry)
+    return bad, used
+
+
+def cycles(found: Iterable[Import]) -> list[list[str]]:
+    """The groups of modules that import one another, round and round (Tarjan's strongly
+    connected components of two or more modules), each sorted."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for imp in found:
+        graph[imp.importer].add(imp.imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return sorted(groups)
+
+
+@pytest.fixture(scope="module")
+def found() -> list[Import]:
+    return imports(ROOT)
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [m for m in module_names(ROOT) if layer_of(m) is None]
+    assert not unplaced, f"place these modules in LAYERS: {unplaced}"
+
+
+def test_no_import_runs_upward(found: list[Import]) -> None:
+    bad, _ = upward(found)
+    assert not bad, "imports from a lower layer to a higher one:\n" + "\n".join(map(str, bad))
+
+
+def test_the_allow_list_is_short_and_every_entry_is_needed(found: list[Import]) -> None:
+    _, used = upward(found)
+    assert len(ALLOWED) <= 3
+    assert set(ALLOWED) == used, f"no longer needed, remove: {set(ALLOWED) - used}"
+
+
+def test_no_import_cycles(found: list[Import]) -> None:
+    assert cycles(found) == []
+
+
+def _tree(root: Path, files: Mapping[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_the_checker_finds_planted_upward_imports_and_cycles(tmp_path: Path) -> None:
+    sources = {"pkg": "pkg"}
+    layers = (("pkg.low",), ("pkg.high",))
+    clean = _tree(tmp_path / "clean", {
+        "pkg/__init__.py": "",
+        "pkg/low/__init__.py": "",
+        "pkg/low/a.py": "import os\n",
+        "pkg/high/__init__.py": "",
+        "pkg/high/b.py": "from pkg.low import a\nfrom ..low.a import x\n",
+    })
+    found = imports(clean, sources)
+    assert {(i.importer, i.imported) for i in found} == {("pkg.high.b", "pkg.low.a")}
+    assert upward(found, layers, {}) == ([], set()) and cycles(found) == []
+
+    planted = _tree(tmp_path / "planted", {
+        "pkg/__init__.py": "",
+        "pkg/low/__init__.py": "",
+        "pkg/low/a.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                         "    from pkg.high.b import B\n"
+                         "def f():\n    from pkg.low import c\n"),
+        "pkg/low/c.py": "def g():\n    import pkg.low.a\n",
+        "pkg/high/__init__.py": "",
+        "pkg/high/b.py": "class B: ...\n",
+    })
+    found = imports(planted, sources)
+    bad, _ = upward(found, layers, {})
+    assert [(i.importer, i.imported, i.line) for i in bad] == [("pkg.low.a", "pkg.high.b", 3)]
+    assert cycles(found) == [["pkg.low.a", "pkg.low.c"]]
+    reason = {("pkg.low.a", "pkg.high"): "why"}
+    assert upward(found, layers, reason) == ([], set(reason))
+
+
+def report(root: Path) -> str:
+    """The counts for ``root``: upward imports (module pairs, and those not allowed), cycles."""
+    found = imports(root)
+    pairs = {(i.importer, i.imported) for i in found
+             if (layer_of(i.importer) or 0) < (layer_of(i.imported) or 0)}
+    bad, _ = upward(found)
+    lines = [f"{root}: {len(pairs)} upward imports (module pairs), "
+             f"{len({(i.importer, i.imported) for i in bad})} beyond the allow-list; "
+             f"{len(cycles(found))} cycles"]
+    lines += [f"  up: {a} -> {b}" for a, b in sorted(pairs)]
+    lines += [f"  cycle: {' <-> '.join(group)}" for group in cycles(found)]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT))
