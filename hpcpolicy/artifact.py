@@ -57,6 +57,7 @@ __all__ = [
     "git_commit",
     "load_policy",
     "manifest_format",
+    "member",
     "open_model",
     "read_manifest",
     "validate_manifest",
@@ -276,12 +277,13 @@ def open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tuple
         except ImportError:
             backend = "torchscript"
     entry = manifest["files"][backend]
-    file = directory / entry["path"]
+    file = member(directory, entry["path"], f"files.{backend}.path")
     if not file.is_file():
         raise ArtifactError(f"{file}: missing; the policy directory is incomplete, export it again")
     if file_sha256(file) != entry["sha256"]:
         raise ArtifactError(f"{file}: SHA-256 differs from {MANIFEST_FILE}; the file was changed "
                             "or only partly copied, export or copy the policy directory again")
+    kind = "ONNX" if backend == "onnx" else "TorchScript"
     try:
         if backend == "onnx":
             import onnxruntime as ort
@@ -301,6 +303,37 @@ def open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tuple
         runtime = "onnxruntime" if backend == "onnx" else "torch"
         raise ArtifactError(f"loading {file} needs {runtime}; install it with "
                             "`pip install 'hpcpolicy[rl]'`") from exc
+    except Exception as exc:  # the runtime's own parse errors (InvalidProtobuf, zip reader)
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ArtifactError(f"{file}: cannot be opened as {kind} ({reason[:200]}); its hash "
+                            f"matches {MANIFEST_FILE}, so it was written broken: export the "
+                            "policy again") from exc
+
+
+def member(directory: Path, name: str, field: str) -> Path:
+    """``directory / name`` for a path a manifest names, refused unless it stays inside
+    ``directory``: no absolute path, no ``..``, no symbolic link that leads out.
+
+    Args:
+        directory: The artifact directory.
+        name: The path as the manifest gives it.
+        field: Where the manifest gives it (``files.onnx.path``), for the message.
+
+    Raises:
+        ArtifactError: The path leads outside ``directory``.
+
+    Example:
+        >>> member(Path("runs/p"), "policy.onnx", "files.onnx.path").as_posix()
+        'runs/p/policy.onnx'
+    """
+    path = directory / name
+    root = directory.resolve()
+    if Path(name).is_absolute() or ".." in Path(name).parts or \
+            not path.resolve().is_relative_to(root):
+        raise ArtifactError(f"{directory / MANIFEST_FILE}: {field} {name!r} leads outside the "
+                            "policy directory; a manifest names files inside its own folder "
+                            "(export the policy again, or copy the whole folder)")
+    return path
 
 
 def check_backend(backend: str) -> None:

@@ -31,6 +31,7 @@ from hpcpolicy.artifact import (
     MARL_FORMAT,
     LoadedPolicy,
     load_policy,
+    member,
     read_manifest,
 )
 from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
@@ -103,10 +104,12 @@ def load_marl(path: str | os.PathLike[str], backend: str = "auto") -> MarlArtifa
     if visible not in VISIBLE:
         raise ArtifactError(f"{file}: agents.selector.visible {visible!r} is not one of "
                             f"{', '.join(VISIBLE)}; the artifact is from a newer hpcpolicy")
-    selector = load_policy(directory / agents["selector"]["path"], backend)
+    selector = load_policy(member(directory, agents["selector"]["path"],
+                                  "agents.selector.path"), backend)
     selector.check_features(tuple(f.name for f in JOB_FEATURES),
                             tuple(f.name for f in CLUSTER_FEATURES))
-    allocator = load_policy(directory / agents["allocator"]["path"], backend)
+    allocator = load_policy(member(directory, agents["allocator"]["path"],
+                                   "agents.allocator.path"), backend)
     allocator.check_features(tuple(f.name for f in CANDIDATE_FEATURES),
                              tuple(f.name for f in CONTEXT_FEATURES))
     return MarlArtifact(directory, manifest, selector, allocator)
