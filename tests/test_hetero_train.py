@@ -111,3 +111,52 @@ def test_a_policy_refuses_other_gpu_types(trained: Path, data: tuple[Workload, C
                                             r"\(speed 0.5\), h100 \(speed 2\); cluster "
                                             "'no-v100' has a100"):
         simulate(w, other, SimConfig(), policy=GpuDqnPolicy(trained / "policy"))
+
+
+class _Planted:
+    """Unpickling this object would write a file: what a hostile checkpoint does."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (Path.write_text, (str(self.marker), "ran"))  # type: ignore[return-value]
+
+
+def test_resume_reads_the_checkpoint_as_weights_only(data: tuple[Workload, ClusterSpec],
+                                                     tmp_path: Path) -> None:
+    import torch
+
+    w, spec = data
+    run = tmp_path / "d"
+    train_gpu_dqn(w, spec, dataclasses.replace(TINY, steps=150), run)
+    marker = tmp_path / "marker"
+    torch.save({"q_funcs": _Planted(marker)}, run / "checkpoints" / "last.d3")
+    with pytest.raises(ConfigError, match=r"last\.d3: not a checkpoint of weights") as info:
+        train_gpu_dqn(w, spec, TINY, run, resume=True)
+    assert "\n" not in str(info.value)
+    assert not marker.exists()
+
+
+def test_the_checkpoint_loads_as_d3rlpys_own_loader_loads_it(
+        trained: Path, data: tuple[Workload, ClusterSpec]) -> None:
+    import torch
+
+    from hpcpolicy.hetero.env import GpuAssignEnv
+    from hpcpolicy.hetero.networks import dqn_algo, load_checkpoint
+
+    w, spec = data
+    algos = []
+    for load in (lambda a, p: a.load_model(str(p)), load_checkpoint):
+        algo = dqn_algo(TINY)
+        algo.build_with_env(GpuAssignEnv(w, spec, TINY))
+        load(algo, trained / "checkpoints" / "last.d3")
+        algos.append(algo.impl.modules.create_checkpointer("cpu").modules)
+    theirs, mine = algos
+    assert set(theirs) == set(mine) and len(mine) >= 2
+    for name in mine:
+        a, b = theirs[name].state_dict(), mine[name].state_dict()
+        flat_a = [v for v in torch.utils._pytree.tree_leaves(a) if isinstance(v, torch.Tensor)]
+        flat_b = [v for v in torch.utils._pytree.tree_leaves(b) if isinstance(v, torch.Tensor)]
+        assert len(flat_a) == len(flat_b) > 0
+        assert all(torch.equal(x, y) for x, y in zip(flat_a, flat_b, strict=True))

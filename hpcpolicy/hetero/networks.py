@@ -9,6 +9,8 @@ that only tries GPU types that can hold the job.
   action is drawn among the valid types (read from the observation) and that its schedule can
   start part-way (a resumed run). Like d3rlpy's explorers it draws from numpy's global
   generator, which ``d3rlpy.seed`` seeds.
+* :func:`load_checkpoint` is d3rlpy's ``load_model`` read with ``weights_only=True``, so a
+  resumed run never unpickles objects, whatever torch's default.
 
 This module imports d3rlpy (quietly); import it only inside functions that train.
 """
@@ -17,17 +19,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import pickle
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from hpcpolicy.errors import ConfigError
 from hpcpolicy.hetero.config import GpuDqnConfig
 from hpcpolicy.hetero.observe import mask_index, n_pools_of
 from hpcpolicy.hetero.qnet import PoolQ
 from hpcpolicy.offline.quiet import d3rlpy_module
 
-__all__ = ["MaskedEpsilonGreedy", "PoolQEncoder", "PoolQEncoderFactory", "dqn_algo", "pool_q"]
+__all__ = ["MaskedEpsilonGreedy", "PoolQEncoder", "PoolQEncoderFactory", "dqn_algo",
+           "load_checkpoint", "pool_q"]
 
 _d3 = d3rlpy_module()
 _Encoder: Any = _d3.models.torch.Encoder
@@ -83,6 +89,27 @@ def pool_q(modules: Any) -> PoolQ:
     """The trained network of a d3rlpy (double) DQN's modules (its first Q-function)."""
     encoder: PoolQEncoder = modules.q_funcs[0].encoder
     return encoder.net
+
+
+def load_checkpoint(algo: Any, path: Path) -> None:
+    """Load the weights and optimiser state ``algo.save_model`` wrote to ``path``.
+
+    d3rlpy's own ``load_model`` calls ``torch.load`` without ``weights_only``, which unpickles
+    anything under torch < 2.6; here the file is read as tensors and plain containers only,
+    then each module takes its state as ``load_model`` would give it.
+
+    Raises:
+        ConfigError: The file is not such a checkpoint (the message says to start a new run).
+    """
+    try:
+        states = torch.load(path, map_location="cpu", weights_only=True)
+        for name, module in algo.impl.modules.create_checkpointer("cpu").modules.items():
+            module.load_state_dict(states[name])
+    except (pickle.UnpicklingError, RuntimeError, KeyError, TypeError, ValueError,
+            OSError) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"{path}: not a checkpoint of weights that this run can load "
+                          f"({reason[:160]}); start a new run in another directory") from exc
 
 
 class MaskedEpsilonGreedy(_Explorer):  # type: ignore[misc]

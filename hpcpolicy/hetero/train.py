@@ -161,7 +161,12 @@ def train_gpu_dqn(workload: Workload, cluster: ClusterSpec, cfg: GpuDqnConfig,
     import torch
 
     from hpcpolicy.hetero.export import export_gpu_policy
-    from hpcpolicy.hetero.networks import MaskedEpsilonGreedy, dqn_algo, pool_q
+    from hpcpolicy.hetero.networks import (
+        MaskedEpsilonGreedy,
+        dqn_algo,
+        load_checkpoint,
+        pool_q,
+    )
     from hpcpolicy.offline.quiet import d3rlpy_module
     from hpcpolicy.rl.seeding import derive_seed, seed_everything
 
@@ -187,7 +192,7 @@ def train_gpu_dqn(workload: Workload, cluster: ClusterSpec, cfg: GpuDqnConfig,
     algo.build_with_env(logged)
     checkpoint = run / "checkpoints" / "last.d3"
     if done:
-        algo.load_model(str(checkpoint))
+        load_checkpoint(algo, checkpoint)
     buffer = d3.dataset.create_fifo_replay_buffer(cfg.buffer_size, env=logged)
     todo = cfg.steps - done
     per_epoch = cfg.epoch_steps
