@@ -1,7 +1,7 @@
 """Raw features of one decision, normalised into the observation of :mod:`hpcpolicy.env.spaces`.
 
 Shared by the environment and by the learned-policy adapter
-(:mod:`hpcpolicy.policies.learned`), so a policy sees in ``simulate`` exactly the inputs it was
+(:mod:`hpcpolicy.deploy.learned`), so a policy sees in ``simulate`` exactly the inputs it was
 trained on. The raw values, by the names :mod:`hpcpolicy.env.spaces` declares:
 
 * per waiting job: ``wait_s = now - submit``; ``req_walltime_s`` the requested walltime the

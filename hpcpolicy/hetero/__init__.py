@@ -12,8 +12,10 @@ got. The reward is ADLRO's, -(job completion time + lambda * idle GPU time).
 * :mod:`~hpcpolicy.hetero.qnet`, :mod:`~hpcpolicy.hetero.networks` the Q-network (torch) and
   its d3rlpy adapters;
 * :mod:`~hpcpolicy.hetero.train` online (double) DQN with d3rlpy;
-* :mod:`~hpcpolicy.hetero.export` the deployable artifact (ONNX/TorchScript + manifest);
-* :mod:`~hpcpolicy.hetero.policy` the trained policy and the rules it is compared with.
+* :mod:`~hpcpolicy.hetero.export` the deployable artifact (ONNX/TorchScript + manifest),
+  loaded back by :mod:`hpcpolicy.deploy.gpu_type`;
+* :mod:`~hpcpolicy.hetero.policy` the rule-based GPU-type choosers the trained policy is
+  compared with (and builds on).
 
 ``hpcpolicy train jobs.parquet --algo dqn --cluster examples/gpu-partition.toml --lambda 0.5``
 trains; ``hpcpolicy simulate jobs.parquet --policy runs/NAME/policy --cluster ...`` replays.

@@ -1,4 +1,5 @@
-"""Policies that choose GPU types: the trained DQN, and the rules it is compared with.
+"""Policies that choose GPU types: the rules the trained DQN is compared with, and the base
+it is deployed on.
 
 Each is an ordinary :class:`~hpcpolicy.policies.base.Policy` whose queue order is FCFS
 (``bind``), plus a placer (``bind_placer``, :class:`~hpcpolicy.gpu.placer.PlacerPolicy`), so

@@ -6,7 +6,7 @@ start. :class:`AgentScorer` and :class:`AgentPlacer` turn those two calls into t
 observations (:mod:`hpcpolicy.marl.features`) and hand them to a :data:`Choose` function:
 during training one that samples from the networks and records the transition
 (:mod:`hpcpolicy.marl.episode`), in deployment one that takes the exported scorers' best
-option (:mod:`hpcpolicy.marl.policy`). So the rules below hold in both:
+option (:mod:`hpcpolicy.deploy.marl`). So the rules below hold in both:
 
 * The selector sees ``k`` waiting jobs (the oldest, the oldest of those that fit now, those
   with the shortest requests, or those and the longest:
