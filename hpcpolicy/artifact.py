@@ -248,7 +248,8 @@ def _check_version(manifest: dict[str, Any], where: Path) -> bool:
     if newer:
         warnings.warn(f"{where}: manifest version {version} is newer than {MANIFEST_VERSION}; "
                       "fields this version does not know are ignored", stacklevel=3)
-    written_by = manifest.get("package", {}).get("version")
+    package = manifest.get("package")  # checked by the schema after this
+    written_by = package.get("version") if isinstance(package, dict) else None
     if written_by != __version__:
         warnings.warn(f"{where}: policy written by hpcpolicy {written_by}, loaded by "
                       f"{__version__}", stacklevel=3)
@@ -268,7 +269,8 @@ def open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tuple
         The backend used, and an onnxruntime session or a TorchScript module.
 
     Raises:
-        ArtifactError: The file is missing, its hash differs, or the runtime is missing.
+        ArtifactError: The path leads outside ``directory``, the file is missing, its hash
+            differs, the runtime is missing, or the runtime cannot open the file.
     """
     if backend == "auto":
         try:
@@ -327,9 +329,12 @@ def member(directory: Path, name: str, field: str) -> Path:
         'runs/p/policy.onnx'
     """
     path = directory / name
-    root = directory.resolve()
-    if Path(name).is_absolute() or ".." in Path(name).parts or \
-            not path.resolve().is_relative_to(root):
+    try:
+        inside = not Path(name).is_absolute() and ".." not in Path(name).parts and \
+            path.resolve().is_relative_to(directory.resolve())
+    except (OSError, ValueError):  # a NUL byte, a link loop
+        inside = False
+    if not inside:
         raise ArtifactError(f"{directory / MANIFEST_FILE}: {field} {name!r} leads outside the "
                             "policy directory; a manifest names files inside its own folder "
                             "(export the policy again, or copy the whole folder)")

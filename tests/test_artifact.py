@@ -348,3 +348,14 @@ def test_a_two_agent_manifest_cannot_point_its_agents_outside(tmp_path: Path) ->
     _edit_manifest(policy, lambda m: m["agents"]["selector"].update(path="../../selector"))
     with pytest.raises(ArtifactError, match=r"agents\.selector\.path .* outside the policy"):
         load_marl(policy)
+
+
+@pytest.mark.parametrize("fmt", ["hpcpolicy.policy", "hpcpolicy.marl",
+                                 "hpcpolicy.gpu-type-policy"])
+def test_each_format_has_a_valid_schema_of_its_own(fmt: str) -> None:
+    from hpcpolicy.artifact import FORMATS
+
+    schema = load_schema(FORMATS[fmt])
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["format"]["const"] == fmt
+    assert {"manifest_version", "format", "package"} <= set(schema["required"])
