@@ -5,7 +5,7 @@ Layout of ``runs/<name>/``::
     config.json            the training config (written when the run starts)
     metrics.csv            one row per update; columns in METRICS (+ env/<name>)
     checkpoints/last.pt    model, optimiser, counters, per-worker RNG and environment states
-    policy/                the deployable artifact (see hpcpolicy.artifact)
+    policy/                the deployable artifact (hpcpolicy.rl.export, hpcpolicy.artifact)
     snapshots/update_N/    the policy after update N, every ``snapshot_every`` updates (if set)
     tune_member.json       only in a member of a population-based tune (hpcpolicy.rl.tune)
     STOP                   a request to stop: any worker that sees it stops the run after the
