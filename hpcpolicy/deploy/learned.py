@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LearnedPolicy", "LearnedScorer"]
 
-I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
 
