@@ -359,3 +359,16 @@ def test_each_format_has_a_valid_schema_of_its_own(fmt: str) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["properties"]["format"]["const"] == fmt
     assert {"manifest_version", "format", "package"} <= set(schema["required"])
+
+
+def test_resolve_dispatches_on_the_format_and_names_an_unknown_one(exported: Exported,
+                                                                   tmp_path: Path) -> None:
+    from hpcpolicy.deploy.learned import LearnedPolicy
+    from hpcpolicy.deploy.resolve import resolve_policy
+
+    assert isinstance(resolve_policy(str(exported[1])), LearnedPolicy)
+    future = _copy(exported[1], tmp_path / "future")
+    _edit_manifest(future, lambda m: m.update(format="hpcpolicy.future"))
+    with pytest.raises(ArtifactError, match=r"manifest format 'hpcpolicy\.future' is not one "
+                                            r"of hpcpolicy\.policy, hpcpolicy\.marl"):
+        resolve_policy(str(future))
