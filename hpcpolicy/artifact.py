@@ -256,21 +256,25 @@ def _check_version(manifest: dict[str, Any], where: Path) -> bool:
     return newer
 
 
-def open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tuple[str, Any]:
-    """Check a model file's hash and open it with the chosen (or first available) backend.
+def open_model(directory: Path, manifest: dict[str, Any], backend: str,
+               inputs: tuple[str, ...]) -> tuple[str, Any]:
+    """Check a model file's hash, open it with the chosen (or first available) backend, and
+    check that it takes the inputs its format feeds it.
 
     Args:
         directory: The artifact directory.
         manifest: Its validated manifest; ``files`` names a file per backend.
         backend: ``auto`` (onnxruntime if installed, else TorchScript), ``onnx`` or
             ``torchscript``.
+        inputs: The names of the model's inputs, in order.
 
     Returns:
         The backend used, and an onnxruntime session or a TorchScript module.
 
     Raises:
         ArtifactError: The path leads outside ``directory``, the file is missing, its hash
-            differs, the runtime is missing, or the runtime cannot open the file.
+            differs, the runtime is missing, the runtime cannot open the file, or the model
+            takes other inputs.
     """
     if backend == "auto":
         try:
@@ -293,14 +297,16 @@ def open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tuple
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1
             options.inter_op_num_threads = 1
-            return backend, ort.InferenceSession(str(file), options,
-                                                 providers=["CPUExecutionProvider"])
-        import torch
+            model: Any = ort.InferenceSession(str(file), options,
+                                              providers=["CPUExecutionProvider"])
+            takes = [i.name for i in model.get_inputs()]
+        else:
+            import torch
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            module = torch.jit.load(str(file), map_location="cpu")  # type: ignore[no-untyped-call]
-            return backend, module.eval()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                model = torch.jit.load(str(file), map_location="cpu").eval()  # type: ignore[no-untyped-call]
+            takes = [a.name for a in model.forward.schema.arguments][1:]  # after self
     except ImportError as exc:
         runtime = "onnxruntime" if backend == "onnx" else "torch"
         raise ArtifactError(f"loading {file} needs {runtime}; install it with "
@@ -310,6 +316,10 @@ def open_model(directory: Path, manifest: dict[str, Any], backend: str) -> tuple
         raise ArtifactError(f"{file}: cannot be opened as {kind} ({reason[:200]}); its hash "
                             f"matches {MANIFEST_FILE}, so it was written broken: export the "
                             "policy again") from exc
+    if tuple(takes) != inputs:
+        raise ArtifactError(f"{file}: the {kind} model takes inputs {takes}, this kind of policy "
+                            f"feeds it {list(inputs)}; export the policy again")
+    return backend, model
 
 
 def member(directory: Path, name: str, field: str) -> Path:
@@ -393,7 +403,8 @@ def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPo
                       allow_unknown=_check_version(manifest, manifest_path))
     if implied is not None and backend not in ("auto", implied):
         raise ArtifactError(f"{path} is a {implied} file but backend={backend!r} was asked for")
-    chosen, model = open_model(directory, manifest, implied or backend)
+    chosen, model = open_model(directory, manifest, implied or backend,
+                               tuple(manifest["observation"]["inputs"]))
     return LoadedPolicy(directory, manifest, chosen, model)
 
 

@@ -372,3 +372,19 @@ def test_resolve_dispatches_on_the_format_and_names_an_unknown_one(exported: Exp
     with pytest.raises(ArtifactError, match=r"manifest format 'hpcpolicy\.future' is not one "
                                             r"of hpcpolicy\.policy, hpcpolicy\.marl"):
         resolve_policy(str(future))
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torchscript"])
+def test_a_model_of_another_kind_with_a_matching_hash_is_one_line(
+        exported: Exported, tmp_path: Path, backend: str) -> None:
+    from hpcpolicy.hetero.export import export_gpu_policy
+    from hpcpolicy.hetero.qnet import PoolQ
+
+    other = export_gpu_policy(PoolQ(2, (8,), "relu"), tmp_path / "gpu", pools=(("a", 1.0),
+                              ("b", 2.0)), config={"seed": 1}, reward={}, metrics={})
+    policy = _copy(exported[1], tmp_path / "policy")
+    shutil.copy(other / FILES[backend], policy / FILES[backend])
+    _edit_manifest(policy, _point(backend, FILES[backend], (other / FILES[backend]).read_bytes()))
+    with pytest.raises(ArtifactError, match=r"model takes inputs \['obs'\], this kind of policy "
+                                            r"feeds it \['jobs', 'cluster', 'mask'\]"):
+        load_policy(policy, backend=backend)

@@ -69,7 +69,7 @@ def load_gpu_policy(path: str | os.PathLike[str], backend: str = "auto") -> GpuP
     check_backend(backend)
     directory, manifest = read_manifest(
         path, GPU_TYPE_FORMAT, "write one with `hpcpolicy train TABLE --algo dqn --cluster SPEC`")
-    chosen, model = open_model(directory, manifest, backend)
+    chosen, model = open_model(directory, manifest, backend, ("obs",))
     return GpuPolicyModel(directory, manifest, chosen, model)
 
 
