@@ -166,8 +166,6 @@ def main(
         hpcpolicy train gpu.parquet --algo dqn --cluster examples/gpu-partition.toml
             --lambda 0.5 --steps 50000 -o runs/dqn-gpu
     """
-    from hpcpolicy.training import TrainOptions
-
     options = TrainOptions(
         steps=steps, seed=seed, workers=workers, resume=resume, reward=reward,
         backfill=backfill, window_size=window_size, k=k, visible=visible, num_envs=num_envs,

@@ -69,6 +69,7 @@ from hpcpolicy.rl.ppo import (
     compute_gae,
     episode_stats,
     optimise,
+    save_run_checkpoint,
     setup_objects_frozen,
     update_row,
 )
@@ -77,7 +78,6 @@ from hpcpolicy.rl.runs import (
     RunPaths,
     StopOnSignal,
     resume_from,
-    save_checkpoint,
 )
 from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.rl.vector import EpisodeStats
@@ -164,16 +164,13 @@ class _Worker:
     metrics: MetricsLog
 
     def checkpoint(self, counters: Mapping[str, float]) -> None:
-        """Rank 0 saves the networks, the optimisers, ``counters`` and every worker's
-        generator and window state."""
-        states = self.comm.gather({"generator": self.gen.get_state(),
-                                   "windows": self.source.state_dict()})
-        if self.comm.rank == 0 and states is not None:
-            self.metrics.flush()
-            save_checkpoint(self.paths.checkpoint, {
-                "config": self.cfg.to_dict(), "model": self.nets.state_dict(),
-                "optimizers": [o.state_dict() for o in self.optimizers], "workers": states,
-                "counters": dict(counters)})
+        """Save the networks, the optimisers, ``counters`` and every worker's generator and
+        window state."""
+        save_run_checkpoint(self.comm, self.paths, self.metrics, {
+            "generator": self.gen.get_state(), "windows": self.source.state_dict()}, {
+            "config": self.cfg.to_dict(), "model": self.nets.state_dict(),
+            "optimizers": [o.state_dict() for o in self.optimizers],
+            "counters": dict(counters)})
 
 
 def _worker(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: ClusterSpec,

@@ -44,7 +44,8 @@ from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.rl.vector import EpisodeStats, Obs, SyncEnvs
 
 __all__ = ["Comm", "Rollout", "SingleProcess", "TrainResult", "compute_gae", "episode_stats",
-           "optimise", "run_training", "setup_objects_frozen", "train", "update_row"]
+           "optimise", "run_training", "save_run_checkpoint", "setup_objects_frozen", "train",
+           "update_row"]
 
 EnvFactory = Callable[[], Any]
 Progress = Callable[[Mapping[str, float]], None]
@@ -345,17 +346,25 @@ class _Session:
         return self.wall_before + time.perf_counter() - self.started
 
     def checkpoint(self) -> None:
-        """Rank 0 saves the model, the optimiser, the counters and every worker's generator
-        and environment state."""
-        states = self.comm.gather({"generator": self.gen.get_state(),
-                                   "envs": self.envs.state_dict()})
-        if self.comm.rank == 0 and states is not None:
-            self.metrics.flush()
-            save_checkpoint(self.paths.checkpoint, {
-                "config": self.cfg.to_dict(), "model": self.agent.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "workers": states,
-                "counters": {"global_step": self.global_step, "update": self.update,
-                             "wall_time_s": self.wall()}})
+        """Save the model, the optimiser, the counters and every worker's generator and
+        environment state."""
+        save_run_checkpoint(self.comm, self.paths, self.metrics, {
+            "generator": self.gen.get_state(), "envs": self.envs.state_dict()}, {
+            "config": self.cfg.to_dict(), "model": self.agent.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "counters": {"global_step": self.global_step, "update": self.update,
+                         "wall_time_s": self.wall()}})
+
+
+def save_run_checkpoint(comm: Comm, paths: RunPaths, metrics: MetricsLog, mine: dict[str, Any],
+                        shared: dict[str, Any]) -> None:
+    """The run's checkpoint: ``shared`` (identical in every worker) and, under ``workers``,
+    each worker's own state ``mine``; gathered and written by rank 0, with the metrics so far
+    (every worker calls this)."""
+    states = comm.gather(mine)
+    if comm.rank == 0 and states is not None:
+        metrics.flush()
+        save_checkpoint(paths.checkpoint, {**shared, "workers": states})
 
 
 def _open_session(cfg: PPOConfig, make_env: EnvFactory, paths: RunPaths, comm: Comm,

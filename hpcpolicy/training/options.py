@@ -81,6 +81,12 @@ class TrainOptions:
     idle_weight: float | None = None
     """dqn on a job table: weight of idle GPU time in the reward; default 1."""
 
+    def __post_init__(self) -> None:
+        for name in ("cluster", "init_from"):  # a path given as text
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value))
+
     def given(self, names: tuple[str, ...]) -> list[str]:
         """The flags of the fields among ``names`` that differ from their defaults, in order."""
         defaults = {f.name: f.default for f in fields(self)}
