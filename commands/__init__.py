@@ -10,7 +10,6 @@ from typing import Annotated
 
 import typer
 
-from hpcpolicy import __version__
 from hpcpolicy.commands import (
     dataset,
     demo,
@@ -24,6 +23,7 @@ from hpcpolicy.commands import (
     whatif,
 )
 from hpcpolicy.commands._console import set_verbosity
+from hpcpolicy.version import __version__
 
 __all__ = ["app", "main"]
 

@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy import __version__
 from hpcpolicy.atomic import file_sha256
 from hpcpolicy.errors import ArtifactError
+from hpcpolicy.version import __version__
 
 __all__ = [
     "FORMATS",

@@ -181,8 +181,8 @@ class Evaluation:
     def to_document(self, *, source: str, workload: Workload,
                     cluster: ClusterSpec) -> dict[str, Any]:
         """The ``--json`` document (no wall-clock figures: the same inputs give the same one)."""
-        from hpcpolicy import __version__
         from hpcpolicy.env.split import part_range
+        from hpcpolicy.version import __version__
 
         lo, hi = part_range(len(workload), self.config.split, self.config.train_frac)
         return {

@@ -3,7 +3,7 @@
 The layers, lowest first (a package stands for all its modules unless a module of it is
 placed on its own; the longest listed prefix decides):
 
-0. contracts: ``hpcpolicy`` (the version), ``errors``, ``schema`` (the job table),
+0. contracts: ``version``, ``errors``, ``schema`` (the job table),
    ``schemas`` (the JSON Schema files), ``atomic``, ``textfmt``, and ``artifact`` (the policy
    artifact's files and manifest, shared by the writers in training and the readers in
    deploy; it needs neither torch nor training code);
@@ -17,10 +17,13 @@ placed on its own; the longest listed prefix decides):
 5. ``sim``, and ``gpu`` (the node-level GPU engine ``sim`` dispatches to);
 6. ``env``;
 7. training: ``rl``, ``offline``, ``marl``, ``hetero``;
-8. ``deploy``: an artifact back into the simulator;
-9. comparing policies: ``evaluate``, ``whatif``, and ``rl.tune`` (population-based training
-   that validates every candidate with ``evaluate``; only commands import it);
-10. ``demo`` (the whole pipeline on a synthetic log) and ``commands``.
+8. ``training``: the one entry point that routes to them (``hpcpolicy.train``);
+9. ``deploy``: an artifact back into the simulator;
+10. comparing policies: ``evaluate``, ``whatif``, and ``rl.tune`` (population-based training
+    that validates every candidate with ``evaluate``; only commands import it);
+11. the front end: ``demo`` (the whole pipeline on a synthetic log), ``commands``, and the
+    package root ``hpcpolicy`` itself, whose public names (``hpcpolicy.train``) come from
+    below; it stands for its ``__init__`` only, not for the modules under it.
 
 Every import counts: at module level, under ``if TYPE_CHECKING``, or inside a function.
 Names built at run time (``importlib``, torchrun's ``-m`` module, a ``module:function``
@@ -47,7 +50,7 @@ SOURCES = {"hpcpolicy": "hpcpolicy", "commands": "hpcpolicy.commands",
 """Top-level folders and the import name each installs as (pyproject's package-dir)."""
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("hpcpolicy", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
+    ("hpcpolicy.version", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
      "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.artifact"),
     ("hpcpolicy.table", "hpcpolicy.cluster", "hpcpolicy.cluster_io"),
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
@@ -56,9 +59,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.sim", "hpcpolicy.gpu"),
     ("hpcpolicy.env",),
     ("hpcpolicy.rl", "hpcpolicy.offline", "hpcpolicy.marl", "hpcpolicy.hetero"),
+    ("hpcpolicy.training",),
     ("hpcpolicy.deploy",),
     ("hpcpolicy.evaluate", "hpcpolicy.whatif", "hpcpolicy.rl.tune"),
-    ("hpcpolicy.demo", "hpcpolicy.commands"),
+    ("hpcpolicy.demo", "hpcpolicy.commands", "hpcpolicy"),
 )
 """Lowest first; see the module docstring for why each module is where it is."""
 
@@ -127,8 +131,9 @@ def imports(root: Path, sources: Mapping[str, str] = SOURCES) -> list[Import]:
 
 
 def _match(module: str, prefixes: Iterable[str]) -> str | None:
-    """The longest of ``prefixes`` that is ``module`` or a package above it."""
-    hits = [p for p in prefixes if module == p or module.startswith(p + ".")]
+    """The longest of ``prefixes`` that is ``module`` or a package above it; a top-level
+    name (no dot) stands only for itself, so a new top-level module must be placed."""
+    hits = [p for p in prefixes if module == p or ("." in p and module.startswith(p + "."))]
     return max(hits, key=len) if hits else None
 
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from hpcpolicy import __version__
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.generate import lublin
 from hpcpolicy.generate.swf_writer import write_swf
+from hpcpolicy.version import __version__
 
 __all__ = ["MODELS", "START_UNIX", "GenerateConfig", "GenerateResult", "generate",
            "generate_swf"]

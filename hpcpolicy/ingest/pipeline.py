@@ -29,7 +29,6 @@ from typing import Any
 
 import polars as pl
 
-from hpcpolicy import __version__
 from hpcpolicy.atomic import atomic_path, file_sha256, write_json, write_text
 from hpcpolicy.errors import ConfigError, InputFormatError
 from hpcpolicy.ingest.cluster_toml import ClusterDoc
@@ -37,6 +36,7 @@ from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.detect import detect_format, head_text
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, ROWS, STEP_FOLDED, PassCheck, ReaderPlan
 from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION
+from hpcpolicy.version import __version__
 
 __all__ = ["READERS", "IngestReport", "cluster_path", "ingest", "output_paths"]
 

@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from hpcpolicy import __version__
 from hpcpolicy.atomic import atomic_path, file_sha256, write_json
 from hpcpolicy.env.spaces import feature_spec
 from hpcpolicy.errors import ArtifactError, ConfigError
@@ -41,6 +40,7 @@ from hpcpolicy.offline.dataset import SPLIT_NAMES, BuiltDataset
 from hpcpolicy.offline.layout import Episode, k_of, obs_dim
 from hpcpolicy.offline.logged import LOGGED
 from hpcpolicy.offline.quiet import d3rlpy_module
+from hpcpolicy.version import __version__
 
 __all__ = ["DATASET_FORMAT", "DATASET_VERSION", "MANIFEST_FILE", "StoredDataset",
            "action_buckets", "load_dataset", "save_dataset"]

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hpcpolicy import __version__
 from hpcpolicy.artifact import (
     MANIFEST_FILE,
     MANIFEST_VERSION,
@@ -46,6 +45,7 @@ from hpcpolicy.artifact import (
     validate_manifest,
 )
 from hpcpolicy.atomic import file_sha256, replace_dir, write_json
+from hpcpolicy.version import __version__
 
 if TYPE_CHECKING:
     import torch

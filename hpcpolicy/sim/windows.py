@@ -346,7 +346,7 @@ def to_document(
     """
     import polars as pl
 
-    from hpcpolicy import __version__
+    from hpcpolicy.version import __version__
 
     def run_doc(run: Replay) -> dict[str, Any]:
         table = pl.concat([w.outcomes() for w in run.windows])
