@@ -214,7 +214,7 @@ class LocalSlurm:
         for path in (d, key):
             shutil.chown(path, "munge", "munge")
         key.chmod(0o600)
-        d.chmod(0o700)
+        d.chmod(0o755)  # every user's Slurm commands reach the socket
         self._spawn("munged", ["setpriv", "--reuid=munge", "--regid=munge", "--init-groups",
                                "munged", "-F", "--force", f"--socket={d}/munge.socket",
                                f"--key-file={key}", f"--pid-file={d}/munged.pid",
