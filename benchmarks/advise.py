@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,17 +30,18 @@ from slurm.cluster import LocalSlurm, missing_requirements  # noqa: E402
 from hpcpolicy.slurm.advise import AdviseConfig, advise_pass  # noqa: E402
 
 
+def _sbatch(env: dict[str, str], i: int) -> str:
+    part, longest = ("batch", 120) if i % 3 else ("short", 10)
+    out = subprocess.run(
+        ["sbatch", "--parsable", "--output=/dev/null", "--begin=now+7200",
+         f"--partition={part}", f"--ntasks={1 + i % 16}", f"--time={1 + (i * 7) % longest}",
+         "--wrap", "sleep 1"], env=env, capture_output=True, text=True, check=True).stdout
+    return out.strip().split(";")[0]
+
+
 def _submit(env: dict[str, str], n: int) -> list[str]:
-    ids = []
-    for i in range(n):
-        part, longest = ("batch", 120) if i % 3 else ("short", 10)
-        out = subprocess.run(
-            ["sbatch", "--parsable", "--output=/dev/null", "--begin=now+7200",
-             f"--partition={part}", f"--ntasks={1 + i % 16}",
-             f"--time={1 + (i * 7) % longest}", "--wrap", "sleep 1"],
-            env=env, capture_output=True, text=True, check=True).stdout
-        ids.append(out.strip().split(";")[0])
-    return ids
+    with ThreadPoolExecutor(6) as pool:  # sbatch waits on slurmctld: overlap the calls
+        return list(pool.map(lambda i: _sbatch(env, i), range(n)))
 
 
 def main() -> int:

@@ -71,3 +71,23 @@ def test_equal_priorities_become_distinct_and_never_zero() -> None:
 def test_unknown_partition_names_the_ones_there_are() -> None:
     with pytest.raises(Exception, match="--partition gpu: no such partition"):
         plan_pass(AdviseConfig(policy="sjf", partitions=("gpu",)), _snap(_job(1)))
+
+
+def test_a_trained_policy_folder_ranks_the_whole_queue(tmp_path: object) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    from pathlib import Path
+
+    from hpcpolicy.artifact import export_policy
+    from hpcpolicy.rl.networks import ActorCritic
+
+    torch.manual_seed(0)
+    folder = export_policy(ActorCritic(7, 7), Path(str(tmp_path)) / "policy", k=4, metrics={},
+                           config={"algo": "ppo", "seed": 0, "hidden": [16],
+                                   "activation": "tanh"},
+                           provenance={"reward": "bsld", "training_data": None})
+    snap = _snap(*[_job(i, limit=5 * (i % 4 + 1)) for i in range(1, 11)])
+    first = plan_pass(AdviseConfig(policy=str(folder)), snap)
+    again = plan_pass(AdviseConfig(policy=str(folder)), snap)
+    assert sorted(j.job_id for j in first.ranked) == sorted(str(i) for i in range(1, 11))
+    assert [j.job_id for j in first.ranked] == [j.job_id for j in again.ranked]
