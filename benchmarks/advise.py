@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from slurm.cluster import LocalSlurm, missing_requirements  # noqa: E402
+from slurm.cluster import started  # noqa: E402
 
 from hpcpolicy.slurm.advise import AdviseConfig, advise_pass  # noqa: E402
 
@@ -51,11 +51,7 @@ def main() -> int:
     ap.add_argument("--policy", default="sjf")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    if (why := missing_requirements()) is not None:
-        print(f"cannot run: {why}", file=sys.stderr)
-        return 1
-    slurm = LocalSlurm()
-    slurm.up()
+    slurm = started()
     env = slurm.env
     tic = time.perf_counter()
     ids = _submit(env, args.jobs)

@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from slurm.cluster import LocalSlurm, missing_requirements  # noqa: E402
+from slurm.cluster import LocalSlurm, started  # noqa: E402
 
 from hpcpolicy.cluster import ClusterSpec  # noqa: E402
 from hpcpolicy.ingest import IngestConfig, ingest  # noqa: E402
@@ -92,11 +92,7 @@ def main() -> int:
                     help="the window's submissions are spread over this many seconds")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    if (why := missing_requirements()) is not None:
-        print(f"cannot run: {why}", file=sys.stderr)
-        return 1
-    slurm = LocalSlurm()
-    slurm.up()
+    slurm = started()
     tmp = Path(tempfile.mkdtemp(prefix="slurm-policy-", dir=slurm.root))
     ingest([TRACE], tmp / "trace.parquet", IngestConfig(overwrite=True))
     whole = Workload.from_table(tmp / "trace.parquet")

@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ACCOUNTS", "PACKAGES", "PARTITIONS", "LocalSlurm", "missing_requirements"]
+__all__ = ["ACCOUNTS", "PACKAGES", "PARTITIONS", "LocalSlurm", "missing_requirements",
+           "started"]
 
 PACKAGES = ("slurmctld", "slurmd", "slurmdbd", "slurm-client", "munge", "mariadb-server")
 """Debian packages the cluster runs on."""
@@ -331,20 +332,27 @@ StorageLoc=slurm_acct_db
         dbd.chmod(0o600)
 
 
+def started(root: Path | None = None) -> LocalSlurm:
+    """The test cluster, brought up (for scripts); exits with a one-line reason when this
+    host cannot run it."""
+    if (why := missing_requirements()) is not None:
+        raise SystemExit(f"cannot start the test Slurm: {why}")
+    slurm = LocalSlurm(root) if root is not None else LocalSlurm()
+    slurm.up()
+    return slurm
+
+
 def main(argv: Sequence[str]) -> int:
     """``up``, ``down`` or ``status`` (the root directory as an optional second argument)."""
     if len(argv) not in (1, 2) or argv[0] not in ("up", "down", "status"):
         print("usage: cluster.py up|down|status [STATE_DIR]", file=sys.stderr)
         return 2
-    slurm = LocalSlurm(Path(argv[1])) if len(argv) == 2 else LocalSlurm()
+    root = Path(argv[1]) if len(argv) == 2 else None
     if argv[0] == "up":
-        why = missing_requirements()
-        if why:
-            print(f"cannot start the test Slurm: {why}", file=sys.stderr)
-            return 1
-        slurm.up()
-        print(f"export SLURM_CONF={slurm.conf}")
-    elif argv[0] == "down":
+        print(f"export SLURM_CONF={started(root).conf}")
+        return 0
+    slurm = LocalSlurm(root) if root is not None else LocalSlurm()
+    if argv[0] == "down":
         slurm.down()
     else:
         for name, pid in slurm.status().items():
