@@ -1,0 +1,61 @@
+"""Files that configure a command (--config JSON, cluster TOML/JSON): a value of the wrong type,
+non-finite or absurdly large is a one-line error naming the field, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import invoke, one_line_error
+from env_jobs import write_table
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_table(tmp_path_factory.mktemp("config") / "jobs.parquet", 120)
+
+
+TINY = ["--steps", "64", "--num-envs", "1", "--window-size", "20", "--k", "4"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"learning_rate": "fast"}', "`learning_rate`: must be a number, got 'fast'"),
+    ('{"gamma": [1]}', "`gamma`: must be a number, got [1]"),
+    ('{"num_steps": 99999999999999999999}', "`num_steps`: must be an integer of magnitude"),
+    ('{"clip_coef": Infinity}', "`clip_coef`: must be a finite number, got inf"),
+    ('{"update_epochs": true}', "`update_epochs`: must be an integer, got True"),
+    ('{"hidden": "32,16"}', "`hidden`: must be a list of integers, got '32,16'"),
+])
+def test_train_config_file_of_wrong_types(table: Path, tmp_path: Path, text: str,
+                                          expected: str) -> None:
+    pytest.importorskip("torch")
+    config = tmp_path / "ppo.json"
+    config.write_text(text)
+    line = one_line_error(invoke("train", str(table), *TINY, "--config", str(config), "-o",
+                                 str(tmp_path / "run")))
+    assert expected in line
+    assert not (tmp_path / "run" / "policy").exists()
+
+
+def test_tune_config_file_of_wrong_type(table: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    config = tmp_path / "ppo.json"
+    config.write_text('{"ent_coef": NaN}')
+    line = one_line_error(invoke("tune", str(table), "--config", str(config), "-o",
+                                 str(tmp_path / "tune")))
+    assert "`ent_coef`: must be a finite number, got nan" in line
+
+
+@pytest.mark.parametrize(("group", "expected"), [
+    ("cores = 99999999999999999999", "groups[0].cores must be <= 16777216, not "
+     "99999999999999999999"),
+    ("cores = 8\ngpu_speed = inf", "groups[0].gpu_speed must be a finite number, not inf"),
+    ("cores = 8\ngpu_speed = nan", "groups[0].gpu_speed must be a finite number, not nan"),
+    ("cores = 8\nmem_mib = 1e300", "groups[0].mem_mib must be <= 1073741824, not 1e+300"),
+])
+def test_cluster_spec_of_absurd_numbers(table: Path, tmp_path: Path, group: str,
+                                        expected: str) -> None:
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'[[groups]]\nname = "cpu"\ncount = 4\n{group}\n')
+    line = one_line_error(invoke("simulate", str(table), "--cluster", str(spec)))
+    assert line == f"error: {spec}: {expected}"
