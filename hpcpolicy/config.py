@@ -130,7 +130,8 @@ def _fits(value: Any, hint: Any) -> bool:
             return False
         if len(args) == 2 and args[1] is Ellipsis:
             return all(_fits(v, args[0]) for v in value)
-        return len(value) == len(args) and all(_fits(v, a) for v, a in zip(value, args))
+        return len(value) == len(args) and all(
+            _fits(v, a) for v, a in zip(value, args, strict=True))
     if origin is Literal:
         return any(type(value) is type(a) and value == a for a in typing.get_args(hint))
     return isinstance(value, origin or hint)
@@ -159,7 +160,7 @@ def _from_json(value: Any, hint: Any) -> Any:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_from_json(v, args[0]) for v in value)
         if len(args) == len(value):
-            return tuple(_from_json(v, a) for v, a in zip(value, args))
+            return tuple(_from_json(v, a) for v, a in zip(value, args, strict=True))
         return tuple(value)
     if isinstance(hint, type) and issubclass(hint, Config) and isinstance(value, Mapping):
         return hint.from_dict(value)

@@ -1,4 +1,4 @@
-"""The config base: field types are checked before ranges, from the annotations, for every config."""
+"""The config base: every config checks field types (from the annotations) before ranges."""
 
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ from hpcpolicy.config import Config, choice
 from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.env.spaces import DEFAULT_K
 from hpcpolicy.env.split import SPLITS
-from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.types import BACKFILL_MODES, ENGINE_COMPAT, SimConfig
 
 __all__ = ["EnvConfig"]
