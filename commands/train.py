@@ -486,6 +486,7 @@ def main(
         hpcpolicy train gpu.parquet --algo dqn --cluster examples/gpu-partition.toml
             --lambda 0.5 --steps 50000 -o runs/dqn-gpu
     """
+    from hpcpolicy.compat import compat_preset
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs, load, provenance
     from hpcpolicy.env.scheduling import EPISODE_METRICS
@@ -568,7 +569,7 @@ def main(
         env_cfg = EnvConfig(k=DEFAULT_K if k is None else k, window_size=window_size,
                             reward=reward, backfill=backfill,
                             split=split, train_frac=train_frac, warm=warm, compat=compat,
-                            exclusive_nodes=compat == "rlscheduler")
+                            exclusive_nodes=compat_preset(compat).exclusive_nodes)
         options = workload_options(compat, procs_from, walltime_fallback)
         spec = None if cluster is None else str(cluster)
         workload, machine = load(table, options.to_dict(), spec, procs)

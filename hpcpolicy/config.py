@@ -6,8 +6,8 @@ A config is a frozen dataclass whose fields are annotated with ``int``, ``float`
 config's own rules (:meth:`Config.validate`), so a range check never meets a list where it
 expects a number. The type rules are stricter than Python's: ``True`` is not an integer,
 a float must be finite (``NaN`` and ``Infinity`` parse from JSON and TOML), and an integer
-must stay below 2**53 in magnitude, where JSON numbers and float arithmetic stay exact; a
-field made with :func:`choice` must also hold one of its listed values.
+must fit in 64 bits, as NumPy and torch hold it (seeds use the whole range); a field made
+with :func:`choice` must also hold one of its listed values.
 
 :meth:`Config.from_dict` reads a parsed JSON (or TOML) object: it refuses unknown keys,
 naming them and the known ones, and turns lists into tuples where a field is a tuple. Every
@@ -47,9 +47,9 @@ from hpcpolicy.errors import ConfigError
 
 __all__ = ["MAX_INT", "Config", "choice"]
 
-MAX_INT = 2**53 - 1
-"""Largest integer magnitude a config accepts: beyond it JSON readers and float arithmetic
-lose digits, and NumPy or torch overflow."""
+MAX_INT = 2**63 - 1
+"""Largest integer magnitude a config accepts: a signed 64-bit integer, beyond which NumPy
+and torch raise OverflowError."""
 
 _CHOICES = "choices"
 """Key of a field's metadata that lists its allowed values (see :func:`choice`)."""
@@ -143,7 +143,7 @@ def _why_not(value: Any, hint: Any) -> str:
         return f"must be a finite number, got {_shown(value)}"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT \
             and _fits(1, hint):
-        return f"must be an integer of magnitude at most 2**53 - 1, got {_shown(value)}"
+        return f"must be an integer of magnitude at most 2**63 - 1, got {_shown(value)}"
     return f"must be {_describe(hint)}, got {_shown(value)}"
 
 

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hpcpolicy.compat import compat_preset
 from hpcpolicy.env.split import SPLITS, split_starts
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.types import ALLOCATORS, BACKFILL_MODES, SimConfig
@@ -265,7 +266,7 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
     configs = [cfg.sim_config(labels[spec], backfill, allocator)
                for backfill in cfg.backfills for spec, allocator in pairs]
     runs = replay(workload, cluster, configs, cfg.window_config(starts),
-                  utilization_end="last_start" if cfg.compat == "rlscheduler" else "last_end",
+                  utilization_end=compat_preset(cfg.compat).utilization_end,
                   simulate=policy_simulator({labels[s]: p for s, p in policies.items()}),
                   on_step=on_step)
     learned = {spec: _manifest_facts(p) for spec, p in policies.items()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.compat import COMPAT_NAMES, compat_preset
 from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = [
-    "COMPAT_PRESETS",
     "DROP_REASONS",
     "PROCS_FROM",
     "WALLTIME_FALLBACKS",
@@ -103,30 +103,6 @@ DROP_REASONS: dict[str, str] = {
 }
 """Why a job of the table is not in the workload; ``hpcpolicy simulate`` prints the counts."""
 
-COMPAT_PRESETS: dict[str, dict[str, Any]] = {
-    # DIR-LAB/deep-batch-scheduler job.py: processors = max(allocated, requested); run time 0
-    # dropped; run time -1 read as 10 s; requested time -1 replaced by the run time.
-    "rlscheduler": {
-        "procs_from": "max",
-        "walltime_fallback": "runtime",
-        "drop_zero_runtime": True,
-        "unknown_run_time_s": 10,
-        "drop_unlogged_start": False,
-    },
-    # ErenAri/HPC-workload-optimizer: processors = requested, else allocated; a record is
-    # dropped only when submit, wait, run time or processors is missing; a missing requested
-    # time is planned with the actual run time.
-    "hpcopt": {
-        "procs_from": "requested",
-        "walltime_fallback": "runtime",
-        "drop_zero_runtime": False,
-        "unknown_run_time_s": None,
-        "drop_unlogged_start": True,
-    },
-}
-"""Workload conventions of the peers whose published figures we reproduce (README explains)."""
-
-
 @dataclass(frozen=True)
 class WorkloadOptions(Config):
     """How to turn the job table into a workload.
@@ -156,7 +132,7 @@ class WorkloadOptions(Config):
     """Run time given to jobs whose log has none; None drops them (reason ``no_run_time``)."""
     drop_unlogged_start: bool = False
     """Drop jobs whose log has no wait/start time (HPCOpt's convention)."""
-    compat: str | None = choice(None, COMPAT_PRESETS)
+    compat: str | None = choice(None, COMPAT_NAMES)
     """Name of the preset these options started from (provenance only; see :meth:`preset`)."""
 
     def validate(self) -> None:
@@ -172,13 +148,11 @@ class WorkloadOptions(Config):
         Keyword arguments whose value is None are treated as "not given", so a command line
         can pass every option through unchanged.
         """
-        if compat is not None and compat not in COMPAT_PRESETS:
-            raise ConfigError(f"compat {compat!r} is not one of {', '.join(COMPAT_PRESETS)}")
         names = {f.name for f in fields(cls)} - {"compat"}
         unknown = sorted(set(explicit) - names)
         if unknown:
             raise ConfigError(f"unknown workload option(s) {', '.join(unknown)}")
-        base = cls(**COMPAT_PRESETS[compat]) if compat else cls()
+        base = cls(**compat_preset(compat).workload)
         given = {k: v for k, v in explicit.items() if v is not None}
         return replace(base, compat=compat, **given)
 

@@ -41,7 +41,7 @@ def _error(cls: type[Config], data: dict[str, Any]) -> str:
     ({"learning_rate": "fast"}, "ppo config field `learning_rate`: must be a number, got 'fast'"),
     ({"gamma": [1]}, "ppo config field `gamma`: must be a number, got [1]"),
     ({"num_steps": 99999999999999999999}, "ppo config field `num_steps`: must be an integer of "
-     "magnitude at most 2**53 - 1, got 99999999999999999999"),
+     "magnitude at most 2**63 - 1, got 99999999999999999999"),
     ({"clip_coef": math.inf}, "ppo config field `clip_coef`: must be a finite number, got inf"),
     ({"gamma": math.nan}, "ppo config field `gamma`: must be a finite number, got nan"),
     ({"update_epochs": True}, "ppo config field `update_epochs`: must be an integer, got True"),

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from hpcpolicy.compat import COMPAT_NAMES
 from hpcpolicy.config import Config, choice
 from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.env.spaces import DEFAULT_K
 from hpcpolicy.env.split import SPLITS
-from hpcpolicy.sim.types import BACKFILL_MODES, ENGINE_COMPAT, SimConfig
+from hpcpolicy.sim.types import BACKFILL_MODES, SimConfig
 
 __all__ = ["EnvConfig"]
 
@@ -48,7 +49,7 @@ class EnvConfig(Config):
     :mod:`hpcpolicy.sim.windows`) instead of an empty machine."""
     warmup_jobs: int | None = None
     """Jobs before the window replayed to find what runs (warm only); default the window size."""
-    compat: str | None = choice(None, ENGINE_COMPAT)
+    compat: str | None = choice(None, COMPAT_NAMES)
     """Engine semantics of a peer (``rlscheduler``) instead of the project's own."""
     kill_at_limit: bool = False
     """End a job at its requested walltime when its logged run time is longer."""

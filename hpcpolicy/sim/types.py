@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.compat import COMPAT_NAMES, CompatPreset, compat_preset
 from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
 
@@ -15,7 +16,6 @@ __all__ = [
     "ALLOCATORS",
     "BACKFILL_MODES",
     "ENGINES",
-    "ENGINE_COMPAT",
     "FairshareConfig",
     "RunningJobs",
     "SimConfig",
@@ -24,9 +24,6 @@ __all__ = [
 
 BACKFILL_MODES = ("none", "easy", "conservative")
 ENGINES = ("fast", "reference")
-ENGINE_COMPAT = ("rlscheduler", "hpcopt")
-"""Peers whose engine semantics ``SimConfig.compat`` can select. ``hpcopt`` selects the
-project's own semantics (its strict FCFS is the same); only ``rlscheduler`` changes the engine."""
 ALLOCATORS = ("first-fit", "first-available", "best-fit", "topology-aware")
 """``first-fit`` places jobs in node groups by their totals (the compiled engines); the others
 place GPUs on nodes (:mod:`hpcpolicy.gpu`, a plain-Python engine)."""
@@ -78,7 +75,7 @@ class SimConfig(Config):
     """none, easy or conservative."""
     kill_at_limit: bool = False
     """End a job at its requested walltime when its logged run time is longer."""
-    compat: str | None = choice(None, ENGINE_COMPAT)
+    compat: str | None = choice(None, COMPAT_NAMES)
     """Engine semantics of a peer (``rlscheduler``) instead of the project's own; see README."""
     check: bool = False
     """Check invariants while running (capacity, start >= submit, once-only starts, ...)."""
@@ -96,9 +93,14 @@ class SimConfig(Config):
     """Parameters of the ``fairshare`` policy (unused by the others)."""
 
     def validate(self) -> None:
-        self._require(not (self.compat == "rlscheduler" and self.backfill == "conservative"),
-                      "backfill", "compat 'rlscheduler' has no conservative backfilling; use "
-                      "--backfill none or easy with it, or drop --compat")
+        self._require(self.preset.conservative_backfill or self.backfill != "conservative",
+                      "backfill", f"compat {self.compat!r} has no conservative backfilling; "
+                      "use --backfill none or easy with it, or drop --compat")
+
+    @property
+    def preset(self) -> CompatPreset:
+        """The behaviours :attr:`compat` selects (:mod:`hpcpolicy.compat`)."""
+        return compat_preset(self.compat)
 
 
 @dataclass(frozen=True)
