@@ -245,7 +245,8 @@ class Config:
 
         Raises:
             ConfigError: ``data`` is not an object, has unknown keys (the message lists the
-                known ones), or holds a value of the wrong type or out of range.
+                known ones) or lacks a field without a default, or holds a value of the
+                wrong type or out of range.
         """
         what = f"{cls.label} config" if cls.label else "config"
         if not isinstance(data, Mapping):
@@ -255,6 +256,11 @@ class Config:
         if unknown:
             raise ConfigError(f"{what}: unknown field(s) {', '.join(unknown)}; valid: "
                               f"{', '.join(sorted(hints))}")
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in data
+                   and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise ConfigError(f"{what}: missing field(s) {', '.join(missing)}")
         return cls(**{k: _from_json(v, hints[k]) for k, v in data.items()})
 
     def to_dict(self) -> dict[str, Any]:

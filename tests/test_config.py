@@ -13,6 +13,7 @@ from hpcpolicy.cluster import GpuModel, NodeGroup
 from hpcpolicy.config import MAX_INT, Config
 from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.evaluate import EvaluateConfig
 from hpcpolicy.hetero.config import GpuDqnConfig
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
@@ -20,12 +21,14 @@ from hpcpolicy.offline.config import DatasetConfig, OfflineConfig
 from hpcpolicy.rl.config import DDPPOConfig, PPOConfig, config_from_dict
 from hpcpolicy.rl.tune.config import TuneConfig
 from hpcpolicy.sim.types import FairshareConfig, SimConfig
+from hpcpolicy.sim.windows import WindowConfig
+from hpcpolicy.whatif.runner import WhatifConfig
 from hpcpolicy.workload import WorkloadOptions
 
 CONFIGS: list[type[Config]] = [
     PPOConfig, DDPPOConfig, MarlConfig, MarlEnvConfig, EnvConfig, DatasetConfig, OfflineConfig,
     GpuDqnConfig, TuneConfig, IngestConfig, SimConfig, FairshareConfig, WorkloadOptions,
-    GpuModel,
+    GpuModel, EvaluateConfig, WindowConfig, WhatifConfig,
 ]
 
 
@@ -112,6 +115,11 @@ def test_json_round_trip(cfg: Config) -> None:
     again = config_from_dict(data) if isinstance(cfg, PPOConfig) and not isinstance(
         cfg, MarlConfig) else type(cfg).from_dict(data)
     assert again == cfg and type(again) is type(cfg)
+
+
+def test_fields_without_a_default_are_required() -> None:
+    assert _error(NodeGroup, {"name": "cpu"}) == "node group config: missing field(s) count, cores"
+    assert NodeGroup.from_dict({"name": "cpu", "count": 2, "cores": 4}).cores == 4
 
 
 def test_tuple_of_fixed_length_and_union_fields() -> None:
