@@ -59,3 +59,14 @@ def test_cluster_spec_of_absurd_numbers(table: Path, tmp_path: Path, group: str,
     spec.write_text(f'[[groups]]\nname = "cpu"\ncount = 4\n{group}\n')
     line = one_line_error(invoke("simulate", str(table), "--cluster", str(spec)))
     assert line == f"error: {spec}: {expected}"
+
+
+@pytest.mark.parametrize("text", ["[1]", '{"factory": 3, "kwargs": {}}', '{"factory": "f"}',
+                                  "{not json"])
+def test_env_json_of_another_shape_is_refused_on_resume(tmp_path: Path, text: str) -> None:
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.training.environment import ENV_FILE, record_environment
+
+    (tmp_path / ENV_FILE).write_text(text)
+    with pytest.raises(ConfigError, match=f"{tmp_path / ENV_FILE}: "):
+        record_environment(tmp_path, "hpcpolicy.env.factory:make_env", {"env": {}}, resume=True)
