@@ -13,7 +13,7 @@ replayed are dropped *with a reason* (:data:`DROP_REASONS`), counted, and their 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -149,7 +149,7 @@ class WorkloadOptions(Config):
         Keyword arguments whose value is None are treated as "not given", so a command line
         can pass every option through unchanged.
         """
-        names = {f.name for f in fields(cls)} - {"compat"}
+        names = set(cls.field_names()) - {"compat"}
         unknown = sorted(set(explicit) - names)
         if unknown:
             raise ConfigError(f"unknown workload option(s) {', '.join(unknown)}")
