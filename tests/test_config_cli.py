@@ -70,3 +70,22 @@ def test_env_json_of_another_shape_is_refused_on_resume(tmp_path: Path, text: st
     (tmp_path / ENV_FILE).write_text(text)
     with pytest.raises(ConfigError, match=f"{tmp_path / ENV_FILE}: "):
         record_environment(tmp_path, "hpcpolicy.env.factory:make_env", {"env": {}}, resume=True)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("{oops", "cannot be read as JSON"),
+    ('{"config": [], "env_kwargs": {}, "provenance": {}}', "expected an object with the objects"),
+    ('{"config": {"algo": "ddppo", "gamma": "high"}, "env_kwargs": {}, "provenance": {}}',
+     "ddppo config field `gamma`: must be a number, got 'high'"),
+])
+def test_launch_json_of_another_shape_or_type_is_refused(tmp_path: Path, text: str,
+                                                         expected: str) -> None:
+    pytest.importorskip("torch")
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.rl.ddppo import LAUNCH_FILE, worker_main
+
+    (tmp_path / LAUNCH_FILE).write_text(text)
+    with pytest.raises(ConfigError) as info:
+        worker_main(tmp_path)
+    assert str(info.value).startswith(f"{tmp_path / LAUNCH_FILE}: ")
+    assert expected in str(info.value)
