@@ -116,7 +116,8 @@ def main(
         if policy is None:
             raise ConfigError("--policy is required (e.g. --policy sjf), unless --restore")
         cfg = lib.AdviseConfig(policy=policy, partitions=parts, apply=apply,
-                               max_changes=max_changes, audit=audit)
+                               max_changes=max_changes,
+                               audit=None if audit is None else str(audit))
         if watch is None:
             _show(lib.advise_pass(cfg), apply)
             return

@@ -148,7 +148,7 @@ def test_the_cluster_starts_jobs_in_the_applied_order(slurm_cluster: Any,
 
 def test_rate_limit(queue: Queue, env_conf: dict[str, str], tmp_path: Path) -> None:
     cfg = AdviseConfig(policy="sjf", partitions=("batch",), apply=True, max_changes=1,
-                       audit=tmp_path / "a.jsonl")
+                       audit=str(tmp_path / "a.jsonl"))
     first = advise_pass(cfg, env_conf)
     assert len(first.changes) == 1 and first.deferred >= 1
     assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 1

@@ -91,3 +91,10 @@ def test_a_trained_policy_folder_ranks_the_whole_queue(tmp_path: object) -> None
     again = plan_pass(AdviseConfig(policy=str(folder)), snap)
     assert sorted(j.job_id for j in first.ranked) == sorted(str(i) for i in range(1, 11))
     assert [j.job_id for j in first.ranked] == [j.job_id for j in again.ranked]
+
+
+def test_advise_config_checks_its_fields() -> None:
+    with pytest.raises(Exception, match="max_changes"):
+        AdviseConfig(policy="sjf", max_changes=0)
+    with pytest.raises(Exception, match="--apply needs --audit FILE"):
+        AdviseConfig(policy="sjf", apply=True)

@@ -48,3 +48,11 @@ def test_plan_rejects_unknown_names() -> None:
         Plan((ok,), (Control(1.0, "cancel", "z"),))
     with pytest.raises(ConfigError, match=r"Control\.verb 'kill'"):
         Control(1.0, "kill", "y")
+
+
+def test_scale_config_refuses_bad_values_in_one_line() -> None:
+    with pytest.raises(ConfigError, match="scale config field `time_factor`: must be > 0"):
+        ScaleConfig(time_factor=0)
+    with pytest.raises(ConfigError, match="`max_run_s`: must be"):
+        ScaleConfig.from_dict({"max_run_s": "long"})
+    assert ScaleConfig.from_dict({"partitions": ["batch"]}).partitions == ("batch",)

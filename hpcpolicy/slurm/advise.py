@@ -34,9 +34,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError, SlurmError
 from hpcpolicy.slurm.command import slurm_command
 from hpcpolicy.slurm.queue import Job, Snapshot, read_snapshot
@@ -49,8 +51,10 @@ _DENIED = ("access/permission denied", "permission denied", "not authorized")
 
 
 @dataclass(frozen=True)
-class AdviseConfig:
+class AdviseConfig(Config):
     """What one ``advise`` run does."""
+
+    label: ClassVar[str] = "advise"
 
     policy: str
     """A heuristic name (sjf, f1, fcfs, ...) or a trained policy folder."""
@@ -60,12 +64,11 @@ class AdviseConfig:
     """Set the priorities (otherwise a dry run that only prints the commands)."""
     max_changes: int = 200
     """At most this many priority updates per pass (the rest wait for the next pass)."""
-    audit: Path | None = None
+    audit: str | None = None
     """JSONL file every applied change is appended to (required with ``apply``)."""
 
-    def __post_init__(self) -> None:
-        if self.max_changes < 1:
-            raise ConfigError("AdviseConfig.max_changes (--max-changes) must be at least 1")
+    def validate(self) -> None:
+        self._at_least(1, "max_changes")
         if self.apply and self.audit is None:
             raise ConfigError("--apply needs --audit FILE: every priority change is recorded "
                               "there (and --restore reads it back)")
@@ -220,8 +223,8 @@ def plan_pass(cfg: AdviseConfig, snap: Snapshot) -> Pass:
                 timings_s={"rank": toc - tic, "predict": time.perf_counter() - toc})
 
 
-def _audit(path: Path, record: Mapping[str, object]) -> None:
-    with path.open("a", encoding="utf-8") as f:
+def _audit(path: str, record: Mapping[str, object]) -> None:
+    with Path(path).open("a", encoding="utf-8") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
         f.flush()
 
@@ -355,6 +358,6 @@ def restore(audit: Path, env: Mapping[str, str] | None = None,
         Change(j.job_id, j.partition, j.priority, first[j.job_id], -1) for j in snap.pending
         if j.job_id in first and not j.held and j.priority != first[j.job_id]
         and (not partitions or j.partition in partitions))
-    cfg = AdviseConfig(policy="restore", apply=True, audit=audit, max_changes=10**9)
+    cfg = AdviseConfig(policy="restore", apply=True, audit=str(audit), max_changes=10**9)
     apply_changes(changes, cfg, env, action="restore")
     return list(changes)

@@ -24,10 +24,11 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError, SlurmError
 from hpcpolicy.slurm.command import slurm_command
 
@@ -120,8 +121,10 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class ScaleConfig:
+class ScaleConfig(Config):
     """How a trace window becomes a workload for a small test cluster."""
+
+    label: ClassVar[str] = "scale"
 
     time_factor: float = 0.01
     """Trace seconds -> real seconds, for run times and limits."""
@@ -144,13 +147,14 @@ class ScaleConfig:
     """Jobs go to these accounts by user."""
     name_prefix: str = "j"
 
-    def __post_init__(self) -> None:
-        if not self.time_factor > 0:
-            raise ConfigError("ScaleConfig.time_factor must be > 0")
-        if self.arrival_factor is not None and not self.arrival_factor >= 0:
-            raise ConfigError("ScaleConfig.arrival_factor must be >= 0")
-        if not 1 <= self.min_run_s <= self.max_run_s:
-            raise ConfigError("ScaleConfig: need 1 <= min_run_s <= max_run_s")
+    def validate(self) -> None:
+        self._require(self.time_factor > 0, "time_factor", "must be > 0")
+        self._require(self.arrival_factor is None or self.arrival_factor >= 0,
+                      "arrival_factor", "must be >= 0")
+        self._require(1 <= self.min_run_s <= self.max_run_s, "min_run_s",
+                      "need 1 <= min_run_s <= max_run_s")
+        self._at_least(1, "cores_per_node", "nodes", "short_nodes")
+        self._at_least(0, "trace_procs")
 
 
 def scale_window(workload: Workload, cfg: ScaleConfig) -> Plan:
