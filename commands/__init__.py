@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from hpcpolicy.commands import (
+    advise,
     dataset,
     demo,
     evaluate,
@@ -72,6 +73,7 @@ app.command("tune")(tune.main)
 app.command("evaluate")(evaluate.main)
 app.add_typer(dataset.app, name="dataset")
 app.command("whatif")(whatif.main)
+app.command("advise")(advise.main)
 
 
 def main() -> None:

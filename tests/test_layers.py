@@ -4,7 +4,8 @@ The layers, lowest first (a package stands for all its modules unless a module o
 placed on its own; the longest listed prefix decides):
 
 0. contracts: ``version``, ``errors``, ``schema`` (the job table),
-   ``schemas`` (the JSON Schema files), ``atomic``, ``textfmt``, and ``artifact`` (the policy
+   ``schemas`` (the JSON Schema files), ``atomic``, ``textfmt``, ``config`` (the base of every
+   config dataclass), ``compat`` (the compatibility presets), and ``artifact`` (the policy
    artifact's files and manifest, shared by the writers in training and the readers in
    deploy; it needs neither torch nor training code);
 1. the machine and tables: ``table``, ``cluster``, ``cluster_io``;
@@ -19,8 +20,9 @@ placed on its own; the longest listed prefix decides):
 7. training: ``rl``, ``offline``, ``marl``, ``hetero``;
 8. ``training``: the one entry point that routes to them (``hpcpolicy.train``);
 9. ``deploy``: an artifact back into the simulator;
-10. comparing policies: ``evaluate``, ``whatif``, and ``rl.tune`` (population-based training
-    that validates every candidate with ``evaluate``; only commands import it);
+10. using policies: ``evaluate``, ``whatif``, ``rl.tune`` (population-based training that
+    validates every candidate with ``evaluate``; only commands import it), and ``slurm``
+    (``advise``: a policy ranks the live queue);
 11. the front end: ``demo`` (the whole pipeline on a synthetic log), ``commands``, and the
     package root ``hpcpolicy`` itself, whose public names (``hpcpolicy.train``) come from
     below; it stands for its ``__init__`` only, not for the modules under it.
@@ -37,7 +39,7 @@ from __future__ import annotations
 import ast
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +53,8 @@ SOURCES = {"hpcpolicy": "hpcpolicy", "commands": "hpcpolicy.commands",
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.version", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
-     "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.artifact"),
+     "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.config", "hpcpolicy.compat",
+     "hpcpolicy.artifact"),
     ("hpcpolicy.table", "hpcpolicy.cluster", "hpcpolicy.cluster_io"),
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
     ("hpcpolicy.workload", "hpcpolicy.stats"),
@@ -61,7 +64,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.rl", "hpcpolicy.offline", "hpcpolicy.marl", "hpcpolicy.hetero"),
     ("hpcpolicy.training",),
     ("hpcpolicy.deploy",),
-    ("hpcpolicy.evaluate", "hpcpolicy.whatif", "hpcpolicy.rl.tune"),
+    ("hpcpolicy.evaluate", "hpcpolicy.whatif", "hpcpolicy.rl.tune", "hpcpolicy.slurm"),
     ("hpcpolicy.demo", "hpcpolicy.commands", "hpcpolicy"),
 )
 """Lowest first; see the module docstring for why each module is where it is."""
@@ -104,30 +107,48 @@ def _target(name: str, modules: Mapping[str, Path]) -> str | None:
     return name if name in modules else None
 
 
-def imports(root: Path, sources: Mapping[str, str] = SOURCES) -> list[Import]:
-    """Every import of one of ``root``'s own modules by another, wherever it is written."""
+def _statements(root: Path, sources: Mapping[str, str]) -> Iterator[tuple[str, int, str, str]]:
+    """(module, line, imported name, kind) for every import statement under ``root``,
+    relative ones made absolute. Kinds: ``import`` (``import a.b``: a module), ``from`` (the
+    ``a.b`` of ``from a.b import c``: a module) and ``name`` (its ``a.b.c``: a submodule, or
+    a name defined in ``a.b``)."""
     modules = module_names(root, sources)
-    found = []
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
+                for alias in node.names:
+                    yield module, node.lineno, alias.name, "import"
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
                     anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
                     base = ".".join([*anchor, base] if base else anchor)
-                # ``from package import name``: the submodule if there is one
-                names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                         for alias in node.names]
-            else:
-                continue
-            for name in names:
-                target = _target(name, modules)
-                if target is not None and target != module:
-                    found.append(Import(module, target, node.lineno))
+                if node.module:
+                    yield module, node.lineno, base, "from"
+                for alias in node.names:
+                    yield module, node.lineno, f"{base}.{alias.name}", "name"
+
+
+def imports(root: Path, sources: Mapping[str, str] = SOURCES) -> list[Import]:
+    """Every import of one of ``root``'s own modules by another, wherever it is written."""
+    modules = module_names(root, sources)
+    found = []
+    for module, line, name, kind in _statements(root, sources):
+        target = _target(name, modules)
+        if kind != "from" and target is not None and target != module:
+            found.append(Import(module, target, line))
     return found
+
+
+def missing(root: Path, sources: Mapping[str, str] = SOURCES) -> list[str]:
+    """Imports of a module of ``root``'s packages that does not exist (a module that moved):
+    mypy does not see them, since it ignores missing imports."""
+    modules = module_names(root, sources)
+    roots = tuple(f"{name}." for name in sources.values())
+    return [f"{module}:{line} imports {name}" for module, line, name, kind in
+            _statements(root, sources)
+            if kind != "name" and name.startswith(roots) and name not in modules]
 
 
 def _match(module: str, prefixes: Iterable[str]) -> str | None:
@@ -222,6 +243,10 @@ def test_every_module_has_a_layer() -> None:
     assert not unplaced, f"place these modules in LAYERS: {unplaced}"
 
 
+def test_every_import_names_a_module_that_exists() -> None:
+    assert missing(ROOT) == []
+
+
 def test_no_import_runs_upward(found: list[Import]) -> None:
     bad, _ = upward(found)
     assert not bad, "imports from a lower layer to a higher one:\n" + "\n".join(map(str, bad))
@@ -265,7 +290,7 @@ def test_the_checker_finds_planted_upward_imports_and_cycles(tmp_path: Path) -> 
         "pkg/low/a.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                          "    from pkg.high.b import B\n"
                          "def f():\n    from pkg.low import c\n"),
-        "pkg/low/c.py": "def g():\n    import pkg.low.a\n",
+        "pkg/low/c.py": "def g():\n    import pkg.low.a\n    from pkg.low.gone import x\n",
         "pkg/high/__init__.py": "",
         "pkg/high/b.py": "class B: ...\n",
     })
@@ -273,6 +298,8 @@ def test_the_checker_finds_planted_upward_imports_and_cycles(tmp_path: Path) -> 
     bad, _ = upward(found, layers, {})
     assert [(i.importer, i.imported, i.line) for i in bad] == [("pkg.low.a", "pkg.high.b", 3)]
     assert cycles(found) == [["pkg.low.a", "pkg.low.c"]]
+    assert missing(planted, sources) == ["pkg.low.c:3 imports pkg.low.gone"]
+    assert missing(clean, sources) == []
     reason = {("pkg.low.a", "pkg.high"): "why"}
     assert upward(found, layers, reason) == ([], set(reason))
 
