@@ -19,7 +19,9 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SpreadPenaltyOpt,
     WalltimeFallbackOpt,
+    lower_choice,
     parse_window_starts,
+    policy_choice,
     workload_options,
 )
 
@@ -30,7 +32,7 @@ __all__ = ["SplitOpt", "TrainFracOpt", "main"]
 
 SplitOpt = Annotated[str, typer.Option(
     "--split", help="Part of the chronological split: test (the later jobs), train (the "
-    "earlier train-frac), or all.")]
+    "earlier train-frac), or all.", callback=lower_choice)]
 TrainFracOpt = Annotated[float, typer.Option(
     "--train-frac", help="Share of the jobs, earliest first, in the training part.")]
 
@@ -107,10 +109,11 @@ def main(
                                           show_default=False, dir_okay=False)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Heuristics and trained policy directories, comma-separated "
-        "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).")] = None,
+        "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).",
+        callback=policy_choice)] = None,
     backfill: Annotated[list[str] | None, typer.Option(
         "--backfill", "-b", help="Backfilling modes, comma-separated or repeated "
-        "(none, easy, conservative).")] = None,
+        "(none, easy, conservative).", callback=lower_choice)] = None,
     windows: Annotated[int, typer.Option(
         "--windows", help="Number of random windows.")] = 10,
     window_size: Annotated[int, typer.Option(

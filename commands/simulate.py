@@ -20,7 +20,9 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SpreadPenaltyOpt,
     WalltimeFallbackOpt,
+    lower_choice,
     parse_window_starts,
+    policy_choice,
     workload_options,
 )
 
@@ -103,10 +105,11 @@ def main(
                                           show_default=False, dir_okay=False)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Policy to replay: a heuristic name or a trained policy folder "
-        "(runs/NAME/policy); repeat to compare several.")] = None,
+        "(runs/NAME/policy); repeat to compare several.",
+        callback=policy_choice)] = None,
     backfill: Annotated[list[str] | None, typer.Option(
         "--backfill", "-b", help="none, easy or conservative; repeat to compare (every "
-        "policy x backfill combination runs on the same jobs).")] = None,
+        "policy x backfill combination runs on the same jobs).", callback=lower_choice)] = None,
     cluster: ClusterOpt = None,
     allocator: AllocatorOpt = None,
     spread_penalty: SpreadPenaltyOpt = None,
@@ -134,7 +137,8 @@ def main(
     check: Annotated[bool, typer.Option(
         "--check", help="Check the engine's invariants while running (slower).")] = False,
     engine: Annotated[str, typer.Option(
-        "--engine", help="fast (compiled) or reference (plain Python).")] = "fast",
+        "--engine", help="fast (compiled) or reference (plain Python).",
+        callback=lower_choice)] = "fast",
     json_out: JsonOutOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the per-job outcomes of every run to this Parquet file.",

@@ -31,6 +31,7 @@ from hpcpolicy.commands._options import (
     WarmOpt,
     WindowSizeOpt,
     WorkersOpt,
+    lower_choice,
     workload_options,
 )
 from hpcpolicy.commands.evaluate import TrainFracOpt
@@ -395,7 +396,8 @@ def main(
         "--algo", help="Online: ppo (this process) or ddppo (torchrun workers). Offline "
         "(d3rlpy): cql, bcq, bc or dqn. On a GPU partition (a job table with --cluster): marl, "
         "the two-agent job selector + GPU allocator (PPO; --workers N for DD-PPO), or dqn, "
-        "online GPU-type assignment (d3rlpy double DQN) on several GPU types.")] = "ppo",
+        "online GPU-type assignment (d3rlpy double DQN) on several GPU types.",
+        callback=lower_choice)] = "ppo",
     workers: WorkersOpt = 1,
     steps: Annotated[int | None, typer.Option(
         "--steps", help="Online: environment steps (decisions), all workers together; "
@@ -424,7 +426,8 @@ def main(
     num_envs: NumEnvsOpt = None,
     split: Annotated[str, typer.Option(
         "--split", help="Part episodes come from: train (the first --train-frac of the jobs) "
-        "or all (RLScheduler's protocol; then no later period is left unseen).")] = "train",
+        "or all (RLScheduler's protocol; then no later period is left unseen).",
+        callback=lower_choice)] = "train",
     train_frac: TrainFracOpt = 0.7,
     warm: WarmOpt = False,
     cluster: ClusterOpt = None,

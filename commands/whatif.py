@@ -17,6 +17,7 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SpreadPenaltyOpt,
     WalltimeFallbackOpt,
+    lower_choice,
     workload_options,
 )
 
@@ -99,7 +100,8 @@ def main(
         "--period", help="Window of the paired comparison: 7d, 1w, 1d, 12h...")] = "7d",
     metric: Annotated[str, typer.Option(
         "--metric", help="Primary metric, which decides each verdict: mean_bsld, mean_wait_s, "
-        "p95_wait_s, p95_bsld, mean_response_s or utilization.")] = "mean_bsld",
+        "p95_wait_s, p95_bsld, mean_response_s or utilization.",
+        callback=lower_choice)] = "mean_bsld",
     bootstrap: Annotated[int, typer.Option(
         "--bootstrap", help="Bootstrap replicates for the confidence intervals.")] = 2000,
     confidence: Annotated[float, typer.Option(
