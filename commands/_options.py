@@ -21,6 +21,7 @@ __all__ = [
     "ProcsOpt",
     "RewardOpt",
     "SeedOpt",
+    "UnknownRunTimeOpt",
     "WalltimeFallbackOpt",
     "WarmOpt",
     "WindowSizeOpt",
@@ -79,6 +80,9 @@ WalltimeFallbackOpt = Annotated[str | None, typer.Option(
     "(perfect estimates), max (longest request in the partition), error, or SECONDS; default "
     "auto: max, or an error when no job has a request.",
     callback=lower_choice)]
+UnknownRunTimeOpt = Annotated[int | None, typer.Option(
+    "--unknown-run-time", help="Replay jobs whose log has no run time (never started, or "
+    "still running) with this many SECONDS; default: drop them, counted.", min=0)]
 AllocatorOpt = Annotated[list[str] | None, typer.Option(
     "--allocator", help="How jobs are placed: first-fit (the default: node groups by their "
     "totals; the compiled engine) or, placing GPUs on nodes, first-available "
@@ -115,12 +119,14 @@ WarmOpt = Annotated[bool, typer.Option(
 
 
 def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,
-                     drop_zero_runtime: bool | None = None) -> WorkloadOptions:
+                     drop_zero_runtime: bool | None = None,
+                     unknown_run_time: int | None = None) -> WorkloadOptions:
     """The workload conventions the options above select."""
     from hpcpolicy.workload import WorkloadOptions
 
     return WorkloadOptions.preset(
         compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
+        unknown_run_time_s=unknown_run_time,
         walltime_fallback=None if walltime_fallback is None
         else WorkloadOptions.parse_walltime_fallback(walltime_fallback))
 

@@ -18,6 +18,7 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     SeedOpt,
     SpreadPenaltyOpt,
+    UnknownRunTimeOpt,
     WalltimeFallbackOpt,
     lower_choice,
     parse_window_starts,
@@ -131,6 +132,7 @@ def main(
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
+    unknown_run_time: UnknownRunTimeOpt = None,
     compat: CompatOpt = None,
     allocator: AllocatorOpt = None,
     spread_penalty: SpreadPenaltyOpt = None,
@@ -182,7 +184,8 @@ def main(
             windows=windows, window_size=window_size, seed=seed, split=split,
             train_frac=train_frac, starts=parse_window_starts(window_starts), warm=warm,
             compat=compat, kill_at_limit=kill_at_limit, exclusive_nodes=compat == "rlscheduler")
-        options = workload_options(compat, procs_from, walltime_fallback)
+        options = workload_options(compat, procs_from, walltime_fallback,
+                                   unknown_run_time=unknown_run_time)
         workload, machine = load(table, options.to_dict(),
                                  None if cluster is None else str(cluster), procs)
         machine = with_spread_penalty(machine, spread_penalty, allocators)

@@ -19,6 +19,7 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     SeedOpt,
     SpreadPenaltyOpt,
+    UnknownRunTimeOpt,
     WalltimeFallbackOpt,
     lower_choice,
     parse_window_starts,
@@ -116,6 +117,7 @@ def main(
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
+    unknown_run_time: UnknownRunTimeOpt = None,
     drop_zero_runtime: Annotated[bool | None, typer.Option(
         "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
         "0; default keep.", show_default=False)] = None,
@@ -188,7 +190,8 @@ def main(
             raise ConfigError("--window-size and --warm need --windows N or --window-starts")
         wcfg = WindowConfig(size=window_size or 1024, count=windows or 10, seed=seed,
                             starts=starts, warm=warm) if windowed else None
-        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime)
+        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime,
+                                   unknown_run_time)
         allocators = allocator or ["first-fit"]
         configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
                              check=check, engine=engine, exclusive_nodes=compat == "rlscheduler",

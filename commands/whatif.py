@@ -16,6 +16,7 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     SeedOpt,
     SpreadPenaltyOpt,
+    UnknownRunTimeOpt,
     WalltimeFallbackOpt,
     lower_choice,
     workload_options,
@@ -111,6 +112,7 @@ def main(
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
+    unknown_run_time: UnknownRunTimeOpt = None,
     seed: SeedOpt = 0,
     overwrite: OverwriteOpt = False,
 ) -> None:
@@ -146,7 +148,8 @@ def main(
         machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
                                       spread_penalty, [s.allocator for s in (base, *cands)])
         workload = Workload.from_table(
-            table, options=workload_options(None, procs_from, walltime_fallback))
+            table, options=workload_options(None, procs_from, walltime_fallback,
+                                     unknown_run_time=unknown_run_time))
         source_format = open_job_table(table).metadata.get("source_format")
         result = with_progress(
             lambda step: run_whatif(workload, machine, cfg, source=str(table),

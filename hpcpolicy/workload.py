@@ -94,7 +94,8 @@ WALLTIME_FALLBACKS = ("auto", "runtime", "max", "error")
 
 DROP_REASONS: dict[str, str] = {
     "no_run_time": "the log has no run time (the job never started, or was still running "
-    "when the log was taken); set unknown_run_time_s to replay it anyway",
+    "when the log was taken); replay such jobs anyway with --unknown-run-time SECONDS "
+    "(simulate, evaluate, whatif)",
     "zero_run_time": "run time 0 (dropped only under drop_zero_runtime, as RLScheduler does)",
     "no_procs": "neither requested nor allocated processors are known (or both are 0)",
     "no_logged_start": "the log has no wait/start time (dropped only under "
