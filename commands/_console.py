@@ -18,6 +18,7 @@ __all__ = [
     "err_console",
     "fail_cleanly",
     "is_quiet",
+    "print_note",
     "set_verbosity",
     "with_progress",
 ]
@@ -51,6 +52,15 @@ def fail_cleanly() -> Iterator[None]:
         # Messages hold text from the user's files: print it as text, never as markup.
         err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def print_note(note: str) -> None:
+    """One note of a workload or report, as plain text: ``note: ...`` in yellow, or, for a
+    note that starts ``warning: ``, the whole line in bold red so it is not missed."""
+    if note.startswith("warning: "):
+        console.print(Text(note, "bold red"), soft_wrap=True)
+    else:
+        console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
 
 
 Step = Callable[[str, int, int], None]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, print_note, with_progress
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
@@ -161,7 +161,6 @@ def main(
         hpcpolicy evaluate gpu.parquet --cluster examples/gpu-partition.toml --gpu-baselines
             -p runs/marl/policy
     """
-    from rich.text import Text
 
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import with_spread_penalty
@@ -199,5 +198,5 @@ def main(
             console.print(str(json_out))
         return
     for note in workload.notes:
-        console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
+        print_note(note)
     _print(ev)

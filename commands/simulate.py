@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, duration, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import (
+    console,
+    duration,
+    fail_cleanly,
+    is_quiet,
+    print_note,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
@@ -225,7 +232,7 @@ def main(
 def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
     never = runs[0].never_fits()
     if never:
-        _note(f"{len(never):,} jobs need more than the machine has and never started "
+        print_note(f"{len(never):,} jobs need more than the machine has and never started "
               f"(e.g. {', '.join(never[:5])})")
     if wcfg is not None:
         kind = "warm (pre-loaded)" if wcfg.warm else "cold (empty machine)"
@@ -233,12 +240,6 @@ def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
                       f"{','.join(str(w.start) for w in runs[0].windows)}")
     if check:
         console.print("invariants checked: no violation")
-
-
-def _note(text: str) -> None:
-    from rich.text import Text
-
-    console.print(Text.assemble(("note: ", "yellow"), text), soft_wrap=True)
 
 
 def _describe(table: Path, workload: Any, machine: Any) -> None:
@@ -250,6 +251,6 @@ def _describe(table: Path, workload: Any, machine: Any) -> None:
                   + (f", {machine.total_gpus:,} GPUs" if machine.total_gpus else "")
                   + f" (from {machine.source})")
     for note in (*workload.notes, *machine.notes):
-        _note(note)
+        print_note(note)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
+from hpcpolicy.textfmt import duration
 
 if TYPE_CHECKING:
     import polars as pl
@@ -410,14 +411,13 @@ def _resolve(frame: pl.LazyFrame, opts: WorkloadOptions) -> pl.LazyFrame:
     ).with_columns(reason.alias("reason"))
 
 
-def _walltime(kept: pl.DataFrame, label: str, opts: WorkloadOptions) -> tuple[pl.Series, str]:
-    """Planning walltimes with the fallback applied, and a note saying what was done."""
-    import polars as pl
-
+def _walltime(kept: pl.DataFrame, label: str,
+              opts: WorkloadOptions) -> tuple[pl.Series, list[str]]:
+    """Planning walltimes with the fallback applied, and notes saying what was done."""
     have = kept["walltime"]
     missing = int(have.null_count())
     if missing == 0:
-        return have, ""
+        return have, []
     n = kept.height
     choice = opts.walltime_fallback
     ask = ("choose --walltime-fallback runtime (perfect estimates: the actual run time), max "
@@ -426,18 +426,53 @@ def _walltime(kept: pl.DataFrame, label: str, opts: WorkloadOptions) -> tuple[pl
         raise ConfigError(f"{label}: {missing} of {n} jobs have no requested walltime "
                           f"(req_walltime_s), which backfilling and SJF need; {ask}")
     if choice == "runtime":
-        return have.fill_null(kept["run"]), (
+        return have.fill_null(kept["run"]), [
             f"{missing} of {n} jobs have no requested walltime: planned with their actual run "
-            "time (perfect estimates)")
+            "time (perfect estimates)"]
     if isinstance(choice, int):
-        return have.fill_null(choice), (
-            f"{missing} of {n} jobs have no requested walltime: planned with {choice} s")
-    longest = kept.select(
-        pl.col("walltime").max().over("partition").fill_null(pl.col("walltime").max())
-    ).to_series()
-    return have.fill_null(longest), (
-        f"{missing} of {n} jobs have no requested walltime: planned with the longest request "
-        "in their partition (walltime fallback 'max')")
+        return have.fill_null(choice), [
+            f"{missing} of {n} jobs have no requested walltime: planned with {choice} s"]
+    return _longest_request(kept)
+
+
+def _longest_request(kept: pl.DataFrame) -> tuple[pl.Series, list[str]]:
+    """Fallback ``max``: a job without a request is planned with the longest request of its
+    partition, or, where its partition has none at all, of the whole log. The second is a
+    guess from another partition's limit, so it is a warning that counts the jobs that ran
+    past it."""
+    import polars as pl
+
+    n = kept.height
+    frame = kept.select(
+        "run", "partition", pl.col("walltime").is_null().alias("filled"),
+        pl.col("walltime").max().over("partition").alias("own"))
+    top = kept.filter(pl.col("walltime").is_not_null()).sort(
+        "walltime", descending=True).row(0, named=True)
+    longest, source = int(top["walltime"]), str(top["partition"])
+    planned = kept["walltime"].fill_null(frame["own"]).fill_null(longest)
+    notes = []
+    own = frame.filter(pl.col("filled") & pl.col("own").is_not_null())
+    if own.height:
+        over = int((own["run"] > own["own"]).sum())
+        notes.append(f"{own.height:,} of {n:,} jobs have no requested walltime: planned with "
+                     "their partition's longest request (walltime fallback 'max')"
+                     + (f"; {over:,} of them ran longer than that" if over else ""))
+    guessed = frame.filter(pl.col("filled") & pl.col("own").is_null())
+    if guessed.height:
+        names = sorted(guessed["partition"].unique().to_list())
+        parts = ("partition " if len(names) == 1 else "partitions ") + ", ".join(names)
+        over = guessed.filter(pl.col("run") > longest)
+        ran = (f"{over.height:,} of them ran longer than that (up to "
+               f"{duration(int(over['run'].max()))}), "  # type: ignore[arg-type]
+               if over.height else "")
+        notes.append(
+            f"warning: {guessed.height:,} of {n:,} jobs ({guessed.height / n:.0%}) have no "
+            f"requested walltime and neither has any job of their partition ({parts}): planned "
+            f"with the longest request in the whole log, {duration(longest)} "
+            f"({longest:,} s, from partition {source}); {ran}so backfilling plans them wrongly. "
+            "Give the partition's real limit with --walltime-fallback SECONDS, or plan with "
+            "the actual run times with --walltime-fallback runtime (perfect estimates)")
+    return planned, notes
 
 
 def _codes(values: pl.Series) -> tuple[I32, tuple[str, ...]]:
@@ -472,7 +507,7 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         counts = ", ".join(f"{k}: {len(v)}" for k, v in dropped.items())
         raise ConfigError(f"{label}: all {table.height} jobs were dropped ({counts}); "
                           "see `hpcpolicy simulate --help` for the options that keep them")
-    walltime, wall_note = _walltime(kept, label, opts)
+    walltime, wall_notes = _walltime(kept, label, opts)
     origin = int(kept["submit"][0])
     users, user_names = _codes(kept["user"])
     parts, part_names = _codes(kept["partition"])
@@ -487,8 +522,7 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
     if filled:
         notes.append(f"{filled} jobs without a logged run time replayed with "
                      f"{opts.unknown_run_time_s} s")
-    if wall_note:
-        notes.append(wall_note)
+    notes += wall_notes
     notes += [f"dropped {len(ids)} jobs: {DROP_REASONS[r]}" for r, ids in dropped.items()]
 
     def i64(column: pl.Series) -> I64:
