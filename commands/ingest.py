@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, print_note
 from hpcpolicy.commands._options import OverwriteOpt, lower_choice
 
 __all__ = ["main"]
@@ -122,4 +122,4 @@ def main(
     table.add_row("time", f"{report.timings_s['total']:.2f} s")
     console.print(table)
     for note in report.notes:
-        console.print(f"[yellow]note:[/] {note}", markup=True, highlight=False)
+        print_note(note)
