@@ -204,7 +204,7 @@ def _run_entry(frame: pl.DataFrame, spec: tuple[Any, ...]) -> dict[str, Any]:
 
 def _scenario(sid: str, label: str, changes: dict[str, str], jobs: int) -> dict[str, Any]:
     """A ``scenarios`` entry."""
-    return {"id": sid, "label": label, "changes": changes, "jobs": jobs,
+    return {"id": sid, "label": label, "changes": changes, "jobs": jobs, "offered_load": 0.8,
             "cluster": {"name": "SP2 & co", "cores": CORES[sid], "nodes": CORES[sid] // 8,
                         "gpus": 0, "source": "swf header"}}
 

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from hpcpolicy.policies.base import Policy
     from hpcpolicy.workload import Workload
 
-__all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "run_whatif"]
+__all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "offered_load",
+           "run_whatif"]
 
 SCHEMA_VERSION = "1.0"
 """Version of ``schemas/whatif.schema.json`` that :func:`run_whatif` writes."""
@@ -193,10 +194,14 @@ def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
     t0, n = _grid([base, cand], cfg.period_s)
     top = {col: max(float(r.outcomes[col].max() or 0.0)  # type: ignore[arg-type]
                     for r in (base, cand)) for col in ("wait", "bsld")}
-    stats = [compare.window_stats(r.outcomes, r.cores, t0, cfg.period_s, n, top)
+    until = max(_extreme(r.outcomes["submit"]) or 0 for r in (base, cand))
+    stats = [compare.window_stats(r.outcomes, r.cores, t0, cfg.period_s, n, top, until)
              for r in (base, cand)]
     metrics = list(compare.METRICS)
-    rows = compare.compare_runs(stats[0], stats[1], base.summary, cand.summary, metrics,
+    # utilisation while jobs arrive, on the windows' own grid (compare's docstring says why)
+    whole = [{**r.summary, "utilization": st.utilization()}
+             for r, st in zip((base, cand), stats, strict=True)]
+    rows = compare.compare_runs(stats[0], stats[1], whole[0], whole[1], metrics,
                                 bootstrap=cfg.bootstrap, confidence=cfg.confidence,
                                 seed=cfg.seed, hist_top=top)
     groups = breakdowns.group_changes(base.outcomes, cand.outcomes)
@@ -244,6 +249,16 @@ def _timeseries(runs: list[WhatifRun], max_bins: int) -> dict[str, Any]:
     return {"bin_s": width, "t0": t0, "runs": series}
 
 
+def offered_load(workload: Workload, cluster: ClusterSpec) -> float | None:
+    """The work the jobs bring (core-seconds) over what the machine offers between the first
+    and the last submit; above 1 no policy can keep up. None for a zero span or machine."""
+    span = int(workload.submit[-1] - workload.submit[0]) if len(workload) else 0
+    if span <= 0 or cluster.total_cores <= 0:
+        return None
+    work = float(np.dot(workload.procs.astype(np.float64), workload.run_time))
+    return work / (cluster.total_cores * span)
+
+
 def _cluster_doc(cluster: ClusterSpec) -> dict[str, Any]:
     return {"name": cluster.name, "cores": cluster.total_cores, "nodes": cluster.total_nodes,
             "gpus": cluster.total_gpus, "source": cluster.source}
@@ -280,12 +295,20 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
 
     runs: list[WhatifRun] = []
     scenario_docs, comparisons, as_logged = [], [], []
+    overloads: list[str] = []
     for scenario in scenarios:
         s_runs, w, c = _replay_scenario(scenario, workload, cluster, specs, policies, step)
         runs += s_runs
+        load = offered_load(w, c)
         scenario_docs.append({"id": scenario.id, "label": scenario.label,
                               "changes": dict(scenario.changes), "jobs": len(w),
-                              "cluster": _cluster_doc(c)})
+                              "cluster": _cluster_doc(c), "offered_load": load})
+        if load is not None and load > 1:
+            who = "the log as it was" if scenario is AS_LOGGED else f"scenario {scenario.id}"
+            overloads.append(f"warning: {who} offers {load:.0%} of the machine's "
+                             "capacity over the submit span, past 100 %: the queue grows "
+                             "until the last submit whatever the policy, so waits there "
+                             "measure the log's length as much as the policy")
         for cand in s_runs[1:]:
             doc, text = _compare(s_runs[0], cand, cfg, workload.origin)
             comparisons.append(doc)
@@ -312,6 +335,6 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "comparisons": comparisons,
         "timeseries": _timeseries(runs, cfg.max_bins),
         "fidelity": fidelity(runs[0].outcomes, workload.origin, runs[0].id),
-        "notes": [*workload.notes, *cluster.notes],
+        "notes": [*overloads, *workload.notes, *cluster.notes],
     }
     return WhatifResult(doc=doc, runs=runs)
