@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from hpcpolicy.textfmt import duration
+from hpcpolicy.textfmt import duration, visible
 
 __all__ = [
     "console",
@@ -50,17 +50,19 @@ def fail_cleanly() -> Iterator[None]:
         yield
     except HpcPolicyError as exc:
         # Messages hold text from the user's files: print it as text, never as markup.
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        message = visible(exc, longest=400)
+        err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
         raise typer.Exit(1) from None
 
 
 def print_note(note: str) -> None:
-    """One note of a workload or report, as plain text: ``note: ...`` in yellow, or, for a
-    note that starts ``warning: ``, the whole line in bold red so it is not missed."""
+    """One note of a workload or report, as plain visible text (:func:`visible`):
+    ``note: ...`` in yellow, or, for a note that starts ``warning: ``, the whole line in bold
+    red so it is not missed."""
     if note.startswith("warning: "):
-        console.print(Text(note, "bold red"), soft_wrap=True)
+        console.print(Text(visible(note), "bold red"), soft_wrap=True)
     else:
-        console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
+        console.print(Text.assemble(("note: ", "yellow"), visible(note)), soft_wrap=True)
 
 
 Step = Callable[[str, int, int], None]

@@ -274,6 +274,7 @@ def _metric_stats(metric: dict[str, Any], base_run: dict[str, Any], cand_run: di
     return {"key": key, "baseline": b, "candidate": c, "diff": c - b, "rel_diff": (c - b) / b,
             "ci_low": lo, "ci_high": hi, "rel_ci_low": lo / base_mean,
             "rel_ci_high": hi / base_mean, "verdict": verdict,
+            "share_better": float((sign * diffs > 0).mean()),
             "windows_better": int((sign * diffs > 0).sum())}
 
 

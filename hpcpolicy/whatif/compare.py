@@ -256,7 +256,7 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
     for metric in metrics:
         b_val, c_val = whole_base.get(metric.key), whole_cand.get(metric.key)
         diff = None if b_val is None or c_val is None else c_val - b_val
-        low = high = rel_low = rel_high = None
+        low = high = rel_low = rel_high = share = None
         if counts is not None:
             edges = _edges(hist_top[metric.column]) if metric.quantile is not None and \
                 metric.column is not None else None
@@ -266,6 +266,9 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
                 diffs, ratios = c_reps - b_reps, c_reps / b_reps - 1
             if np.isfinite(diffs).any():
                 low, high = _interval(diffs, alpha)
+                finite = diffs[np.isfinite(diffs)]
+                good = finite < 0 if metric.better == "lower" else finite > 0
+                share = float(good.mean())
             if np.isfinite(ratios).any():
                 rel_low, rel_high = _interval(ratios, alpha)
         bw, cw = base_active.values[metric.key], cand_active.values[metric.key]
@@ -275,7 +278,7 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
             "key": metric.key, "baseline": b_val, "candidate": c_val, "diff": diff,
             "rel_diff": diff / b_val if diff is not None and b_val else None,
             "ci_low": low, "ci_high": high, "rel_ci_low": rel_low, "rel_ci_high": rel_high,
-            "verdict": _verdict(metric, low, high),
+            "verdict": _verdict(metric, low, high), "share_better": share,
             "windows_better": int(better.sum()),
         })
     return rows

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy.textfmt import time_unit
+from hpcpolicy.textfmt import time_unit, visible
 
 if TYPE_CHECKING:
     import polars as pl
@@ -253,7 +253,7 @@ def _inline(svg: str, key: str) -> str:
 
 def _label(name: str, chars: int = LABEL_CHARS) -> str:
     """A name as a plot label: one line, at most ``chars`` characters."""
-    name = " ".join(str(name).split())
+    name = " ".join(visible(name).split())
     return name if len(name) <= chars else name[: chars - 1] + "…"
 
 

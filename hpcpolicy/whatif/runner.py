@@ -189,8 +189,8 @@ def _grid(runs: list[WhatifRun], period_s: int) -> tuple[int, int]:
 
 
 def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
-             origin: int) -> tuple[dict[str, Any], str]:
-    """One comparison's document, and the sentence on its primary metric."""
+             origin: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One comparison's document, and its primary metric's row."""
     t0, n = _grid([base, cand], cfg.period_s)
     top = {col: max(float(r.outcomes[col].max() or 0.0)  # type: ignore[arg-type]
                     for r in (base, cand)) for col in ("wait", "bsld")}
@@ -207,7 +207,7 @@ def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
     groups = breakdowns.group_changes(base.outcomes, cand.outcomes)
     primary = next(i for i, m in enumerate(metrics) if m.key == cfg.metric)
     found = verdicts.tradeoffs(metrics, rows, cfg.metric, groups, cfg.confidence)
-    verdict = verdicts.comparison_verdict(rows[primary]["verdict"], found)
+    verdict = verdicts.comparison_verdict(metrics, rows, cfg.metric)
     primary_text = verdicts.metric_sentence(metrics[primary], rows[primary], cfg.confidence)
     per_window = []
     for k in range(n):
@@ -222,10 +222,11 @@ def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
         "scenario": base.scenario.id, "baseline_run": base.id, "candidate_run": cand.id,
         "windows": len(per_window), "verdict": verdict,
         "summary": f"{cand.spec.text} vs {base.spec.text} ({base.scenario.label}): "
-                   f"{primary_text}: {verdict}.",
+                   f"{primary_text}: "
+                   f"{verdicts.verdict_phrase(verdict, rows[primary])}.",
         "tradeoffs": found, "metrics": rows, "per_window": per_window, "groups": groups,
     }
-    return doc, primary_text
+    return doc, rows[primary]
 
 
 def _finite(value: float) -> float | None:
@@ -310,10 +311,10 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
                              "until the last submit whatever the policy, so waits there "
                              "measure the log's length as much as the policy")
         for cand in s_runs[1:]:
-            doc, text = _compare(s_runs[0], cand, cfg, workload.origin)
+            doc, row = _compare(s_runs[0], cand, cfg, workload.origin)
             comparisons.append(doc)
             if scenario is AS_LOGGED:
-                as_logged.append((cand.spec.text, doc["verdict"], text))
+                as_logged.append((cand.spec.text, doc["verdict"], row))
     if on_step:
         on_step("done", total, total)
     first = int(workload.submit[0]) + workload.origin
@@ -322,7 +323,8 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "schema_version": SCHEMA_VERSION,
         "kind": "hpcpolicy.whatif",
         "title": f"What-if: {source.replace(chr(92), '/').rsplit('/', 1)[-1]}",
-        "verdict": verdicts.overall_verdict(base_spec.text, as_logged),
+        "verdict": verdicts.overall_verdict(base_spec.text, compare.get_metric(cfg.metric),
+                                            as_logged),
         "input": {"path": source, "jobs": len(workload), "origin": workload.origin,
                   "first_submit": _iso(first), "last_submit": _iso(last),
                   "source_format": source_format},
