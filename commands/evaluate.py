@@ -200,3 +200,7 @@ def main(
     for note in workload.notes:
         print_note(note)
     _print(ev)
+    from hpcpolicy.sim.windows import backfill_note
+
+    for note in filter(None, map(backfill_note, ev.runs)):
+        print_note(note)

@@ -230,10 +230,14 @@ def main(
 
 
 def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
+    from hpcpolicy.sim.windows import backfill_note
+
     never = runs[0].never_fits()
     if never:
         print_note(f"{len(never):,} jobs need more than the machine has and never started "
-              f"(e.g. {', '.join(never[:5])})")
+                   f"(e.g. {', '.join(never[:5])})")
+    for note in filter(None, map(backfill_note, runs)):
+        print_note(note)
     if wcfg is not None:
         kind = "warm (pre-loaded)" if wcfg.warm else "cold (empty machine)"
         console.print(f"windows of {wcfg.size} jobs, {kind}, starting at job "

@@ -25,6 +25,7 @@ from hpcpolicy.whatif.fidelity import fidelity
 from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
 from hpcpolicy.whatif.spec import RunSpec, parse_run_spec
 from hpcpolicy.whatif.timeseries import bin_width, binned_mean
+from hpcpolicy.whatif.training import training_notes
 
 if TYPE_CHECKING:
     import polars as pl
@@ -149,10 +150,10 @@ def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
 
 def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpec,
                      specs: list[RunSpec], policies: dict[str, Policy],
-                     step: Step) -> tuple[list[WhatifRun], Workload, ClusterSpec]:
+                     step: Step) -> tuple[list[WhatifRun], Workload, ClusterSpec, list[str]]:
     from hpcpolicy.policies.learned import policy_simulator
     from hpcpolicy.sim.types import SimConfig
-    from hpcpolicy.sim.windows import replay
+    from hpcpolicy.sim.windows import backfill_note, replay
 
     w, c = apply_scenario(scenario, workload, cluster)
     configs = [SimConfig(policy=s.policy, backfill=s.backfill, allocator=s.allocator)
@@ -165,7 +166,7 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
             id=f"{scenario.id}/{spec.text}", scenario=scenario, spec=spec,
             role="baseline" if i == 0 else "candidate", outcomes=rep.windows[0].outcomes(),
             summary=rep.summary, never_fits=len(rep.never_fits()), cores=c.total_cores))
-    return runs, w, c
+    return runs, w, c, [n for n in map(backfill_note, replays) if n is not None]
 
 
 def _extreme(series: pl.Series, largest: bool = True) -> int | None:
@@ -296,10 +297,13 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
 
     runs: list[WhatifRun] = []
     scenario_docs, comparisons, as_logged = [], [], []
-    overloads: list[str] = []
+    overloads: list[str] = training_notes(cand_specs, policies, source)
     for scenario in scenarios:
-        s_runs, w, c = _replay_scenario(scenario, workload, cluster, specs, policies, step)
+        s_runs, w, c, idle = _replay_scenario(scenario, workload, cluster, specs, policies,
+                                              step)
         runs += s_runs
+        if scenario is AS_LOGGED:
+            overloads += idle
         load = offered_load(w, c)
         scenario_docs.append({"id": scenario.id, "label": scenario.label,
                               "changes": dict(scenario.changes), "jobs": len(w),
