@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, print_note, with_progress
+from hpcpolicy.commands._console import (
+    console,
+    duration,
+    fail_cleanly,
+    is_quiet,
+    print_note,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
@@ -44,12 +51,16 @@ def _listed(values: list[str] | None, default: list[str]) -> tuple[str, ...]:
     return tuple(item for item in items if item)
 
 
-def _cell(value: Any, spread: dict[str, Any], digits: int) -> str:
-    """The mean, and under it ``±std`` over windows."""
+def _cell(value: Any, spread: dict[str, Any], digits: int | None) -> str:
+    """The mean, and under it ``±std`` over windows; ``digits`` None: a duration (3.4h)."""
     if value is None:
         return "-"
     std = spread.get("std")
-    return f"{value:,.{digits}f}" + ("" if std is None else f"\n[dim]±{std:,.{digits}f}[/]")
+
+    def shown(x: float) -> str:
+        return duration(x) if digits is None else f"{x:,.{digits}f}"
+
+    return shown(value) + ("" if std is None else f"\n[dim]±{shown(std)}[/]")
 
 
 def _ratio(value: float | None) -> str:
@@ -64,9 +75,9 @@ def _print(ev: Evaluation) -> None:
     gpu = any(run.gpu is not None for run in ev.runs)
     table = Table(title="evaluate: mean over windows, ±std across windows", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    cols = (["policy", "allocator", "backfill", "bsld", "wait s", "GPU util", "GPU frag",
+    cols = (["policy", "allocator", "backfill", "bsld", "wait", "GPU util", "GPU frag",
              "vs best", "vs best GPU util"] if gpu else
-            ["policy", "backfill", "bsld", "wait s", "response s", "util", "vs best"])
+            ["policy", "backfill", "bsld", "wait", "response", "util", "vs best"])
     for col in cols:
         text = col in ("policy", "allocator", "backfill")
         table.add_column(col, justify="left" if text else "right",
@@ -80,10 +91,10 @@ def _print(ev: Evaluation) -> None:
             "†" if gpu and best_util.get(backfill, ("",))[0] == label else "")
         name = Text(run.config.policy + (f" {marks}" if marks else ""))
         bsld = _cell(s["mean_bsld"], spread["mean_bsld"], 2)
-        wait = _cell(s["mean_wait_s"], spread["mean_wait_s"], 0)
+        wait = _cell(s["mean_wait_s"], spread["mean_wait_s"], None)
         if not gpu:
             table.add_row(name, backfill, bsld, wait,
-                          _cell(s["mean_response_s"], spread["mean_response_s"], 0),
+                          _cell(s["mean_response_s"], spread["mean_response_s"], None),
                           _cell(s["utilization"], spread["utilization"], 2),
                           _ratio(ev.versus_best(run)))
             continue

@@ -52,10 +52,12 @@ ONLINE_ONLY = ("--workers", "--resume", "--reward", "--backfill", "--window-size
 ENV_FILE = "env.json"
 """In the run directory: the environment factory and its arguments (checked on --resume)."""
 
-SHOWN = (("charts/episodic_return", "return", "{:.4g}"), ("env/bsld", "bsld", "{:.2f}"),
-         ("env/best_heuristic_bsld", "best heuristic", "{:.2f}"),
-         ("env/bsld_vs_best", "vs best", "{:.3f}"))
-"""Metrics shown while training and in the summary: column, label, format."""
+SHOWN = (("charts/episodic_return", "return", "{:.4g}".format),
+         ("env/bsld", "bsld", "{:.2f}".format),
+         ("env/best_heuristic_bsld", "best heuristic", "{:.2f}".format),
+         # bsld / best bsld, shown as evaluate's "vs best": a change, negative is better
+         ("env/bsld_vs_best", "vs best", lambda ratio: f"{ratio - 1:+.1%}"))
+"""Metrics shown while training and in the summary: column, label, formatter."""
 
 
 def _algo_config(algo: str, config_file: Path | None, overrides: dict[str, Any]) -> PPOConfig:
@@ -206,7 +208,7 @@ def _check_env_file(run: Path, factory: str, kwargs: dict[str, Any], resume: boo
 
 
 def _format(row: dict[str, float]) -> str:
-    parts = [f"{label} {fmt.format(row[key])}" for key, label, fmt in SHOWN
+    parts = [f"{label} {fmt(row[key])}" for key, label, fmt in SHOWN
              if key in row and row[key] == row[key]]
     return "  ".join(parts)
 
@@ -264,7 +266,7 @@ def _summary(result: TrainResult, table: Path, backfill: str) -> None:
                          f"{result.wall_time_s:,.1f} s")
     for key, label, fmt in SHOWN:
         if key in row:
-            out.add_row(f"last {label}", fmt.format(row[key]))
+            out.add_row(f"last {label}", fmt(row[key]))
     out.add_row("policy", str(result.run_dir / "policy"))
     console.print(out)
     if result.interrupted:
