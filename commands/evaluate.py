@@ -13,6 +13,8 @@ from hpcpolicy.commands._console import (
     fail_cleanly,
     is_quiet,
     print_note,
+    short_names,
+    whole_values,
     with_progress,
 )
 from hpcpolicy.commands._options import (
@@ -80,31 +82,35 @@ def _print(ev: Evaluation) -> None:
             ["policy", "backfill", "bsld", "wait", "response", "util", "vs best"])
     for col in cols:
         text = col in ("policy", "allocator", "backfill")
-        table.add_column(col, justify="left" if text else "right",
-                         overflow="fold" if col == "policy" else "ellipsis")
+        table.add_column(col, justify="left" if text else "right")
+    labels, legend = short_names([run.config.policy for run in ev.runs])
     best = ev.best_heuristics()
     best_util = ev.best_heuristics("gpu_utilization")
+    rows: list[list[str | Text]] = []
     for run in ev.runs:
         s, spread = run.summary, ev.spread(run)
         label, backfill = ev.label(run), run.config.backfill
         marks = ("*" if best.get(backfill, ("",))[0] == label else "") + (
             "†" if gpu and best_util.get(backfill, ("",))[0] == label else "")
-        name = Text(run.config.policy + (f" {marks}" if marks else ""))
+        name = Text(labels[run.config.policy] + (f" {marks}" if marks else ""))
         bsld = _cell(s["mean_bsld"], spread["mean_bsld"], 2)
         wait = _cell(s["mean_wait_s"], spread["mean_wait_s"], None)
         if not gpu:
-            table.add_row(name, backfill, bsld, wait,
-                          _cell(s["mean_response_s"], spread["mean_response_s"], None),
-                          _cell(s["utilization"], spread["utilization"], 2),
-                          _ratio(ev.versus_best(run)))
+            rows.append([name, backfill, bsld, wait,
+                         _cell(s["mean_response_s"], spread["mean_response_s"], None),
+                         _cell(s["utilization"], spread["utilization"], 2),
+                         _ratio(ev.versus_best(run))])
             continue
         frag = (run.gpu or {}).get("gpu_fragmentation")
-        table.add_row(name, "learned" if run.config.policy in ev.placers
-                      else run.config.allocator, backfill, bsld, wait,
-                      _cell(s["gpu_utilization"], spread["gpu_utilization"], 3),
-                      "-" if frag is None else f"{frag:.3f}", _ratio(ev.versus_best(run)),
-                      _ratio(ev.versus_best(run, "gpu_utilization")))
+        rows.append([name, "learned" if run.config.policy in ev.placers
+                     else run.config.allocator, backfill, bsld, wait,
+                     _cell(s["gpu_utilization"], spread["gpu_utilization"], 3),
+                     "-" if frag is None else f"{frag:.3f}", _ratio(ev.versus_best(run)),
+                     _ratio(ev.versus_best(run, "gpu_utilization"))])
+    whole_values(table, rows)
     console.print(table)
+    for line in legend:
+        console.print(line, markup=False, soft_wrap=True)
     if gpu:
         console.print("† best heuristic GPU utilisation; vs best GPU util: change against it "
                       "(positive is better)")

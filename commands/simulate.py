@@ -14,6 +14,8 @@ from hpcpolicy.commands._console import (
     fail_cleanly,
     is_quiet,
     print_note,
+    short_names,
+    whole_values,
     with_progress,
 )
 from hpcpolicy.commands._options import (
@@ -67,17 +69,21 @@ def render_runs(runs: list[Replay], windowed: bool) -> None:
         cols[1:1] = ["allocator"]
     for col in cols:
         text = col in ("policy", "backfill", "allocator")
-        table.add_column(col, justify="left" if text else "right", no_wrap=text,
-                         min_width=12 if col == "backfill" and not gpu else None)
+        table.add_column(col, justify="left" if text else "right")
+    labels, legend = short_names([run.config.policy for run in runs])
+    rows = []
     for run in runs:
         s = run.summary
-        row = [run.config.policy, run.config.backfill, f"{s['jobs']:,}",
+        row = [labels[run.config.policy], run.config.backfill, f"{s['jobs']:,}",
                _wait(s["mean_wait_s"]), _wait(s["p95_wait_s"]), _bsld(s["mean_bsld"]),
                _bsld(s["p95_bsld"]), _fmt(s["utilization"], 3)]
         if gpu:
             row[1:1] = [run.config.allocator]
-        table.add_row(*row)
+        rows.append(row)
+    whole_values(table, rows)
     console.print(table)
+    for line in legend:
+        console.print(line, markup=False, soft_wrap=True)
     if gpu:
         _render_gpu(runs, box)
     engine_s = sum(w.wall_s for run in runs for w in run.windows)
