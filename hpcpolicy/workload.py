@@ -453,17 +453,18 @@ def _longest_request(kept: pl.DataFrame) -> tuple[pl.Series, list[str]]:
     notes = []
     own = frame.filter(pl.col("filled") & pl.col("own").is_not_null())
     if own.height:
-        over = int((own["run"] > own["own"]).sum())
+        past = int((own["run"] > own["own"]).sum())
         notes.append(f"{own.height:,} of {n:,} jobs have no requested walltime: planned with "
                      "their partition's longest request (walltime fallback 'max')"
-                     + (f"; {over:,} of them ran longer than that" if over else ""))
+                     + (f"; {past:,} of them ran longer than that" if past else ""))
     guessed = frame.filter(pl.col("filled") & pl.col("own").is_null())
     if guessed.height:
         names = sorted(guessed["partition"].unique().to_list())
         parts = ("partition " if len(names) == 1 else "partitions ") + ", ".join(names)
         over = guessed.filter(pl.col("run") > longest)
+        most = over["run"].max()
         ran = (f"{over.height:,} of them ran longer than that (up to "
-               f"{duration(int(over['run'].max()))}), "  # type: ignore[arg-type]
+               f"{duration(float(most))}), "  # type: ignore[arg-type]
                if over.height else "")
         notes.append(
             f"warning: {guessed.height:,} of {n:,} jobs ({guessed.height / n:.0%}) have no "

@@ -9,7 +9,6 @@ readable as plain text (issue 29 item 11: only what Markdown needs is escaped).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from cli_helpers import invoke
