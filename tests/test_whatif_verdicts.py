@@ -66,3 +66,14 @@ def test_the_headline_is_short() -> None:
     text = overall_verdict("fcfs+easy", METRICS[0], results)
     assert text == ("Against fcfs+easy, as logged, on mean bounded slowdown: sjf+easy better "
                     "(-52%); f1+easy likely worse (+100%).")
+
+
+def test_one_more_loser_reads_in_the_singular() -> None:
+    from hpcpolicy.whatif.verdicts import SHOWN_LOSERS, tradeoffs
+
+    group = {"jobs": 40, "baseline_mean_wait_s": 3600.0, "candidate_mean_wait_s": 7200.0,
+             "diff_mean_wait_s": 3600.0}
+    losers = [{**group, "name": f"u{i}"} for i in range(SHOWN_LOSERS + 1)]
+    found = tradeoffs(METRICS, [_row(m.key, "better") for m in METRICS], "mean_bsld",
+                      {"user": losers}, 0.95)
+    assert found[-1] == "1 more user also waits materially longer"

@@ -92,7 +92,8 @@ def tradeoffs(metrics: Sequence[Metric], rows: Sequence[dict[str, Any]], primary
         more = len(losers) - SHOWN_LOSERS
         if more > 0:
             plural = "" if more == 1 else "es" if kind.endswith("s") else "s"
-            found.append(f"{more} more {kind}{plural} also wait materially longer")
+            verb = "waits" if more == 1 else "wait"
+            found.append(f"{more} more {kind}{plural} also {verb} materially longer")
     return found
 
 
