@@ -246,13 +246,16 @@ def _declutter(fig: Figure) -> None:
             boxes = [t.get_window_extent(renderer) for t in axis.get_ticklabels()]
             if len(texts) != len(locs) or len(locs) < 2:
                 continue
+            lo, hi = sorted(axis.get_view_interval())
+            shown = [i for i, v in enumerate(locs) if lo <= v <= hi and texts[i]]
             step = 1
-            while step < len(locs) and _touching(boxes[::step], along):
+            while step < len(shown) and _touching([boxes[i] for i in shown[::step]], along):
                 step += 1
             if step > 1:
+                kept = set(shown[::step])
                 axis.set_major_locator(FixedLocator(locs))
                 axis.set_major_formatter(FixedFormatter(
-                    [t if i % step == 0 else "" for i, t in enumerate(texts)]))
+                    [t if i in kept else "" for i, t in enumerate(texts)]))
     fig.draw_without_rendering()
 
 
@@ -354,7 +357,7 @@ def _plain_log_axis(axis: Any, *, fine: bool = False) -> None:
     if fine:
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.set_minor_locator(NullLocator())
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
 
