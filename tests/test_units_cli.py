@@ -9,7 +9,7 @@ from pathlib import Path
 from cli_helpers import invoke
 from job_tables import job_table, write_job_table
 
-from hpcpolicy.commands.train import _format
+from hpcpolicy.commands._train_show import _format
 
 ROWS = [{"submit": 60 * i, "wait": 0, "run_time_s": 3000 + 500 * (i % 5),
          "req_cpus": 1 + i % 4, "req_walltime_s": 8000} for i in range(40)]
