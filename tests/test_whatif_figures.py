@@ -17,6 +17,7 @@ from whatif_jobs import synthetic
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.whatif import WhatifConfig, run_whatif
+from hpcpolicy.whatif.markdown import render_markdown
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +62,5 @@ def test_a_scenario_past_full_load_is_flagged(overloaded: tuple[dict[str, Any], 
     assert offered["load=1.5"] > 1
     warnings = [n for n in doc["notes"] if n.startswith("warning: ") and "load=1.5" in n]
     assert len(warnings) == 1 and "past 100 %" in warnings[0]
+    md = render_markdown(doc)
+    assert md.index("**Warning.** scenario load=1.5 offers") < md.index("## Runs")

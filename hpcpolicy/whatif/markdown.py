@@ -137,6 +137,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
     """The whole report as Markdown text."""
     cfg, inp = doc["config"], doc["input"]
     lines = [f"# {escape(doc['title'])}", "", f"**Verdict.** {escape(doc['verdict'])}", "",
+             *[f"**Warning.** {escape(n.removeprefix('warning: '))}\n" for n in doc["notes"]
+               if n.startswith("warning: ")],
              f"Input: {code_span(inp['path'])}, {inp['jobs']:,} jobs submitted "
              f"{inp['first_submit']} .. {inp['last_submit']}. Baseline "
              f"{escape(cfg['baseline'])}; primary metric {get_metric(cfg['metric']).label}; "
