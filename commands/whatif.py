@@ -13,6 +13,7 @@ from hpcpolicy.commands._console import (
     fail_cleanly,
     is_quiet,
     print_note,
+    short_names,
     with_progress,
 )
 from hpcpolicy.commands._options import (
@@ -71,8 +72,17 @@ def render_whatif(doc: dict[str, Any]) -> None:
     for note in doc["notes"]:
         if note.startswith("warning: "):
             print_note(note)
+    runs = {r["id"]: r for r in doc["runs"]}
+    labels, legend = short_names([r["policy"] for r in doc["runs"]])
+    for line in legend:
+        console.print(line, markup=False, soft_wrap=True)
+
+    def name(run_id: str) -> str:
+        run = runs[run_id]
+        return f"{run['scenario']}/" + run["spec"].replace(run["policy"], labels[run["policy"]], 1)
+
     for c in doc["comparisons"]:
-        table = Table(title=Text(visible(f"{c['candidate_run']} vs {c['baseline_run']}")),
+        table = Table(title=Text(f"{name(c['candidate_run'])} vs {name(c['baseline_run'])}"),
                       title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         table.add_column("metric", ratio=1, min_width=12)
         for col in ("baseline", "candidate", "change", "CI"):

@@ -50,6 +50,18 @@ def test_a_long_policy_path_cuts_no_number(long_policy: tuple[Path, Path], comma
     assert all(len(ln) <= 80 for ln in lines if ln.startswith(" "))
 
 
+def test_whatif_titles_a_long_policy_path_whole(long_policy: tuple[Path, Path],
+                                                tmp_path: Path) -> None:
+    table, policy = long_policy
+    result = invoke("whatif", str(table), "-c", f"{policy}+easy", "--period", "1h",
+                    "--bootstrap", "100", "-o", str(tmp_path / "rep"))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    label = next(ln for ln in lines if ln.endswith(f" = {policy}")).split(" = ")[0]
+    assert f"as-logged/{label}+easy vs as-logged/fcfs+easy" in [ln.strip() for ln in lines]
+    assert not any(ELLIPSIS_IN_NUMBER.search(ln) for ln in lines)
+
+
 @pytest.mark.parametrize("command", ["simulate", "whatif", "evaluate", "ingest", "train"])
 def test_help_cuts_no_word(command: str) -> None:
     result = invoke(command, "--help")
