@@ -79,7 +79,8 @@ def render_whatif(doc: dict[str, Any]) -> None:
 
     def name(run_id: str) -> str:
         run = runs[run_id]
-        return f"{run['scenario']}/" + run["spec"].replace(run["policy"], labels[run["policy"]], 1)
+        spec = str(run["spec"]).replace(run["policy"], labels[run["policy"]], 1)
+        return f"{run['scenario']}/{spec}"
 
     for c in doc["comparisons"]:
         table = Table(title=Text(f"{name(c['candidate_run'])} vs {name(c['baseline_run'])}"),
