@@ -313,7 +313,7 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
                               "cluster": _cluster_doc(c), "offered_load": load})
         if load is not None and load > 1:
             who = "the log as it was" if scenario is AS_LOGGED else f"scenario {scenario.id}"
-            overloads.append(f"warning: {who} offers {load:.0%} of the machine's "
+            overloads.append(f"warning: {who} offers {load:.1%} of the machine's "
                              "capacity over the submit span, past 100 %: the queue grows "
                              "until the last submit whatever the policy, so waits there "
                              "measure the log's length as much as the policy")
