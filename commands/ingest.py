@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import OverwriteOpt
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, print_note
+from hpcpolicy.commands._options import OverwriteOpt, lower_choice
 
 __all__ = ["main"]
 
@@ -28,7 +28,8 @@ def main(
     ] = Path("jobs.parquet"),
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="auto (recognised from the first lines), swf, "
-                          "sacct, alibaba (Alibaba GPU trace 2023 pod list), helios or philly.")
+                          "sacct, alibaba (Alibaba GPU trace 2023 pod list), helios or philly.",
+                          callback=lower_choice)
     ] = "auto",
     tz: Annotated[
         str, typer.Option("--tz", help="Time zone of the log's zone-less timestamps (sacct "
@@ -121,4 +122,4 @@ def main(
     table.add_row("time", f"{report.timings_s['total']:.2f} s")
     console.print(table)
     for note in report.notes:
-        console.print(f"[yellow]note:[/] {note}", markup=True, highlight=False)
+        print_note(note)

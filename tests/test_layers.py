@@ -8,9 +8,11 @@ placed on its own; the longest listed prefix decides):
    config dataclass), ``compat`` (the compatibility presets), and ``artifact`` (the policy
    artifact's files and manifest, shared by the writers in training and the readers in
    deploy; it needs neither torch nor training code);
-1. the machine and tables: ``table``, ``cluster``, ``cluster_io``;
+1. the machine: ``cluster``;
 2. ``ingest`` and ``generate`` (synthetic logs in SWF: another source of input);
-3. ``workload``, and ``stats`` (what a job table holds);
+3. what ingest writes, read back: ``table`` (opening a job table; a raw log given instead is
+   recognised by ingest's detector), ``cluster_io`` (the cluster a table or a spec names),
+   ``workload``, and ``stats`` (what a job table holds);
 4. ``policies``: the Policy protocol and the heuristics. They sit *below* ``sim``, though
    the issue's order lists ``sim`` first: the simulator calls the protocol and resolves
    heuristics by name, while the policies import the simulator's types only for annotations
@@ -55,9 +57,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.version", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
      "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.config", "hpcpolicy.compat",
      "hpcpolicy.artifact"),
-    ("hpcpolicy.table", "hpcpolicy.cluster", "hpcpolicy.cluster_io"),
+    ("hpcpolicy.cluster",),
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
-    ("hpcpolicy.workload", "hpcpolicy.stats"),
+    ("hpcpolicy.table", "hpcpolicy.cluster_io", "hpcpolicy.workload", "hpcpolicy.stats"),
     ("hpcpolicy.policies",),
     ("hpcpolicy.sim", "hpcpolicy.gpu"),
     ("hpcpolicy.env",),
