@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "err_console",
     "fail_cleanly",
     "is_quiet",
+    "plain",
     "set_verbosity",
     "with_progress",
 ]
@@ -37,6 +39,27 @@ def is_quiet() -> bool:
     return _state["quiet"]
 
 
+def _visible(char: str) -> str:
+    """``char``, or its escape when it is a control or invisible format character (an
+    escape sequence, a bell, a bidi override or a zero-width space would act on the
+    terminal or hide text instead of showing)."""
+    if char in "\t\n" or unicodedata.category(char) not in ("Cc", "Cf"):
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def plain(text: object, style: str = "") -> Text:
+    """``text`` (log content, a file name, a message quoting either) as Rich text that is
+    shown as it is: never read as markup, control characters escaped.
+
+    Example:
+        >>> plain("[bold]x\x1b[31m").plain
+        '[bold]x\\x1b[31m'
+    """
+    return Text("".join(map(_visible, str(text))), style=style)
+
+
 @contextlib.contextmanager
 def fail_cleanly() -> Iterator[None]:
     """Turn an :class:`HpcPolicyError` into a one-line message on stderr and exit code 1.
@@ -49,7 +72,7 @@ def fail_cleanly() -> Iterator[None]:
         yield
     except HpcPolicyError as exc:
         # Messages hold text from the user's files: print it as text, never as markup.
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        err_console.print(Text.assemble(("error: ", "bold red"), plain(exc)), soft_wrap=True)
         raise typer.Exit(1) from None
 
 

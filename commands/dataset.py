@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, with_progress
 from hpcpolicy.commands._options import (
     ClusterOpt,
     OverwriteOpt,
@@ -118,7 +118,7 @@ def build(
                         "procs": procs}})
         stored = load_dataset(out)
     if is_quiet():
-        console.print(str(out))
+        console.print(plain(out), soft_wrap=True)
         return
     _show(stored)
 
@@ -151,9 +151,10 @@ def _show(stored: StoredDataset) -> None:
     m = stored.manifest
     size = sum(f.stat().st_size for f in stored.path.glob("*.h5"))
     cfg = m["config"]
-    console.print(f"{stored.path}: source {m['source']} ({', '.join(m['sources'])}); "
+    console.print(plain(f"{stored.path}: source {m['source']} ({', '.join(m['sources'])}); "
                   f"K {stored.k}, windows of {cfg['window_size']} jobs, backfill "
-                  f"{cfg['backfill']}, reward {cfg['reward']}; {size / 2**20:,.1f} MiB")
+                  f"{cfg['backfill']}, reward {cfg['reward']}; {size / 2**20:,.1f} MiB"),
+                  soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("split", "windows", "episodes", "decisions", "by source (episodes, "
                    "mean return)", "actions by slot"):

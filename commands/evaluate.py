@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, with_progress
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
@@ -190,7 +190,7 @@ def main(
                                                 cluster=machine))
     if is_quiet():
         if json_out is not None:
-            console.print(str(json_out))
+            console.print(plain(json_out), soft_wrap=True)
         return
     for note in workload.notes:
         console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain
 from hpcpolicy.commands._options import OverwriteOpt, SeedOpt
 
 __all__ = ["main"]
@@ -55,9 +55,9 @@ def main(
         return
     days = result.span_s / 86400
     console.print(
-        f"wrote {result.path} ({cfg.jobs:,} jobs, model {cfg.model}, seed {cfg.seed}): "
+        plain(f"wrote {result.path} ({cfg.jobs:,} jobs, model {cfg.model}, seed {cfg.seed}): "
         f"{days:.1f} days of arrivals on {cfg.procs:,} processors, mean size "
         f"{result.mean_size:.1f}, mean runtime {result.mean_run_s / 3600:.2f} h, offered "
-        f"load {result.offered_load:.2f}",
+        f"load {result.offered_load:.2f}"),
         markup=False, highlight=False, soft_wrap=True,
     )

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain
 from hpcpolicy.commands._options import OverwriteOpt
 
 __all__ = ["main"]
@@ -83,6 +83,7 @@ def main(
         sacct --allusers --parsable2 --duplicates --format=ALL -S 2024-01-01 > sacct.txt
     """
     from rich.table import Table
+    from rich.text import Text
 
     from hpcpolicy.ingest import IngestConfig, ingest
     from hpcpolicy.ingest.reasons import describe
@@ -100,11 +101,13 @@ def main(
                 report = ingest(inputs, out, cfg,
                                 on_stage=lambda msg: status.update(f"ingest: {msg}"))
     if is_quiet():
-        console.print(report.output)
+        console.print(plain(report.output), soft_wrap=True)
         if report.cluster_spec:
-            console.print(report.cluster_spec)
+            console.print(plain(report.cluster_spec), soft_wrap=True)
         return
-    table = Table(title=f"ingest -> {report.output}", show_header=False, title_justify="left")
+    # Paths and notes quote the user's files and logs: Text, never markup.
+    table = Table(title=plain(f"ingest -> {report.output}"), show_header=False,
+                  title_justify="left")
     table.add_row("rows read", f"{report.rows_read:,}")
     table.add_row("jobs kept", f"{report.jobs_kept:,}")
     table.add_row("step rows folded", f"{report.steps_folded:,}")
@@ -117,8 +120,8 @@ def main(
     span = report.time_span
     table.add_row("submit span", f"{span['first_submit']} .. {span['last_submit']}")
     if report.cluster_spec:
-        table.add_row("cluster spec", report.cluster_spec)
+        table.add_row("cluster spec", plain(report.cluster_spec))
     table.add_row("time", f"{report.timings_s['total']:.2f} s")
     console.print(table)
     for note in report.notes:
-        console.print(f"[yellow]note:[/] {note}", markup=True, highlight=False)
+        console.print(Text.assemble(("note: ", "yellow"), plain(note)), soft_wrap=True)

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, duration, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import (
+    console,
+    duration,
+    fail_cleanly,
+    is_quiet,
+    plain,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
@@ -209,7 +216,7 @@ def main(
                 "hpcpolicy.workload_options": json.dumps(options.to_dict())})
     if is_quiet():
         for path in (p for p in (json_out, out) if p is not None):
-            console.print(str(path))
+            console.print(plain(path), soft_wrap=True)
         return
     render_runs(runs, wcfg is not None)
     _report(runs, wcfg, check)
@@ -236,12 +243,12 @@ def _note(text: str) -> None:
 
 def _describe(table: Path, workload: Any, machine: Any) -> None:
     dropped = sum(len(ids) for ids in workload.dropped.values())
-    console.print(f"{table}: {len(workload):,} jobs"
+    console.print(plain(f"{table}: {len(workload):,} jobs"
                   + (f" ({dropped:,} dropped)" if dropped else "")
                   + f"; machine {machine.name}: {machine.total_cores:,} cores, "
                   f"{machine.total_nodes:,} nodes"
                   + (f", {machine.total_gpus:,} GPUs" if machine.total_gpus else "")
-                  + f" (from {machine.source})")
+                  + f" (from {machine.source})"), soft_wrap=True)
     for note in (*workload.notes, *machine.notes):
         _note(note)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet, plain
 from hpcpolicy.commands._options import (
     BackfillOpt,
     ClusterOpt,
@@ -200,10 +200,11 @@ def main(
         options = workload_options(compat, procs_from, walltime_fallback)
         env = env_kwargs(table, env_cfg, workload=options, cluster=cluster, procs=procs)
         if not is_quiet():
-            console.print(f"{table}: tune of {population} {algo} members, {steps:,} steps each "
-                          f"in {cfg.rounds} round(s); {run}")
+            console.print(plain(f"{table}: tune of {population} {algo} members, {steps:,} "
+                                f"steps each in {cfg.rounds} round(s); {run}"), soft_wrap=True)
         result = _run(cfg, base, env, run, resume)
     if is_quiet():
-        console.print(str(result.root / ("tune.json" if result.interrupted else "policy")))
+        console.print(plain(result.root / ("tune.json" if result.interrupted else "policy")),
+                      soft_wrap=True)
         return
     _summary(result, cfg, table, backfill)

@@ -36,7 +36,13 @@ from hpcpolicy.ingest.cluster_toml import ClusterDoc
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.detect import detect_format, head_text
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, ROWS, STEP_FOLDED, PassCheck, ReaderPlan
-from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION
+from hpcpolicy.schema import (
+    JOB_COLUMNS,
+    LAST_EPOCH_S,
+    METADATA_PREFIX,
+    SCHEMA_VERSION,
+    TIMESTAMP_DTYPE,
+)
 
 __all__ = ["READERS", "IngestReport", "cluster_path", "ingest", "output_paths"]
 
@@ -102,6 +108,19 @@ def _reader(fmt: str) -> Callable[[Path, IngestConfig], ReaderPlan]:
     return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
 
 
+def _time_checked(reason: pl.Expr) -> pl.Expr:
+    """``reason``, or for a row a reader would keep: ``no_submit_time`` without a submit time
+    and ``absurd_value`` for a time outside 1970..9999 (every reader, whatever it parses)."""
+    times = ("submit_time", "eligible_time", "start_time", "end_time")
+    lo, hi = pl.lit(0).cast(TIMESTAMP_DTYPE), pl.lit(LAST_EPOCH_S * 1000).cast(TIMESTAMP_DTYPE)
+    absurd = pl.any_horizontal([~pl.col(t).cast(TIMESTAMP_DTYPE).is_between(lo, hi)
+                                for t in times]).fill_null(False)
+    return (pl.when(reason.is_not_null()).then(reason)
+            .when(pl.col("submit_time").is_null()).then(pl.lit("no_submit_time"))
+            .when(absurd).then(pl.lit("absurd_value"))
+            .otherwise(reason))
+
+
 def _conform(plan: ReaderPlan) -> pl.LazyFrame:
     """The plan's frame with exactly the canonical columns (cast) + internal + repair flags."""
     names = plan.frame.collect_schema().names()
@@ -114,7 +133,7 @@ def _conform(plan: ReaderPlan) -> pl.LazyFrame:
         pl.col("_file").cast(pl.String),
         pl.col("_line").cast(pl.Int64),
         pl.col("_raw").cast(pl.String),
-        pl.col("_reason").cast(pl.String),
+        _time_checked(pl.col("_reason").cast(pl.String)).alias("_reason"),
         (pl.col(ROWS) if ROWS in names else pl.lit(1)).cast(pl.Int64).alias(ROWS),
         *[pl.col(r).cast(pl.Boolean) for r in repairs],
     )
