@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "err_console",
     "fail_cleanly",
     "is_quiet",
+    "os_error_line",
     "plain",
     "set_verbosity",
     "with_progress",
@@ -60,9 +62,30 @@ def plain(text: object, style: str = "") -> Text:
     return Text("".join(map(_visible, str(text))), style=style)
 
 
+_OS_FIX = {
+    errno.ENOSPC: "free some space, or write the output elsewhere",
+    errno.EDQUOT: "free some space, or write the output elsewhere",
+    errno.EACCES: "check the permissions, or choose another folder",
+    errno.EPERM: "check the permissions, or choose another folder",
+    errno.EROFS: "the file system is read-only; choose another folder",
+    errno.EISDIR: "give the name of a file, not of a folder",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """An error of the machine (full disk, permissions, a folder where a file belongs) as
+    one line: where, what, and how to fix it."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    what = exc.strerror or str(exc)
+    fix = _OS_FIX.get(exc.errno or 0)
+    return f"{where}{what}" + (f"; {fix}" if fix else "")
+
+
 @contextlib.contextmanager
 def fail_cleanly() -> Iterator[None]:
-    """Turn an :class:`HpcPolicyError` into a one-line message on stderr and exit code 1.
+    """Turn an :class:`HpcPolicyError`, or an :class:`OSError` (the machine failed: a full
+    disk, a folder that may not be written), into a one-line message on stderr and exit code 1.
 
     Any other exception is a bug and keeps its traceback.
     """
@@ -70,9 +93,10 @@ def fail_cleanly() -> Iterator[None]:
 
     try:
         yield
-    except HpcPolicyError as exc:
+    except (HpcPolicyError, OSError) as exc:
+        text = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
         # Messages hold text from the user's files: print it as text, never as markup.
-        err_console.print(Text.assemble(("error: ", "bold red"), plain(exc)), soft_wrap=True)
+        err_console.print(Text.assemble(("error: ", "bold red"), plain(text)), soft_wrap=True)
         raise typer.Exit(1) from None
 
 

@@ -15,6 +15,8 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     SeedOpt,
     WalltimeFallbackOpt,
+    a_file,
+    a_folder,
     workload_options,
 )
 from hpcpolicy.commands.evaluate import TrainFracOpt
@@ -32,9 +34,9 @@ app = typer.Typer(no_args_is_help=True, help="Replay datasets for offline RL: bu
 @app.command("build")
 def build(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset directory to write.",
-                                      show_default=False, file_okay=False)],
+                                      show_default=False, callback=a_folder)],
     source: Annotated[str, typer.Option(
         "--source", help="logged (the real scheduler's decisions, rebuilt from the log), "
         "heuristics (rollouts of --heuristics, greedy and epsilon-random), random, or mix "
@@ -126,7 +128,7 @@ def build(
 @app.command("inspect")
 def inspect(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory (`dataset build -o`).",
-                                            show_default=False, file_okay=False)],
+                                            show_default=False, callback=a_folder)],
 ) -> None:
     """Print a dataset's size, episodes, action distribution and coverage.
 

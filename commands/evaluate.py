@@ -19,6 +19,7 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SpreadPenaltyOpt,
     WalltimeFallbackOpt,
+    a_file,
     parse_window_starts,
     workload_options,
 )
@@ -104,7 +105,7 @@ def _print(ev: Evaluation) -> None:
 
 def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Heuristics and trained policy directories, comma-separated "
         "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).")] = None,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain
-from hpcpolicy.commands._options import OverwriteOpt, SeedOpt
+from hpcpolicy.commands._options import OverwriteOpt, SeedOpt, a_file
 
 __all__ = ["main"]
 
@@ -16,7 +16,7 @@ __all__ = ["main"]
 def main(
     out: Annotated[
         Path,
-        typer.Option("--out", "-o", help="SWF file to write (e.g. trace.swf).", dir_okay=False),
+        typer.Option("--out", "-o", help="SWF file to write (e.g. trace.swf).", callback=a_file),
     ] = Path("trace.swf"),
     model: Annotated[
         str, typer.Option("--model", "-m", help="lublin (whole-sample parameters) or "

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain
-from hpcpolicy.commands._options import OverwriteOpt
+from hpcpolicy.commands._options import OverwriteOpt, a_file
 
 __all__ = ["main"]
 
@@ -24,7 +24,7 @@ def main(
     out: Annotated[
         Path,
         typer.Option("--out", "-o", help="Job table to write, NAME.parquet. NAME.rejects.parquet "
-                     "and NAME.ingest.json are written beside it.", dir_okay=False),
+                     "and NAME.ingest.json are written beside it.", callback=a_file),
     ] = Path("jobs.parquet"),
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="auto (recognised from the first lines), swf, "
@@ -57,7 +57,7 @@ def main(
         Path | None, typer.Option("--node-list", help="Alibaba GPU trace: its node list "
                                   "(openb_node_list_all_node.csv), written as the cluster spec "
                                   "NAME.cluster.toml. By default the file of that name beside "
-                                  "the pod list, if there is one.", dir_okay=False,
+                                  "the pod list, if there is one.", callback=a_file,
                                   show_default=False)
     ] = None,
     overwrite: OverwriteOpt = False,

@@ -27,6 +27,7 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SpreadPenaltyOpt,
     WalltimeFallbackOpt,
+    a_file,
     parse_window_starts,
     workload_options,
 )
@@ -107,7 +108,7 @@ def _render_gpu(runs: list[Replay], box: Any) -> None:
 
 def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Policy to replay: a heuristic name or a trained policy folder "
         "(runs/NAME/policy); repeat to compare several.")] = None,
@@ -145,7 +146,7 @@ def main(
     json_out: JsonOutOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the per-job outcomes of every run to this Parquet file.",
-        dir_okay=False)] = None,
+        callback=a_file)] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Replay a job table on a simulated machine and report waits, slowdowns and utilisation.

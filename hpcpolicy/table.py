@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from hpcpolicy.atomic import finish_commit, journal_for
 from hpcpolicy.errors import InputFormatError, SchemaValidationError
 from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION, polars_schema
 
@@ -67,6 +68,7 @@ def open_job_table(path: str | Path) -> JobTable:
         '1.0'
     """
     path = Path(path)
+    finish_commit(journal_for(path))  # an ingest killed while renaming: finish it first
     if not path.exists():
         raise InputFormatError(f"{path}: no such file; make one with `hpcpolicy ingest LOG -o "
                                f"{path}`")

@@ -2,9 +2,10 @@
 
 One streaming pass (``polars.collect_all`` over lazy sinks that share the reader's scan) writes
 ``NAME.parquet`` and ``NAME.rejects.parquet`` to temporary files and counts rows by reason;
-only when the counts balance are the temporaries renamed and ``NAME.ingest.json`` written.
-An input that describes its machine (the Alibaba trace's node list) also gets
-``NAME.cluster.toml``, written before the report.
+only when the counts balance is ``NAME.ingest.json`` written, and then the files replace the
+old ones together (:func:`hpcpolicy.atomic.replace_together`): a killed ingest leaves all the
+old files or all the new ones. An input that describes its machine (the Alibaba trace's node
+list) also gets ``NAME.cluster.toml``, in the same set.
 A reader whose rules need the whole file may ask for a second pass (``ReaderPlan.after_pass``).
 The SHA-256 of each input is computed in a background thread while the pass runs (hashlib
 works without the GIL); the Parquet metadata that holds it is written when the pass ends.
@@ -16,11 +17,10 @@ took 2.07 CPU-seconds and 78 MB, Polars' default level 3 2.38 s and 75 MB, lz4 1
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from hpcpolicy import __version__
-from hpcpolicy.atomic import atomic_path, file_sha256, write_json, write_text
+from hpcpolicy.atomic import file_sha256, json_text, replace_together
 from hpcpolicy.errors import ConfigError, InputFormatError
 from hpcpolicy.ingest.cluster_toml import ClusterDoc
 from hpcpolicy.ingest.config import IngestConfig
@@ -156,13 +156,6 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else None
 
 
-@contextlib.contextmanager
-def _staged(paths: dict[str, Path]) -> Iterator[dict[str, Path]]:
-    """Temporary paths for jobs and rejects, renamed into place together on success."""
-    with atomic_path(paths["jobs"]) as jobs_tmp, atomic_path(paths["rejects"]) as rej_tmp:
-        yield {"jobs": jobs_tmp, "rejects": rej_tmp}
-
-
 def ingest(
     inputs: Sequence[str | Path],
     out: str | Path,
@@ -213,12 +206,17 @@ def ingest(
     try:
         hashes = [hasher.submit(file_sha256, Path(p)) for p in inputs]
         plans, sources = _plans(inputs, cfg, stage)
-        cluster = _cluster_of(plans, cfg, cluster_path(Path(out)))
+        cluster_file = cluster_path(Path(out))
+        cluster = _cluster_of(plans, cfg, cluster_file)
         timings["plan"] = time.perf_counter() - t0
 
         t1 = time.perf_counter()
         stage("reading, cleaning and writing (one streaming pass)")
-        with _staged(paths) as tmp:
+        targets = [paths["jobs"], paths["rejects"], paths["report"]]
+        stale = cluster is None and cfg.overwrite and cluster_file.exists()
+        with replace_together(targets + ([cluster_file] if cluster else []),
+                              remove=[cluster_file] if stale else []) as staged:
+            tmp = {"jobs": staged[0], "rejects": staged[1]}
             count_df, checks = _write(plans, sources, hashes, cfg, tmp, inputs)
             if any(c.rerun for c in checks):
                 stage("reading again: records of a job found later in the file")
@@ -229,11 +227,12 @@ def ingest(
             notes = [n for c in checks for n in c.notes]
             report = _report(paths, count_df, sources, plans, cfg, notes)
             _check_rejects(report, inputs, cfg)
+            _cluster_note(cluster, cluster_file, report, staged[3:], stale)
+            report.timings_s = {**timings, "total": time.perf_counter() - t0}
+            # written last: the counts are final only now
+            staged[2].write_text(json_text(report.to_dict()), encoding="utf-8")
     finally:
         hasher.shutdown(cancel_futures=True)
-    _write_cluster(cluster, cluster_path(Path(out)), report, cfg.overwrite)
-    report.timings_s = {**timings, "total": time.perf_counter() - t0}
-    write_json(paths["report"], report.to_dict())
     return report
 
 
@@ -255,15 +254,14 @@ def _cluster_of(plans: list[ReaderPlan], cfg: IngestConfig, target: Path) -> Clu
     return docs[0] if docs else None
 
 
-def _write_cluster(doc: ClusterDoc | None, target: Path, report: IngestReport,
-                   overwrite: bool) -> None:
-    """Write the cluster spec; with ``overwrite``, remove an older one these inputs do not
-    describe (it would be taken for theirs)."""
+def _cluster_note(doc: ClusterDoc | None, target: Path, report: IngestReport,
+                  staged: list[Path], stale: bool) -> None:
+    """Write the cluster spec to its staged file; note an older one that these inputs do not
+    describe (removed with the commit under ``overwrite``: it would be taken for theirs)."""
     if doc is not None:
-        write_text(target, doc.to_toml())
+        staged[0].write_text(doc.to_toml(), encoding="utf-8")
         report.cluster_spec = str(target)
-    elif target.exists() and overwrite:
-        target.unlink()
+    elif stale:
         report.notes.append(f"removed {target}, written by an earlier ingest: these inputs "
                             "describe no machine")
     elif target.exists():
