@@ -190,7 +190,8 @@ def main(
         windowed = windows is not None or starts is not None
         if not windowed and (window_size is not None or warm):
             raise ConfigError("--window-size and --warm need --windows N or --window-starts")
-        wcfg = WindowConfig(size=window_size or 1024, count=windows or 10, seed=seed,
+        wcfg = WindowConfig(size=1024 if window_size is None else window_size,
+                            count=10 if windows is None else windows, seed=seed,
                             starts=starts, warm=warm) if windowed else None
         options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime)
         allocators = allocator or ["first-fit"]

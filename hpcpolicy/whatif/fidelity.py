@@ -150,11 +150,18 @@ def fidelity(outcomes: pl.DataFrame, origin: int, run_id: str) -> dict[str, Any]
         "ks": None, "per_month": [], "trust": None, "explanation": "",
         "not_modelled": list(NOT_MODELLED),
     }
+    logged_any = outcomes.filter(pl.col("logged_start").is_not_null()).height
     both = outcomes.filter(pl.col("logged_start").is_not_null() & pl.col("start").is_not_null())
     if both.height < MIN_JOBS:
-        reason = ("the log records no start times (a model or synthetic trace), so there is "
-                  "nothing to compare the replay with" if both.height == 0 else
-                  f"only {both.height} jobs have a logged start; at least {MIN_JOBS} are needed")
+        if logged_any == 0:
+            reason = ("the log records no start times (a model or synthetic trace), so there "
+                      "is nothing to compare the replay with")
+        elif both.height == 0:
+            reason = (f"{logged_any:,} jobs have a logged start, but the replay started none "
+                      "of them (they never fit the machine), so there is nothing to compare")
+        else:
+            reason = (f"only {both.height} jobs have both a logged and a replayed start; at "
+                      f"least {MIN_JOBS} are needed")
         return empty | {"reason": reason, "jobs": both.height, "explanation": reason}
     logged = (both["logged_start"] - both["submit"]).to_numpy().astype(np.float64)
     simulated = both["wait"].to_numpy().astype(np.float64)
