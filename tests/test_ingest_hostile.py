@@ -79,3 +79,48 @@ def test_error_line_escapes_control_characters(tmp_path: Path) -> None:
     missing = tmp_path / "gone\x1b[2J\x07.swf"
     line = one_line_error(invoke("ingest", str(missing), "-o", str(tmp_path / "t.parquet")))
     assert "gone\\x1b[2J\\x07.swf" in line
+
+
+def _report(tmp_path: Path, *logs: Path) -> dict:
+    out = tmp_path / "d.parquet"
+    result = invoke("ingest", *map(str, logs), "-o", str(out), "--overwrite",
+                    "--max-reject-fraction", "1")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "d.ingest.json").read_text())
+    ids = pl.read_parquet(out)["job_id"]
+    assert ids.n_unique() == ids.len()
+    assert report["rows_read"] == (report["jobs_kept"] + report["rows_rejected"]
+                                   + report["steps_folded"])
+    return report
+
+
+def test_duplicate_job_ids_within_one_swf_file(tmp_path: Path) -> None:
+    lines = TINY.read_text().splitlines()
+    again = next(ln for ln in lines if ln.split() and ln.split()[0] == "2")
+    log = tmp_path / "dup.swf"
+    log.write_text("\n".join([*lines, again.replace(" 300 ", " 301 ")]) + "\n")
+    report = _report(tmp_path, log)
+    assert report["rejected_by_reason"] == {"duplicate_superseded": 1}
+    kept = pl.read_parquet(tmp_path / "d.parquet").filter(pl.col("job_id") == "2")
+    assert kept["run_time_s"].to_list() == [301]  # the last record is kept, as for sacct
+
+
+@pytest.mark.parametrize("logs", [("stats_tiny.swf", "stats_tiny.swf"),
+                                  ("sacct_quirks.txt", "sacct_quirks.txt")])
+def test_the_same_file_twice(tmp_path: Path, logs: tuple[str, str]) -> None:
+    once = _report(tmp_path, DATA / logs[0])
+    twice = _report(tmp_path, *(DATA / name for name in logs))
+    assert twice["jobs_kept"] == once["jobs_kept"]
+    assert twice["rejected_by_reason"]["duplicate_superseded"] == (
+        once["rejected_by_reason"].get("duplicate_superseded", 0) * 2 + once["jobs_kept"])
+
+
+def test_swf_and_sacct_with_the_same_job_ids(tmp_path: Path) -> None:
+    sacct = tmp_path / "s.txt"
+    header = (DATA / "sacct_quirks.txt").read_text().splitlines()[0]
+    sacct.write_text(header + "\n" + "".join(
+        f"{i}|{i}|x|u|g|a|p|q|2024-03-01T10:00:00||||||COMPLETED|0:0|1|1|1|1|1G|||\n"
+        for i in (2, 5, 99)))
+    report = _report(tmp_path, TINY, sacct)
+    assert report["jobs_kept"] == 9  # 8 SWF jobs + job 99; jobs 2 and 5 once each
+    assert report["rejected_by_reason"]["duplicate_superseded"] == 2

@@ -58,6 +58,9 @@ READERS: dict[str, str] = {
 REJECT_COLUMNS = ("source_file", "line", "job_id", "reason", "raw")
 ZSTD_LEVEL = 1
 """zstd level of the job table (see the module docstring for the trade-off)."""
+DUPLICATE = "duplicate_superseded"
+_LINE_SPAN = 1 << 40
+"""Line numbers stay below this, so ``_input * _LINE_SPAN + _line`` names one row."""
 
 
 @dataclass
@@ -223,6 +226,14 @@ def ingest(
                 plans = [c.rerun or p for c, p in zip(checks, plans, strict=True)]
                 count_df, again = _write(plans, sources, hashes, cfg, tmp, inputs)
                 checks += again
+            superseded = _superseded(plans, tmp["jobs"])
+            if superseded is not None:
+                stage("reading again: job ids given more than once")
+                count_df, again = _write(plans, sources, hashes, cfg, tmp, inputs, superseded)
+                checks += [*again, PassCheck(notes=(
+                    f"{len(superseded):,} records of job ids that appear again later (in a "
+                    "later input, or repeated within an SWF or GPU log) are rejected as "
+                    f"{DUPLICATE}: the last record of each job is kept",))]
             timings["read_clean_write"] = time.perf_counter() - t1
             notes = [n for c in checks for n in c.notes]
             report = _report(paths, count_df, sources, plans, cfg, notes)
@@ -293,6 +304,38 @@ def _plans(inputs: Sequence[str | Path], cfg: IngestConfig,
     return plans, sources
 
 
+def _combined(plans: list[ReaderPlan], superseded: pl.Series | None) -> pl.LazyFrame:
+    """Every plan's conformed frame, in input order, with the input's index (``_input``);
+    the rows of ``superseded`` (keys of :func:`_superseded`) rejected as duplicates."""
+    frames = [_conform(p).with_columns(pl.lit(i, dtype=pl.Int64).alias("_input"))
+              for i, p in enumerate(plans)]
+    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    if superseded is None:
+        return frame
+    key = pl.col("_input") * _LINE_SPAN + pl.col("_line")
+    return frame.with_columns(
+        pl.when(pl.col("_reason").is_null() & key.is_in(superseded.implode()))
+        .then(pl.lit(DUPLICATE)).otherwise(pl.col("_reason")).alias("_reason"))
+
+
+def _superseded(plans: list[ReaderPlan], jobs: Path) -> pl.Series | None:
+    """Keys (``_input * 2**40 + _line``) of kept rows whose job id a later kept row has (a
+    file given twice, an SWF log that repeats a job, SWF plus sacct of one machine), or None
+    when the written table ``jobs`` holds each id once (checked on its job-id column alone;
+    only then is the input read again to find the rows)."""
+    ids = (pl.scan_parquet(jobs, glob=False).select("job_id")
+           .filter(pl.col("job_id").is_duplicated()).unique().collect()["job_id"])
+    if ids.is_empty():
+        return None
+    rows = (_combined(plans, None)
+            .filter(pl.col("_reason").is_null() & pl.col("job_id").is_in(ids.implode()))
+            .select("job_id", "_input", "_line").collect()
+            .sort("_input", "_line"))
+    earlier = pl.int_range(pl.len()).over("job_id") < pl.len().over("job_id") - 1
+    return rows.filter(earlier).select(
+        (pl.col("_input") * _LINE_SPAN + pl.col("_line")).alias("key"))["key"]
+
+
 def _write(
     plans: list[ReaderPlan],
     sources: list[dict[str, Any]],
@@ -300,11 +343,11 @@ def _write(
     cfg: IngestConfig,
     tmp: dict[str, Path],
     inputs: Sequence[str | Path],
+    superseded: pl.Series | None = None,
 ) -> tuple[pl.DataFrame, list[PassCheck]]:
     """One streaming pass: write jobs and rejects to ``tmp``; return the counts by file and
     reason (with time span and repairs) and each reader's check of the pass."""
-    frames = [_conform(p) for p in plans]
-    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    frame = _combined(plans, superseded)
     repair_cols = [n for n in frame.collect_schema().names() if n.startswith(REPAIR_PREFIX)]
     kept = frame.filter(pl.col("_reason").is_null())
     rejected = frame.filter(pl.col("_reason").is_not_null() & (pl.col("_reason") != STEP_FOLDED))

@@ -20,8 +20,9 @@ REJECT_REASONS: dict[str, str] = {
     "start_before_submit": "the start time is before the submit time",
     "absurd_value": "a value is outside any plausible range (e.g. negative or > 10^12)",
     "no_job_id": "the job id is missing or malformed",
-    "duplicate_superseded": "an earlier record of a job that appears again later (requeue, "
-    "sacct --duplicates); the last record is kept",
+    "duplicate_superseded": "an earlier record of a job id that appears again later in the "
+    "log (requeue, sacct --duplicates, a job repeated in an SWF or GPU log, a file given "
+    "twice, SWF and sacct of one machine); the last record is kept",
     "orphan_step": "a step row whose job row is not in the file",
     "non_utf8": "the row holds bytes that are not valid UTF-8",
     "control_chars": "the row holds nearly every ASCII control character (binary data, not a "
