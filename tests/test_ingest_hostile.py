@@ -124,3 +124,35 @@ def test_swf_and_sacct_with_the_same_job_ids(tmp_path: Path) -> None:
     report = _report(tmp_path, TINY, sacct)
     assert report["jobs_kept"] == 9  # 8 SWF jobs + job 99; jobs 2 and 5 once each
     assert report["rejected_by_reason"]["duplicate_superseded"] == 2
+
+
+QUIRKS_HEADER = (DATA / "sacct_quirks.txt").read_text().splitlines()[0]
+ROW = "{id}|{id}|{name}|u|g|a|p|q|2024-03-01T10:00:00|2024-03-01T10:00:00|" \
+      "2024-03-01T10:01:00|2024-03-01T10:11:00|00:10:00|01:00:00|COMPLETED|0:0|1|4|4|1|" \
+      "4000M|cpu=4|cpu=4|n01"
+
+
+@pytest.mark.parametrize("style", ["parsable2", "parsable"])
+def test_a_pipe_in_the_job_name_is_rejoined(tmp_path: Path, style: str) -> None:
+    end = "|" if style == "parsable" else ""
+    names = ["plain", "a|b", "x||y|", "|lead", "[b]|\x1b"]
+    log = tmp_path / "p.txt"
+    log.write_text(QUIRKS_HEADER + end + "\n" + "".join(
+        ROW.format(id=100 + i, name=n) + end + "\n" for i, n in enumerate(names)))
+    report = _report(tmp_path, log)
+    assert report["rows_rejected"] == 0
+    assert report["repaired_by_rule"]["sacct_name_rejoined"] == 4
+    table = pl.read_parquet(tmp_path / "d.parquet").sort("job_id")
+    assert table["job_name"].to_list() == names
+    assert table["req_cpus"].to_list() == [4] * 5 and table["run_time_s"].to_list() == [600] * 5
+
+
+def test_a_pipe_is_ambiguous_with_two_free_text_columns(tmp_path: Path) -> None:
+    log = tmp_path / "p.txt"
+    log.write_text("JobID|JobName|Submit|State|Comment\n"
+                   "1|a|2024-03-01T10:00:00|COMPLETED|c\n"
+                   "2|a|b|2024-03-01T10:00:00|COMPLETED|c\n"
+                   "3|a|2024-03-01T10:00:00|COMPLETED|c|d\n")
+    report = _report(tmp_path, log)
+    assert report["rejected_by_reason"] == {"field_count": 2}
+    assert report["repaired_by_rule"].get("sacct_name_rejoined", 0) == 0

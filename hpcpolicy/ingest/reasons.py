@@ -42,6 +42,9 @@ REPAIR_RULES: dict[str, str] = {
     "swf_zero_request": "an SWF request of 0 processors or 0 seconds was read as unknown",
     "swf_mem_by_alloc": "SWF memory per processor was multiplied by the allocated processors, "
     "the requested count being unknown",
+    "sacct_name_rejoined": "a |-separated row had more fields than the header, and the "
+    "export's one free-text column (JobName, ...) comes after the job id: the extra fields "
+    "were joined back into that text, its | kept",
     "sacct_array_grouped": "a pending job array printed as one row (123_[5-9%2]) is kept as "
     "one job; its tasks are not expanded",
     "sacct_walltime_unset": "Timelimit UNLIMITED, Partition_Limit, INVALID or 0: "
