@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, with_progress
 from hpcpolicy.commands._options import (
     ClusterOpt,
     OverwriteOpt,
@@ -58,10 +58,11 @@ def render_whatif(doc: dict[str, Any]) -> None:
         relative_interval,
     )
 
-    # Every text below may hold names from the log: Text objects, never markup.
-    console.print(Text.assemble(("verdict: ", "bold"), doc["verdict"]), soft_wrap=True)
+    # Every text below may hold names from the log: plain Text (control characters escaped),
+    # never markup.
+    console.print(Text.assemble(("verdict: ", "bold"), plain(doc["verdict"])), soft_wrap=True)
     for c in doc["comparisons"]:
-        table = Table(title=Text(f"{c['candidate_run']} vs {c['baseline_run']}"),
+        table = Table(title=plain(f"{c['candidate_run']} vs {c['baseline_run']}"),
                       title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("metric", "baseline", "candidate", "change", "CI", "verdict"):
             table.add_column(col, justify="left" if col in ("metric", "verdict") else "right")
@@ -74,10 +75,10 @@ def render_whatif(doc: dict[str, Any]) -> None:
         console.print(Text.assemble(("→ ", "dim"), (c["verdict"], _VERDICT_STYLE[c["verdict"]]),
                                     f" over {c['windows']} windows"), soft_wrap=True)
         for t in c["tradeoffs"]:
-            console.print(Text.assemble(("  trade-off: ", "yellow"), t), soft_wrap=True)
+            console.print(Text.assemble(("  trade-off: ", "yellow"), plain(t)), soft_wrap=True)
     f = doc["fidelity"]
     text = f["explanation"] if f["available"] else f"not available: {f['reason']}"
-    console.print(Text.assemble(("fidelity: ", "bold"), text), soft_wrap=True)
+    console.print(Text.assemble(("fidelity: ", "bold"), plain(text)), soft_wrap=True)
 
 
 def main(
@@ -153,8 +154,8 @@ def main(
                                     source_format=source_format, on_step=step), "replaying")
         paths = write_report(result, out, overwrite=overwrite)
     if is_quiet():
-        console.print(str(paths["html"]), markup=False, soft_wrap=True)
+        console.print(plain(paths["html"]), soft_wrap=True)
         return
     render_whatif(result.doc)
-    console.print(f"report: {paths['html']}  (also report.json, report.md, outcomes.parquet)",
-                  markup=False, soft_wrap=True)
+    console.print(plain(f"report: {paths['html']}  (also report.json, report.md, "
+                        "outcomes.parquet)"), soft_wrap=True)

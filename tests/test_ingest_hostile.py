@@ -156,3 +156,19 @@ def test_a_pipe_is_ambiguous_with_two_free_text_columns(tmp_path: Path) -> None:
     report = _report(tmp_path, log)
     assert report["rejected_by_reason"] == {"field_count": 2}
     assert report["repaired_by_rule"].get("sacct_name_rejoined", 0) == 0
+
+
+def test_whatif_terminal_prints_log_names_plainly(capsys: pytest.CaptureFixture[str]) -> None:
+    from whatif_fixture import build
+
+    from hpcpolicy.commands.whatif import render_whatif
+
+    doc, _ = build(jobs=120)
+    hostile = "user [bold]x[/] \x1b[2J\x07\u202egpj.exe"
+    doc["comparisons"][0]["tradeoffs"] = [f"{hostile} waits longer"]
+    doc["fidelity"] = {**doc["fidelity"], "available": False, "reason": hostile}
+    render_whatif(doc)
+    out = capsys.readouterr().out
+    shown = "user [bold]x[/] \\x1b[2J\\x07\\u202egpj.exe"
+    assert f"trade-off: {shown} waits longer" in out and f"not available: {shown}" in out
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
