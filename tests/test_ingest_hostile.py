@@ -172,3 +172,14 @@ def test_whatif_terminal_prints_log_names_plainly(capsys: pytest.CaptureFixture[
     shown = "user [bold]x[/] \\x1b[2J\\x07\\u202egpj.exe"
     assert f"trade-off: {shown} waits longer" in out and f"not available: {shown}" in out
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+
+
+def test_alibaba_pending_pods_without_deletion_time(tmp_path: Path) -> None:
+    # found by benchmarks/fuzz_readers.py: no elapsed time to take a median of
+    lines = [ln for ln in (DATA / "alibaba" / "openb_pod_list_test.csv").read_text()
+             .splitlines() if ",Pending," not in ln]
+    log = tmp_path / "pods.csv"
+    log.write_text("\n".join([*lines, "pod-new,1000,1024,0,0,,BE,Pending,950,,"]) + "\n")
+    result = invoke("ingest", str(log), "-o", str(tmp_path / "t.parquet"), "--format",
+                    "alibaba", "--max-reject-fraction", "1")
+    assert result.exit_code == 0, result.output
