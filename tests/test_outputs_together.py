@@ -61,7 +61,7 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-@pytest.mark.parametrize("renames", [1, 2, 3])
+@pytest.mark.parametrize("renames", [1, 2])
 def test_ingest_killed_while_renaming_leaves_one_whole_set(tmp_path: Path, renames: int) -> None:
     out = tmp_path / "t.parquet"
     assert invoke("ingest", str(TINY), "-o", str(out)).exit_code == 0
@@ -77,7 +77,7 @@ def test_ingest_killed_while_renaming_leaves_one_whole_set(tmp_path: Path, renam
         "t.ingest.json", "t.parquet", "t.rejects.parquet"]
 
 
-@pytest.mark.parametrize("renames", [1, 3])
+@pytest.mark.parametrize("renames", [2])
 def test_whatif_killed_while_renaming_leaves_one_whole_report(tmp_path: Path,
                                                               renames: int) -> None:
     from hpcpolicy.atomic import finish_commit, journal_for
