@@ -195,8 +195,9 @@ class Whatif(Target):
             if name == "outcomes.parquet":
                 runs = set(pl.read_parquet(path)["run"].unique())
                 kinds.add("new" if "as-logged/f1+easy" in runs else "old")
-            else:
-                kinds.add("new" if b"f1+easy" in path.read_bytes() else "old")
+            else:  # Markdown escapes the + as \+
+                text = path.read_bytes()
+                kinds.add("new" if b"f1+easy" in text or b"f1\\+easy" in text else "old")
         return kinds.pop() if len(kinds) == 1 else "mixed"
 
 

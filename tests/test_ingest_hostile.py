@@ -183,3 +183,18 @@ def test_alibaba_pending_pods_without_deletion_time(tmp_path: Path) -> None:
     result = invoke("ingest", str(log), "-o", str(tmp_path / "t.parquet"), "--format",
                     "alibaba", "--max-reject-fraction", "1")
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("fixture", ["philly_jobs.csv", "helios_cluster_log.csv"])
+def test_gpu_csv_row_with_a_quote_and_a_carriage_return(tmp_path: Path, fixture: str) -> None:
+    # found by benchmarks/fuzz_readers.py: Python's csv module refuses a bare \r in a field
+    lines = (DATA / fixture).read_text().splitlines()
+    broken = 'a"' + lines[1].replace(",", ",P\rz,", 1)  # a quote, then \r outside quotes
+    log = tmp_path / "t.csv"
+    log.write_bytes(("\n".join([*lines, broken]) + "\n").encode())
+    result = invoke("ingest", str(log), "-o", str(tmp_path / "t.parquet"),
+                    "--format", fixture.split("_")[0], "--max-reject-fraction", "1")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "t.ingest.json").read_text())
+    assert report["rows_read"] == len(lines)  # the header is no row; the broken line is
+    assert report["rejected_by_reason"].get("field_count", 0) >= 1
