@@ -97,7 +97,7 @@ def main() -> None:
     for fmt in readers:
         found = seeds(fmt)
         for name, log in found:
-            n = max(1, args.examples // len(readers) // len(found))
+            n = -(-args.examples // (len(readers) * len(found)))  # at least --examples in all
             results.append(fuzz(fmt, name, log, n, args.seed))
             r = results[-1]
             print(f"  {fmt} / {name}: {r['examples']} examples, {r['read']} read, "
