@@ -2,9 +2,11 @@
 that each leaves its outputs all old or all new, and nothing behind once the next run ends.
 
 For each target an older output is made first; then, at each kill point, the command that
-replaces it with a different output is started and SIGKILLed (its whole process group) after
-a random delay: uniform over the length of an uninterrupted run for half of the points, over
-its last fifth (where the files are written and renamed) for the others. Then:
+replaces it with a different output is started and SIGKILLed (its whole process group): for
+half of the points after a delay uniform over the length of an uninterrupted run; for the
+others once its first temporary file or build folder appears in the output folder, plus a
+delay uniform over a quarter of that length (the files are then being written and renamed).
+Then:
 
 * the state is classified. ``journal``: the kill fell between the commit journal and the
   last rename (:mod:`hpcpolicy.atomic`); the renames are finished as any hpcpolicy reader
@@ -77,6 +79,26 @@ def _killed(args: list[str], delay: float) -> bool:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         proc.wait(timeout=delay)
+        return False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return True
+
+
+def _killed_while_writing(args: list[str], folder: Path, extra: float) -> bool:
+    """Start ``args``; once a temporary entry (``.NAME...``) appears in ``folder``, wait
+    ``extra`` s more and SIGKILL its process group; whether it was still running then."""
+    before = {p.name for p in folder.iterdir()} if folder.exists() else set()
+    proc = subprocess.Popen(args, cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while proc.poll() is None:
+        names = {p.name for p in folder.iterdir()} if folder.exists() else set()
+        if any(n.startswith(".") for n in names - before):
+            break
+        time.sleep(0.005)
+    try:
+        proc.wait(timeout=extra)
         return False
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -290,9 +312,12 @@ def kill_points(target: Target, kills: int, rng: random.Random) -> dict[str, obj
     leftovers: list[list[str]] = []
     points = []
     for i in range(kills):
-        late = i % 2 == 1
-        delay = rng.uniform(0.8 * length, 1.05 * length) if late else rng.uniform(0, length)
-        was_running = _killed(target.new(), delay)
+        if i % 2 == 0:
+            delay = rng.uniform(0, length)
+            was_running = _killed(target.new(), delay)
+        else:  # while the files are written and renamed
+            delay = rng.uniform(0, 0.25 * length)
+            was_running = _killed_while_writing(target.new(), target.folder, delay)
         journal = target.journal()
         in_commit = journal is not None and journal.exists()
         state = target.state()
