@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
-from hpcpolicy.textfmt import duration
+from hpcpolicy.textfmt import duration, visible
 
 __all__ = [
     "console",
@@ -22,7 +22,10 @@ __all__ = [
     "is_quiet",
     "os_error_line",
     "plain",
+    "print_note",
     "set_verbosity",
+    "short_names",
+    "whole_values",
     "with_progress",
 ]
 
@@ -41,25 +44,16 @@ def is_quiet() -> bool:
     return _state["quiet"]
 
 
-def _visible(char: str) -> str:
-    """``char``, or its escape when it is a control or invisible format character (an
-    escape sequence, a bell, a bidi override or a zero-width space would act on the
-    terminal or hide text instead of showing)."""
-    if char in "\t\n" or unicodedata.category(char) not in ("Cc", "Cf"):
-        return char
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def plain(text: object, style: str = "") -> Text:
-    """``text`` (log content, a file name, a message quoting either) as Rich text that is
-    shown as it is: never read as markup, control characters escaped.
+    """``text`` (a path, a name or message from the user's files) as Rich text shown as it
+    is: never read as markup, invisible and control characters escaped (:func:`visible`),
+    nothing cut, so a path can be copied.
 
     Example:
         >>> plain("[bold]x\x1b[31m").plain
-        '[bold]x\\x1b[31m'
+        '[bold]x\\u001b[31m'
     """
-    return Text("".join(map(_visible, str(text))), style=style)
+    return Text(visible(text, longest=None), style=style)
 
 
 _OS_FIX = {
@@ -96,8 +90,53 @@ def fail_cleanly() -> Iterator[None]:
     except (HpcPolicyError, OSError) as exc:
         text = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
         # Messages hold text from the user's files: print it as text, never as markup.
-        err_console.print(Text.assemble(("error: ", "bold red"), plain(text)), soft_wrap=True)
+        message = visible(text, longest=400)
+        err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def print_note(note: str) -> None:
+    """One note of a workload or report, as plain visible text (:func:`visible`):
+    ``note: ...`` in yellow, or, for a note that starts ``warning: ``, the whole line in bold
+    red so it is not missed."""
+    if note.startswith("warning: "):
+        console.print(Text(visible(note), "bold red"), soft_wrap=True)
+    else:
+        console.print(Text.assemble(("note: ", "yellow"), visible(note)), soft_wrap=True)
+
+
+def short_names(names: Sequence[str], width: int = 16) -> tuple[dict[str, str], list[str]]:
+    """Labels for a table column: a policy folder path longer than ``width`` becomes
+    ``parent/name`` (the parent cut to fit), so that the table fits 80 columns without
+    cutting a number or breaking a name mid-word; the second value holds the
+    ``label = full path`` lines to print under the table."""
+    labels: dict[str, str] = {}
+    legend: list[str] = []
+    for name in dict.fromkeys(names):
+        parts = name.replace("\\", "/").rstrip("/").split("/")
+        if len(name) <= width or len(parts) < 3:
+            labels[name] = visible(name)
+            continue
+        parent = parts[-2] if len(parts[-2]) + len(parts[-1]) < width else \
+            parts[-2][: max(4, width - len(parts[-1]) - 2)] + "…"
+        label = f"{parent}/{parts[-1]}"
+        while label in labels.values():
+            label += "'"
+        labels[name] = visible(label)
+        legend.append(f"{labels[name]} = {visible(name, longest=None)}")
+    return labels, legend
+
+
+def whole_values(table: Table, rows: Sequence[Sequence[str | Text]]) -> None:
+    """Add ``rows`` to ``table`` with every column unwrapped and as wide as its widest value
+    (headers of two words go on two lines), so that an 80-column table never cuts a number
+    or breaks a name mid-word."""
+    for column in table.columns:
+        column.no_wrap = True
+        if isinstance(column.header, str):
+            column.header = column.header.replace(" ", "\n", 1)
+    for row in rows:
+        table.add_row(*row)
 
 
 Step = Callable[[str, int, int], None]

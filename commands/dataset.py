@@ -17,6 +17,7 @@ from hpcpolicy.commands._options import (
     WalltimeFallbackOpt,
     a_file,
     a_folder,
+    lower_choice,
     workload_options,
 )
 from hpcpolicy.commands.evaluate import TrainFracOpt
@@ -40,12 +41,13 @@ def build(
     source: Annotated[str, typer.Option(
         "--source", help="logged (the real scheduler's decisions, rebuilt from the log), "
         "heuristics (rollouts of --heuristics, greedy and epsilon-random), random, or mix "
-        "(all of them).")] = "mix",
+        "(all of them).", callback=lower_choice)] = "mix",
     k: Annotated[int, typer.Option("--k", help="Job slots per observation.")] = 32,
     window_size: Annotated[int, typer.Option(
         "--window-size", help="Consecutive jobs per episode.")] = 256,
     backfill: Annotated[str, typer.Option(
-        "--backfill", "-b", help="Backfilling of the rollouts: none, easy or conservative.")
+        "--backfill", "-b", help="Backfilling of the rollouts: none, easy or conservative.",
+        callback=lower_choice)
     ] = "easy",
     reward: Annotated[str, typer.Option(
         "--reward", help="bsld, wait, response, utilization, or a mix.")] = "bsld",
@@ -53,9 +55,10 @@ def build(
         "--logged-action", help="How a logged start becomes an action: started (the slot of "
         "the job that started) or head (a job that started while the oldest waiting job did "
         "not fit is read as backfilled around it, and the action reserves the oldest job, "
-        "as the environment's action under backfilling does).")] = "started",
+        "as the environment's action under backfilling does).", callback=lower_choice)] = "started",
     heuristics: Annotated[str, typer.Option(
-        "--heuristics", help="Heuristics to roll out, comma-separated.")] = "fcfs,sjf,f1",
+        "--heuristics", help="Heuristics to roll out, comma-separated.",
+        callback=lower_choice)] = "fcfs,sjf,f1",
     epsilon: Annotated[float, typer.Option(
         "--epsilon", help="Chance of a random slot in the epsilon-random variants (0: none).")
     ] = 0.2,

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain
-from hpcpolicy.commands._options import OverwriteOpt, SeedOpt, a_file
+from hpcpolicy.commands._options import OverwriteOpt, SeedOpt, a_file, lower_choice
 
 __all__ = ["main"]
 
@@ -20,7 +20,8 @@ def main(
     ] = Path("trace.swf"),
     model: Annotated[
         str, typer.Option("--model", "-m", help="lublin (whole-sample parameters) or "
-                          "lublin-split (batch and interactive streams).")
+                          "lublin-split (batch and interactive streams).",
+                          callback=lower_choice)
     ] = "lublin",
     jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs.")] = 5000,
     procs: Annotated[

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain
-from hpcpolicy.commands._options import OverwriteOpt, a_file
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, print_note
+from hpcpolicy.commands._options import OverwriteOpt, a_file, lower_choice
 
 __all__ = ["main"]
 
@@ -28,7 +28,8 @@ def main(
     ] = Path("jobs.parquet"),
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="auto (recognised from the first lines), swf, "
-                          "sacct, alibaba (Alibaba GPU trace 2023 pod list), helios or philly.")
+                          "sacct, alibaba (Alibaba GPU trace 2023 pod list), helios or philly.",
+                          callback=lower_choice)
     ] = "auto",
     tz: Annotated[
         str, typer.Option("--tz", help="Time zone of the log's zone-less timestamps (sacct "
@@ -83,7 +84,6 @@ def main(
         sacct --allusers --parsable2 --duplicates --format=ALL -S 2024-01-01 > sacct.txt
     """
     from rich.table import Table
-    from rich.text import Text
 
     from hpcpolicy.ingest import IngestConfig, ingest
     from hpcpolicy.ingest.reasons import describe
@@ -124,4 +124,4 @@ def main(
     table.add_row("time", f"{report.timings_s['total']:.2f} s")
     console.print(table)
     for note in report.notes:
-        console.print(Text.assemble(("note: ", "yellow"), plain(note)), soft_wrap=True)
+        print_note(note)

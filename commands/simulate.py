@@ -14,6 +14,9 @@ from hpcpolicy.commands._console import (
     fail_cleanly,
     is_quiet,
     plain,
+    print_note,
+    short_names,
+    whole_values,
     with_progress,
 )
 from hpcpolicy.commands._options import (
@@ -26,9 +29,12 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     SeedOpt,
     SpreadPenaltyOpt,
+    UnknownRunTimeOpt,
     WalltimeFallbackOpt,
     a_file,
+    lower_choice,
     parse_window_starts,
+    policy_choice,
     workload_options,
 )
 
@@ -65,17 +71,21 @@ def render_runs(runs: list[Replay], windowed: bool) -> None:
         cols[1:1] = ["allocator"]
     for col in cols:
         text = col in ("policy", "backfill", "allocator")
-        table.add_column(col, justify="left" if text else "right", no_wrap=text,
-                         min_width=12 if col == "backfill" and not gpu else None)
+        table.add_column(col, justify="left" if text else "right")
+    labels, legend = short_names([run.config.policy for run in runs])
+    rows = []
     for run in runs:
         s = run.summary
-        row = [run.config.policy, run.config.backfill, f"{s['jobs']:,}",
+        row = [labels[run.config.policy], run.config.backfill, f"{s['jobs']:,}",
                _wait(s["mean_wait_s"]), _wait(s["p95_wait_s"]), _bsld(s["mean_bsld"]),
                _bsld(s["p95_bsld"]), _fmt(s["utilization"], 3)]
         if gpu:
             row[1:1] = [run.config.allocator]
-        table.add_row(*row)
+        rows.append(row)
+    whole_values(table, rows)
     console.print(table)
+    for line in legend:
+        console.print(line, markup=False, soft_wrap=True)
     if gpu:
         _render_gpu(runs, box)
     engine_s = sum(w.wall_s for run in runs for w in run.windows)
@@ -111,16 +121,18 @@ def main(
                                           show_default=False, callback=a_file)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Policy to replay: a heuristic name or a trained policy folder "
-        "(runs/NAME/policy); repeat to compare several.")] = None,
+        "(runs/NAME/policy); repeat to compare several.",
+        callback=policy_choice)] = None,
     backfill: Annotated[list[str] | None, typer.Option(
         "--backfill", "-b", help="none, easy or conservative; repeat to compare (every "
-        "policy x backfill combination runs on the same jobs).")] = None,
+        "policy x backfill combination runs on the same jobs).", callback=lower_choice)] = None,
     cluster: ClusterOpt = None,
     allocator: AllocatorOpt = None,
     spread_penalty: SpreadPenaltyOpt = None,
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
+    unknown_run_time: UnknownRunTimeOpt = None,
     drop_zero_runtime: Annotated[bool | None, typer.Option(
         "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
         "0; default keep.", show_default=False)] = None,
@@ -142,7 +154,8 @@ def main(
     check: Annotated[bool, typer.Option(
         "--check", help="Check the engine's invariants while running (slower).")] = False,
     engine: Annotated[str, typer.Option(
-        "--engine", help="fast (compiled) or reference (plain Python).")] = "fast",
+        "--engine", help="fast (compiled) or reference (plain Python).",
+        callback=lower_choice)] = "fast",
     json_out: JsonOutOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the per-job outcomes of every run to this Parquet file.",
@@ -170,6 +183,7 @@ def main(
 
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
+    from hpcpolicy.compat import compat_preset
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.policies.learned import LearnedPolicy, policy_simulator, resolve_policy
     from hpcpolicy.sim.metrics import write_outcomes
@@ -193,20 +207,22 @@ def main(
         wcfg = WindowConfig(size=1024 if window_size is None else window_size,
                             count=10 if windows is None else windows, seed=seed,
                             starts=starts, warm=warm) if windowed else None
-        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime)
+        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime,
+                                   unknown_run_time)
+        peer = compat_preset(compat)
         allocators = allocator or ["first-fit"]
         configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
-                             check=check, engine=engine, exclusive_nodes=compat == "rlscheduler",
+                             check=check, engine=engine, exclusive_nodes=peer.exclusive_nodes,
                              allocator=a)
                    for p in policies for b in backfills for a in allocators]
-        util_end = "last_start" if compat == "rlscheduler" else "last_end"
         machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
                                       spread_penalty, allocators)
         workload = Workload.from_table(table, options=options)
         if not is_quiet():
             _describe(table, workload, machine)
         runs = with_progress(lambda step: replay(workload, machine, configs, wcfg,
-                                                  utilization_end=util_end, on_step=step,
+                                                  utilization_end=peer.utilization_end,
+                                                  on_step=step,
                                                   simulate=policy_simulator(policies)),
                              "simulating")
         if json_out is not None:
@@ -225,22 +241,20 @@ def main(
 
 
 def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
+    from hpcpolicy.sim.windows import backfill_note
+
     never = runs[0].never_fits()
     if never:
-        _note(f"{len(never):,} jobs need more than the machine has and never started "
-              f"(e.g. {', '.join(never[:5])})")
+        print_note(f"{len(never):,} jobs need more than the machine has and never started "
+                   f"(e.g. {', '.join(never[:5])})")
+    for note in filter(None, map(backfill_note, runs)):
+        print_note(note)
     if wcfg is not None:
         kind = "warm (pre-loaded)" if wcfg.warm else "cold (empty machine)"
         console.print(f"windows of {wcfg.size} jobs, {kind}, starting at job "
                       f"{','.join(str(w.start) for w in runs[0].windows)}")
     if check:
         console.print("invariants checked: no violation")
-
-
-def _note(text: str) -> None:
-    from rich.text import Text
-
-    console.print(Text.assemble(("note: ", "yellow"), text), soft_wrap=True)
 
 
 def _describe(table: Path, workload: Any, machine: Any) -> None:
@@ -252,6 +266,6 @@ def _describe(table: Path, workload: Any, machine: Any) -> None:
                   + (f", {machine.total_gpus:,} GPUs" if machine.total_gpus else "")
                   + f" (from {machine.source})"), soft_wrap=True)
     for note in (*workload.notes, *machine.notes):
-        _note(note)
+        print_note(note)
 
 

@@ -3,8 +3,10 @@
 Cluster files are TOML (``.toml``) or JSON (``.json``) documents checked against
 ``schemas/cluster.schema.json`` (see ``examples/``). The check runs here, with no dependency
 beyond the standard library, over the small part of JSON Schema that file uses (type,
-properties, required, additionalProperties, minItems, minimum, exclusiveMinimum, minLength,
-items, local ``$ref``); a test checks that it agrees with the ``jsonschema`` package.
+properties, required, additionalProperties, minItems, minimum, exclusiveMinimum, maximum,
+minLength, items, local ``$ref``); a test checks that it agrees with the ``jsonschema``
+package. Beyond the schema, a number must be finite (TOML and Python's JSON reader accept
+``inf`` and ``nan``).
 
 Without a file, the machine comes from ``--procs N`` or from the SWF header facts that
 ``hpcpolicy ingest`` stores in the job table's Parquet metadata (``MaxProcs``, ``MaxNodes``).
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import re
 import tomllib
 from collections.abc import Sequence
@@ -85,6 +88,10 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], where: str)
         if len(value) < schema.get("minLength", 0):
             raise ConfigError(f"{where} must not be empty")
     elif isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{where} must be a finite number, not {value}")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise ConfigError(f"{where} must be <= {schema['maximum']}, not {value}")
         if "minimum" in schema and value < schema["minimum"]:
             raise ConfigError(f"{where} must be >= {schema['minimum']}, not {value}")
         if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
@@ -196,6 +203,24 @@ def header_facts(table: str | Path) -> dict[str, int]:
     return facts
 
 
+def _partial_machine(table: str | Path) -> list[str]:
+    """A warning for each header size that says it counts only part of the machine
+    (``MaxNodes: 338 (batch partition; 512 total)``): the jobs of the other partitions ran on
+    nodes the replay does not have."""
+    from hpcpolicy.table import open_job_table
+
+    found = []
+    for header in open_job_table(table).headers:
+        for key in ("MaxNodes", "MaxProcs"):
+            text = header.get(f"{key}_text")
+            if isinstance(text, str) and re.search(r"partition|total|of\s+\d", text, re.I):
+                found.append(f"warning: the log header says {key}: {text}; the replay "
+                             "has only that part, so any job that ran on nodes outside it "
+                             "(another partition) competes for it here; describe the whole "
+                             "machine with --cluster FILE")
+    return found
+
+
 def resolve_cluster(
     *,
     spec: str | Path | None = None,
@@ -231,8 +256,9 @@ def resolve_cluster(
         facts = header_facts(table)
         if "MaxProcs" in facts:
             n = facts["MaxProcs"]
-            return ClusterSpec.homogeneous(n, facts.get("MaxNodes"), source="swf-header",
-                                           name=f"{n} processors (log header)")
+            machine = ClusterSpec.homogeneous(n, facts.get("MaxNodes"), source="swf-header",
+                                              name=f"{n} processors (log header)")
+            return dataclasses.replace(machine, notes=(*machine.notes, *_partial_machine(table)))
         if "MaxNodes" in facts:
             n = facts["MaxNodes"]
             return ClusterSpec(

@@ -46,6 +46,39 @@ def _json_list(text: str | None) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+_FORMAT_NAMES = {"swf": "an SWF", "sacct": "a Slurm sacct", "alibaba": "an Alibaba GPU-trace",
+                 "helios": "a Helios", "philly": "a Philly"}
+_LOG_SUFFIXES = (".gz", ".swf", ".csv", ".txt", ".log", ".sacct", ".parquet")
+
+
+def _table_name(path: Path) -> Path:
+    """A job-table name beside ``path`` that is not ``path`` itself: the log's name without
+    its log suffixes, ``.parquet`` (``KTH.swf.gz`` -> ``KTH.parquet``)."""
+    name = path.name
+    while (suffix := Path(name).suffix.lower()) in _LOG_SUFFIXES and suffix:
+        name = name[: -len(suffix)]
+    candidate = path.with_name(f"{name or 'jobs'}.parquet")
+    return candidate if candidate != path else path.with_name(f"{name}.jobs.parquet")
+
+
+def _refuse_raw_log(path: Path) -> None:
+    """Raise the message for a raw log given where a job table belongs, when ``path`` is one.
+
+    Raises:
+        InputFormatError: ``path`` is a log that ``hpcpolicy ingest`` reads.
+    """
+    from hpcpolicy.ingest.detect import detect_format
+
+    try:
+        fmt = detect_format(path)
+    except InputFormatError:
+        return
+    table = _table_name(path)
+    raise InputFormatError(
+        f"{path}: {_FORMAT_NAMES.get(fmt, 'a raw')} log, not a job table; make the table first "
+        f"with `hpcpolicy ingest {path} -o {table}`, then give {table} here")
+
+
 def open_job_table(path: str | Path) -> JobTable:
     """Open a job table written by ``hpcpolicy ingest`` and check it is one this version reads.
 
@@ -57,7 +90,8 @@ def open_job_table(path: str | Path) -> JobTable:
         column has been read.
 
     Raises:
-        InputFormatError: the file is missing or is a folder.
+        InputFormatError: the file is missing, is a folder, or is a raw log (the message gives
+            the ingest command that makes its table).
         SchemaValidationError: not a Parquet file, not a job table, a table of another major
             schema version, canonical columns missing or of the wrong type, or a job without
             a submit time.
@@ -74,10 +108,11 @@ def open_job_table(path: str | Path) -> JobTable:
                                f"{path}`")
     if path.is_dir():
         raise InputFormatError(f"{path}: is a folder; give the NAME.parquet job table inside it")
-    remake = f"make one with `hpcpolicy ingest LOG -o {path.name}`"
+    remake = f"make one from your log with `hpcpolicy ingest LOG -o {_table_name(path)}`"
     try:
         raw = pl.read_parquet_metadata(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
+        _refuse_raw_log(path)
         raise SchemaValidationError(
             f"{path}: not a Parquet file ({str(exc).splitlines()[0]}); {remake}"
         ) from None

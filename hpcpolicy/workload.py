@@ -13,26 +13,29 @@ replayed are dropped *with a reason* (:data:`DROP_REASONS`), counted, and their 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.compat import COMPAT_NAMES, compat_preset
+from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
+from hpcpolicy.textfmt import duration
 
 if TYPE_CHECKING:
     import polars as pl
 
 __all__ = [
-    "COMPAT_PRESETS",
     "DROP_REASONS",
     "PROCS_FROM",
     "WALLTIME_FALLBACKS",
     "JobIds",
     "Workload",
     "WorkloadOptions",
+    "workload_options",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -94,7 +97,8 @@ WALLTIME_FALLBACKS = ("auto", "runtime", "max", "error")
 
 DROP_REASONS: dict[str, str] = {
     "no_run_time": "the log has no run time (the job never started, or was still running "
-    "when the log was taken); set unknown_run_time_s to replay it anyway",
+    "when the log was taken); replay such jobs anyway with --unknown-run-time SECONDS "
+    "(simulate, evaluate, whatif)",
     "zero_run_time": "run time 0 (dropped only under drop_zero_runtime, as RLScheduler does)",
     "no_procs": "neither requested nor allocated processors are known (or both are 0)",
     "no_logged_start": "the log has no wait/start time (dropped only under "
@@ -102,32 +106,8 @@ DROP_REASONS: dict[str, str] = {
 }
 """Why a job of the table is not in the workload; ``hpcpolicy simulate`` prints the counts."""
 
-COMPAT_PRESETS: dict[str, dict[str, Any]] = {
-    # DIR-LAB/deep-batch-scheduler job.py: processors = max(allocated, requested); run time 0
-    # dropped; run time -1 read as 10 s; requested time -1 replaced by the run time.
-    "rlscheduler": {
-        "procs_from": "max",
-        "walltime_fallback": "runtime",
-        "drop_zero_runtime": True,
-        "unknown_run_time_s": 10,
-        "drop_unlogged_start": False,
-    },
-    # ErenAri/HPC-workload-optimizer: processors = requested, else allocated; a record is
-    # dropped only when submit, wait, run time or processors is missing; a missing requested
-    # time is planned with the actual run time.
-    "hpcopt": {
-        "procs_from": "requested",
-        "walltime_fallback": "runtime",
-        "drop_zero_runtime": False,
-        "unknown_run_time_s": None,
-        "drop_unlogged_start": True,
-    },
-}
-"""Workload conventions of the peers whose published figures we reproduce (README explains)."""
-
-
 @dataclass(frozen=True)
-class WorkloadOptions:
+class WorkloadOptions(Config):
     """How to turn the job table into a workload.
 
     Example:
@@ -137,7 +117,9 @@ class WorkloadOptions:
         'requested'
     """
 
-    procs_from: str = "requested"
+    label: ClassVar[str] = "workload"
+
+    procs_from: str = choice("requested", PROCS_FROM)
     """Processor count of a job: ``requested`` (req_cpus, else alloc_cpus where the request is
     unknown), ``allocated`` (alloc_cpus, else req_cpus) or ``max`` (the larger of the two).
     Nodes and GPUs follow the same rule with their req_/alloc_ columns."""
@@ -153,30 +135,14 @@ class WorkloadOptions:
     """Run time given to jobs whose log has none; None drops them (reason ``no_run_time``)."""
     drop_unlogged_start: bool = False
     """Drop jobs whose log has no wait/start time (HPCOpt's convention)."""
-    compat: str | None = None
+    compat: str | None = choice(None, COMPAT_NAMES)
     """Name of the preset these options started from (provenance only; see :meth:`preset`)."""
 
-    def __post_init__(self) -> None:
-        if self.procs_from not in PROCS_FROM:
-            raise ConfigError(
-                f"procs_from {self.procs_from!r} is not one of {', '.join(PROCS_FROM)}"
-            )
-        wf = self.walltime_fallback
-        if isinstance(wf, bool) or not (
-            wf in WALLTIME_FALLBACKS or (isinstance(wf, int) and wf > 0)
-        ):
-            raise ConfigError(
-                f"walltime_fallback {wf!r} is not one of {', '.join(WALLTIME_FALLBACKS)} "
-                "or a positive number of seconds"
-            )
-        if self.unknown_run_time_s is not None and self.unknown_run_time_s < 0:
-            raise ConfigError(
-                f"unknown_run_time_s must be >= 0 seconds or None, not {self.unknown_run_time_s}"
-            )
-        if self.compat is not None and self.compat not in COMPAT_PRESETS:
-            raise ConfigError(
-                f"compat {self.compat!r} is not one of {', '.join(COMPAT_PRESETS)}"
-            )
+    def validate(self) -> None:
+        if not (isinstance(self.walltime_fallback, int) and self.walltime_fallback > 0):
+            self._one_of("walltime_fallback", WALLTIME_FALLBACKS,
+                         also=" or a positive number of seconds")
+        self._at_least(0, "unknown_run_time_s")
 
     @classmethod
     def preset(cls, compat: str | None, **explicit: Any) -> WorkloadOptions:
@@ -185,13 +151,11 @@ class WorkloadOptions:
         Keyword arguments whose value is None are treated as "not given", so a command line
         can pass every option through unchanged.
         """
-        if compat is not None and compat not in COMPAT_PRESETS:
-            raise ConfigError(f"compat {compat!r} is not one of {', '.join(COMPAT_PRESETS)}")
-        names = {f.name for f in fields(cls)} - {"compat"}
+        names = set(cls.field_names()) - {"compat"}
         unknown = sorted(set(explicit) - names)
         if unknown:
             raise ConfigError(f"unknown workload option(s) {', '.join(unknown)}")
-        base = cls(**COMPAT_PRESETS[compat]) if compat else cls()
+        base = cls(**compat_preset(compat).workload)
         given = {k: v for k, v in explicit.items() if v is not None}
         return replace(base, compat=compat, **given)
 
@@ -199,10 +163,6 @@ class WorkloadOptions:
     def parse_walltime_fallback(text: str) -> str | int:
         """``--walltime-fallback`` text as an option value (digits become seconds)."""
         return int(text) if text.strip().isdigit() else text.strip()
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -409,14 +369,13 @@ def _resolve(frame: pl.LazyFrame, opts: WorkloadOptions) -> pl.LazyFrame:
     ).with_columns(reason.alias("reason"))
 
 
-def _walltime(kept: pl.DataFrame, label: str, opts: WorkloadOptions) -> tuple[pl.Series, str]:
-    """Planning walltimes with the fallback applied, and a note saying what was done."""
-    import polars as pl
-
+def _walltime(kept: pl.DataFrame, label: str,
+              opts: WorkloadOptions) -> tuple[pl.Series, list[str]]:
+    """Planning walltimes with the fallback applied, and notes saying what was done."""
     have = kept["walltime"]
     missing = int(have.null_count())
     if missing == 0:
-        return have, ""
+        return have, []
     n = kept.height
     choice = opts.walltime_fallback
     ask = ("choose --walltime-fallback runtime (perfect estimates: the actual run time), max "
@@ -425,18 +384,54 @@ def _walltime(kept: pl.DataFrame, label: str, opts: WorkloadOptions) -> tuple[pl
         raise ConfigError(f"{label}: {missing} of {n} jobs have no requested walltime "
                           f"(req_walltime_s), which backfilling and SJF need; {ask}")
     if choice == "runtime":
-        return have.fill_null(kept["run"]), (
+        return have.fill_null(kept["run"]), [
             f"{missing} of {n} jobs have no requested walltime: planned with their actual run "
-            "time (perfect estimates)")
+            "time (perfect estimates)"]
     if isinstance(choice, int):
-        return have.fill_null(choice), (
-            f"{missing} of {n} jobs have no requested walltime: planned with {choice} s")
-    longest = kept.select(
-        pl.col("walltime").max().over("partition").fill_null(pl.col("walltime").max())
-    ).to_series()
-    return have.fill_null(longest), (
-        f"{missing} of {n} jobs have no requested walltime: planned with the longest request "
-        "in their partition (walltime fallback 'max')")
+        return have.fill_null(choice), [
+            f"{missing} of {n} jobs have no requested walltime: planned with {choice} s"]
+    return _longest_request(kept)
+
+
+def _longest_request(kept: pl.DataFrame) -> tuple[pl.Series, list[str]]:
+    """Fallback ``max``: a job without a request is planned with the longest request of its
+    partition, or, where its partition has none at all, of the whole log. The second is a
+    guess from another partition's limit, so it is a warning that counts the jobs that ran
+    past it."""
+    import polars as pl
+
+    n = kept.height
+    frame = kept.select(
+        "run", "partition", pl.col("walltime").is_null().alias("filled"),
+        pl.col("walltime").max().over("partition").alias("own"))
+    top = kept.filter(pl.col("walltime").is_not_null()).sort(
+        "walltime", descending=True).row(0, named=True)
+    longest, source = int(top["walltime"]), str(top["partition"])
+    planned = kept["walltime"].fill_null(frame["own"]).fill_null(longest)
+    notes = []
+    own = frame.filter(pl.col("filled") & pl.col("own").is_not_null())
+    if own.height:
+        past = int((own["run"] > own["own"]).sum())
+        notes.append(f"{own.height:,} of {n:,} jobs have no requested walltime: planned with "
+                     "their partition's longest request (walltime fallback 'max')"
+                     + (f"; {past:,} of them ran longer than that" if past else ""))
+    guessed = frame.filter(pl.col("filled") & pl.col("own").is_null())
+    if guessed.height:
+        names = sorted(guessed["partition"].unique().to_list())
+        parts = ("partition " if len(names) == 1 else "partitions ") + ", ".join(names)
+        over = guessed.filter(pl.col("run") > longest)
+        most = over["run"].max()
+        ran = (f"{over.height:,} of them ran longer than that (up to "
+               f"{duration(float(most))}), "  # type: ignore[arg-type]
+               if over.height else "")
+        notes.append(
+            f"warning: {guessed.height:,} of {n:,} jobs ({guessed.height / n:.0%}) have no "
+            f"requested walltime and neither has any job of their partition ({parts}): planned "
+            f"with the longest request in the whole log, {duration(longest)} "
+            f"({longest:,} s, from partition {source}); {ran}so backfilling plans them wrongly. "
+            "Give the partition's real limit with --walltime-fallback SECONDS, or plan with "
+            "the actual run times with --walltime-fallback runtime (perfect estimates)")
+    return planned, notes
 
 
 def _codes(values: pl.Series) -> tuple[I32, tuple[str, ...]]:
@@ -471,7 +466,7 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         counts = ", ".join(f"{k}: {len(v)}" for k, v in dropped.items())
         raise ConfigError(f"{label}: all {table.height} jobs were dropped ({counts}); "
                           "see `hpcpolicy simulate --help` for the options that keep them")
-    walltime, wall_note = _walltime(kept, label, opts)
+    walltime, wall_notes = _walltime(kept, label, opts)
     origin = int(kept["submit"][0])
     users, user_names = _codes(kept["user"])
     parts, part_names = _codes(kept["partition"])
@@ -486,8 +481,7 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
     if filled:
         notes.append(f"{filled} jobs without a logged run time replayed with "
                      f"{opts.unknown_run_time_s} s")
-    if wall_note:
-        notes.append(wall_note)
+    notes += wall_notes
     notes += [f"dropped {len(ids)} jobs: {DROP_REASONS[r]}" for r, ids in dropped.items()]
 
     def i64(column: pl.Series) -> I64:
@@ -524,3 +518,19 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         dropped=dropped,
         options=opts,
     )
+
+
+def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,
+                     drop_zero_runtime: bool | None = None,
+                     unknown_run_time: int | None = None) -> WorkloadOptions:
+    """The workload conventions that the command-line options select (None: not given).
+
+    Example:
+        >>> workload_options(None, None, "3600").walltime_fallback
+        3600
+    """
+    return WorkloadOptions.preset(
+        compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
+        unknown_run_time_s=unknown_run_time,
+        walltime_fallback=None if walltime_fallback is None
+        else WorkloadOptions.parse_walltime_fallback(walltime_fallback))

@@ -50,8 +50,8 @@ def test_fidelity_does_not_deny_logged_starts(tmp_path: Path) -> None:
                            "wait": [None, None]}, schema_overrides={
         "start": pl.Int64, "wait": pl.Int64})
     reason = fidelity(logged, 0, "as-logged/fcfs+easy")["reason"]
-    assert "records no start times" not in reason
-    assert "2 jobs" in reason
+    assert "records no start times" not in reason and "has a start" not in reason
+    assert "logged start" in reason
 
 
 @pytest.mark.parametrize(("option", "value"), [("--window-size", "0"), ("--windows", "0")])

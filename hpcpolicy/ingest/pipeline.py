@@ -358,6 +358,8 @@ def _write(
         pl.col("submit_time").min().alias("first_submit"),
         pl.col("submit_time").max().alias("last_submit"),
         pl.col("end_time").max().alias("last_end"),
+        (pl.col("start_time").is_not_null() | pl.col("wait_time_s").is_not_null()).sum()
+        .alias("with_start"),
         *[pl.col(r).fill_null(False).sum().alias(r) for r in repair_cols],
     )
 
@@ -393,6 +395,17 @@ def _hashed(sources: list[dict[str, Any]], hashes: list[Future[str]]) -> list[di
     for src, digest in zip(sources, hashes, strict=True):
         src["sha256"] = digest.result()
     return sources
+
+
+def _unknown_waits(kept: int, with_start: int) -> str:
+    """The note on kept jobs whose wait is unknown (SWF wait -1, sacct start ``Unknown``)."""
+    if with_start == 0:
+        return (f"warning: none of the {kept:,} jobs has a start or wait time (the log's wait "
+                "field is unknown throughout): their waits are unknown, so a replay cannot be "
+                "checked against the log (no fidelity in what-if reports); the run times, "
+                "sizes and submits are used as usual")
+    return (f"{kept - with_start:,} of {kept:,} jobs have no start or wait time: their waits "
+            "are unknown, and what-if fidelity uses the other jobs")
 
 
 def _report(
@@ -434,6 +447,9 @@ def _report(
         config=cfg.to_dict(),
         notes=list(dict.fromkeys([n for p in plans for n in p.notes] + pass_notes)),
     )
+    with_start = int(count_df.filter(pl.col("_reason").is_null())["with_start"].sum())
+    if report.jobs_kept and with_start < report.jobs_kept:
+        report.notes.append(_unknown_waits(report.jobs_kept, with_start))
     assert report.rows_read == report.jobs_kept + report.rows_rejected + report.steps_folded
     return report
 

@@ -26,10 +26,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim import metrics
 from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
@@ -44,6 +45,7 @@ __all__ = [
     "Replay",
     "WindowConfig",
     "WindowRun",
+    "backfill_note",
     "choose_starts",
     "replay",
     "running_at",
@@ -58,13 +60,15 @@ WARMUP_CONFIG = SimConfig(policy="fcfs", backfill="easy")
 
 
 @dataclass(frozen=True)
-class WindowConfig:
+class WindowConfig(Config):
     """Which windows to replay, and from which machine state.
 
     Example:
         >>> WindowConfig(size=4, starts=(2, 0)).starts
         (2, 0)
     """
+
+    label: ClassVar[str] = "window"
 
     size: int = 1024
     """Jobs per window."""
@@ -79,7 +83,7 @@ class WindowConfig:
     warmup_jobs: int | None = None
     """Jobs before the window replayed to find what is running (warm only); default ``size``."""
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if self.size < 1:
             raise ConfigError(f"--window-size: window size must be >= 1 job, not {self.size}")
         if self.count < 1:
@@ -186,6 +190,24 @@ class WindowRun:
     def outcomes(self) -> pl.DataFrame:
         """The window's outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
         return metrics.outcome_table(self.jobs, self.result)
+
+
+def backfill_note(run: Replay) -> str | None:
+    """A note when a run with backfilling started no job by backfilling; None otherwise.
+
+    Backfilling acts only when the head of the queue does not fit: it plans the head's start
+    and starts later jobs around it. A policy that only ever makes a job that fits the head
+    (as a trained policy learns to: it sees which jobs fit now) leaves it nothing to do, and
+    the run is the same, job for job, as without backfilling.
+    """
+    cfg = run.config
+    if cfg.backfill == "none" or any(w.result.stats.get("backfilled", 0) for w in run.windows):
+        return None
+    name = cfg.policy
+    return (f"{name}+{cfg.backfill}: backfilling started no job, because the head of the "
+            "queue always fitted when it was chosen (a trained policy learns to choose among "
+            "the jobs that fit now, which is backfilling of its own): this run is the same "
+            f"as {name}+none")
 
 
 @dataclass
