@@ -149,6 +149,10 @@ def finish_commit(journal: str | os.PathLike[str]) -> bool:
     except FileNotFoundError:
         return False
     folder = journal.parent
+    names = [n for pair in plan.get("replace", []) for n in pair] + list(plan.get("remove", []))
+    if not all(isinstance(n, str) and n not in ("", ".", "..") and Path(n).name == n
+               for n in names):
+        return False  # not a journal of ours: it would rename files outside its folder
     for tmp, name in plan["replace"]:
         if (folder / tmp).exists():
             os.replace(folder / tmp, folder / name)

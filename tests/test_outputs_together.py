@@ -154,3 +154,16 @@ def test_replace_dir_killed_between_renames_puts_the_old_folder_back(
     atomic.remove_leftovers(target)
     assert (target / "v").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["policy"]
+
+
+def test_a_journal_naming_files_elsewhere_is_ignored(tmp_path: Path) -> None:
+    from hpcpolicy.atomic import finish_commit, journal_for
+
+    (tmp_path / "sub").mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    journal = journal_for(tmp_path / "sub" / "t.parquet")
+    journal.write_text(json.dumps({"replace": [["../victim.txt", "t.parquet"]],
+                                   "remove": ["../victim.txt"]}))
+    assert not finish_commit(journal)
+    assert victim.read_text() == "keep" and not (tmp_path / "sub" / "t.parquet").exists()
