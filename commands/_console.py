@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -19,6 +20,8 @@ __all__ = [
     "err_console",
     "fail_cleanly",
     "is_quiet",
+    "os_error_line",
+    "plain",
     "print_note",
     "set_verbosity",
     "short_names",
@@ -41,9 +44,42 @@ def is_quiet() -> bool:
     return _state["quiet"]
 
 
+def plain(text: object, style: str = "") -> Text:
+    """``text`` (a path, a name or message from the user's files) as Rich text shown as it
+    is: never read as markup, invisible and control characters escaped (:func:`visible`),
+    nothing cut, so a path can be copied.
+
+    Example:
+        >>> plain("[bold]x\x1b[31m").plain
+        '[bold]x\\u001b[31m'
+    """
+    return Text(visible(text, longest=None), style=style)
+
+
+_OS_FIX = {
+    errno.ENOSPC: "free some space, or write the output elsewhere",
+    errno.EDQUOT: "free some space, or write the output elsewhere",
+    errno.EACCES: "check the permissions, or choose another folder",
+    errno.EPERM: "check the permissions, or choose another folder",
+    errno.EROFS: "the file system is read-only; choose another folder",
+    errno.EISDIR: "give the name of a file, not of a folder",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """An error of the machine (full disk, permissions, a folder where a file belongs) as
+    one line: where, what, and how to fix it."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    what = exc.strerror or str(exc)
+    fix = _OS_FIX.get(exc.errno or 0)
+    return f"{where}{what}" + (f"; {fix}" if fix else "")
+
+
 @contextlib.contextmanager
 def fail_cleanly() -> Iterator[None]:
-    """Turn an :class:`HpcPolicyError` into a one-line message on stderr and exit code 1.
+    """Turn an :class:`HpcPolicyError`, or an :class:`OSError` (the machine failed: a full
+    disk, a folder that may not be written), into a one-line message on stderr and exit code 1.
 
     Any other exception is a bug and keeps its traceback.
     """
@@ -51,9 +87,10 @@ def fail_cleanly() -> Iterator[None]:
 
     try:
         yield
-    except HpcPolicyError as exc:
+    except (HpcPolicyError, OSError) as exc:
+        text = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
         # Messages hold text from the user's files: print it as text, never as markup.
-        message = visible(exc, longest=400)
+        message = visible(text, longest=400)
         err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
         raise typer.Exit(1) from None
 

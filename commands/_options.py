@@ -26,6 +26,8 @@ __all__ = [
     "WarmOpt",
     "WindowSizeOpt",
     "WorkersOpt",
+    "a_file",
+    "a_folder",
     "lower_choice",
     "parse_window_starts",
     "policy_choice",
@@ -60,15 +62,41 @@ SeedOpt = Annotated[
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite", help="Replace output files that already exist.")
 ]
+
+
+def _refuse(message: str) -> None:
+    """The one-line error and exit 1 of every command (Typer's own path checks would print
+    a usage box and exit 2)."""
+    from hpcpolicy.commands._console import fail_cleanly
+    from hpcpolicy.errors import ConfigError
+
+    with fail_cleanly():
+        raise ConfigError(message)
+
+
+def a_file(value: Path | None) -> Path | None:
+    """Option callback: ``value`` names a file (or nothing yet), not a folder."""
+    if value is not None and value.is_dir():
+        _refuse(f"{value} is a folder; give the name of a file")
+    return value
+
+
+def a_folder(value: Path | None) -> Path | None:
+    """Option callback: ``value`` names a folder (or nothing yet), not a file."""
+    if value is not None and value.exists() and not value.is_dir():
+        _refuse(f"{value} is a file; give the name of a folder")
+    return value
+
+
 JsonOutOpt = Annotated[
     Path | None,
-    typer.Option("--json", help="Also write the result as JSON to this file.", dir_okay=False),
+    typer.Option("--json", help="Also write the result as JSON to this file.", callback=a_file),
 ]
 
 # Workload and machine options, spelled the same in simulate, evaluate and train.
 ClusterOpt = Annotated[Path | None, typer.Option(
     "--cluster", help="Cluster spec (TOML/JSON, see examples/); default: the log header's "
-    "MaxProcs/MaxNodes.", dir_okay=False)]
+    "MaxProcs/MaxNodes.", callback=a_file)]
 ProcsOpt = Annotated[int | None, typer.Option(
     "--procs", help="Replay on a machine of N processors instead.")]
 ProcsFromOpt = Annotated[str | None, typer.Option(

@@ -12,6 +12,7 @@ from hpcpolicy.commands._console import (
     duration,
     fail_cleanly,
     is_quiet,
+    plain,
     print_note,
     short_names,
     whole_values,
@@ -29,6 +30,7 @@ from hpcpolicy.commands._options import (
     SpreadPenaltyOpt,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
+    a_file,
     lower_choice,
     parse_window_starts,
     policy_choice,
@@ -124,7 +126,7 @@ def _print(ev: Evaluation) -> None:
 
 def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Heuristics and trained policy directories, comma-separated "
         "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).",
@@ -214,7 +216,7 @@ def main(
                                                 cluster=machine))
     if is_quiet():
         if json_out is not None:
-            console.print(str(json_out))
+            console.print(plain(json_out), soft_wrap=True)
         return
     for note in workload.notes:
         print_note(note)

@@ -13,6 +13,7 @@ from hpcpolicy.commands._console import (
     duration,
     fail_cleanly,
     is_quiet,
+    plain,
     print_note,
     short_names,
     whole_values,
@@ -30,6 +31,7 @@ from hpcpolicy.commands._options import (
     SpreadPenaltyOpt,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
+    a_file,
     lower_choice,
     parse_window_starts,
     policy_choice,
@@ -116,7 +118,7 @@ def _render_gpu(runs: list[Replay], box: Any) -> None:
 
 def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Policy to replay: a heuristic name or a trained policy folder "
         "(runs/NAME/policy); repeat to compare several.",
@@ -157,7 +159,7 @@ def main(
     json_out: JsonOutOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the per-job outcomes of every run to this Parquet file.",
-        dir_okay=False)] = None,
+        callback=a_file)] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Replay a job table on a simulated machine and report waits, slowdowns and utilisation.
@@ -203,7 +205,8 @@ def main(
         windowed = windows is not None or starts is not None
         if not windowed and (window_size is not None or warm):
             raise ConfigError("--window-size and --warm need --windows N or --window-starts")
-        wcfg = WindowConfig(size=window_size or 1024, count=windows or 10, seed=seed,
+        wcfg = WindowConfig(size=1024 if window_size is None else window_size,
+                            count=10 if windows is None else windows, seed=seed,
                             starts=starts, warm=warm) if windowed else None
         options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime,
                                    unknown_run_time)
@@ -232,7 +235,7 @@ def main(
                 "hpcpolicy.workload_options": json.dumps(options.to_dict())})
     if is_quiet():
         for path in (p for p in (json_out, out) if p is not None):
-            console.print(str(path))
+            console.print(plain(path), soft_wrap=True)
         return
     render_runs(runs, wcfg is not None)
     _report(runs, wcfg, check)
@@ -257,12 +260,12 @@ def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
 
 def _describe(table: Path, workload: Any, machine: Any) -> None:
     dropped = sum(len(ids) for ids in workload.dropped.values())
-    console.print(f"{table}: {len(workload):,} jobs"
+    console.print(plain(f"{table}: {len(workload):,} jobs"
                   + (f" ({dropped:,} dropped)" if dropped else "")
                   + f"; machine {machine.name}: {machine.total_cores:,} cores, "
                   f"{machine.total_nodes:,} nodes"
                   + (f", {machine.total_gpus:,} GPUs" if machine.total_gpus else "")
-                  + f" (from {machine.source})")
+                  + f" (from {machine.source})"), soft_wrap=True)
     for note in (*workload.notes, *machine.notes):
         print_note(note)
 

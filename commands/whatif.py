@@ -25,6 +25,8 @@ from hpcpolicy.commands._options import (
     SpreadPenaltyOpt,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
+    a_file,
+    a_folder,
     lower_choice,
     workload_options,
 )
@@ -108,7 +110,7 @@ def render_whatif(doc: dict[str, Any]) -> None:
 
 def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     baseline: Annotated[str, typer.Option(
         "--baseline", help="Today's policy as best known: POLICY+BACKFILL (fcfs+easy, "
         "fairshare+easy, ...).")] = "fcfs+easy",
@@ -122,7 +124,7 @@ def main(
         "(comma-join changes for one scenario; repeat for several).")] = None,
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Report folder (report.html, report.json, report.md, "
-        "outcomes.parquet).", file_okay=False)] = Path("report"),
+        "outcomes.parquet).", callback=a_folder)] = Path("report"),
     period: Annotated[str, typer.Option(
         "--period", help="Window of the paired comparison: 7d, 1w, 1d, 12h...")] = "7d",
     metric: Annotated[str, typer.Option(

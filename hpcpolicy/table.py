@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from hpcpolicy.atomic import finish_commit, journal_for
 from hpcpolicy.errors import InputFormatError, SchemaValidationError
 from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION, polars_schema
 
@@ -85,13 +86,15 @@ def open_job_table(path: str | Path) -> JobTable:
         path: the ``NAME.parquet`` file.
 
     Returns:
-        The lazy table and its metadata; nothing but the footer has been read.
+        The lazy table and its metadata; nothing but the footer and the submit-time
+        column has been read.
 
     Raises:
         InputFormatError: the file is missing, is a folder, or is a raw log (the message gives
             the ingest command that makes its table).
         SchemaValidationError: not a Parquet file, not a job table, a table of another major
-            schema version, or canonical columns missing or of the wrong type.
+            schema version, canonical columns missing or of the wrong type, or a job without
+            a submit time.
 
     Example:
         >>> table = open_job_table("jobs.parquet")  # doctest: +SKIP
@@ -99,6 +102,7 @@ def open_job_table(path: str | Path) -> JobTable:
         '1.0'
     """
     path = Path(path)
+    finish_commit(journal_for(path))  # an ingest killed while renaming: finish it first
     if not path.exists():
         raise InputFormatError(f"{path}: no such file; make one with `hpcpolicy ingest LOG -o "
                                f"{path}`")
@@ -125,7 +129,7 @@ def open_job_table(path: str | Path) -> JobTable:
             f"{SCHEMA_VERSION.split('.')[0]}.x; re-ingest the log with this version "
             f"(`hpcpolicy ingest LOG -o {path.name} --overwrite`)"
         )
-    frame = pl.scan_parquet(path)
+    frame = pl.scan_parquet(path, glob=False)  # a name such as out[2].parquet is no pattern
     found = frame.collect_schema()
     minor = int(version.split(".")[1]) if version.count(".") == 1 and (
         version.split(".")[1].isdigit()) else 0
@@ -143,4 +147,9 @@ def open_job_table(path: str | Path) -> JobTable:
             f"{path}: not a valid job table (schema {version}): columns {', '.join(wrong)}; "
             f"{remake} --overwrite"
         )
+    nulls = frame.select(pl.col("submit_time").null_count()).collect().item()
+    if nulls:  # every tool places a job in time by its submit: a table never lacks one
+        raise SchemaValidationError(
+            f"{path}: {nulls} job(s) with a null submit_time; a job table places every job "
+            f"in time; {remake} --overwrite")
     return JobTable(path=path, frame=frame, metadata=meta)

@@ -58,7 +58,7 @@ def test_a_policy_that_picks_fitting_jobs_is_unchanged_by_easy() -> None:
 
 
 def _with(policy: FitFirst):  # type: ignore[no-untyped-def]
-    from hpcpolicy.policies.learned import policy_simulator
+    from hpcpolicy.deploy.resolve import policy_simulator
 
     return policy_simulator({"fit-first": policy})  # type: ignore[dict-item]
 
@@ -76,8 +76,8 @@ def test_simulate_says_when_backfilling_never_acted(tmp_path: Path) -> None:
 def policy_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
-    from hpcpolicy.artifact import export_policy
     from hpcpolicy.atomic import file_sha256
+    from hpcpolicy.rl.export import export_policy
     from hpcpolicy.rl.networks import ActorCritic
 
     tmp = tmp_path_factory.mktemp("insample")

@@ -78,7 +78,7 @@ def test_a_trained_policy_folder_ranks_the_whole_queue(tmp_path: object) -> None
     pytest.importorskip("onnxruntime")
     from pathlib import Path
 
-    from hpcpolicy.artifact import export_policy
+    from hpcpolicy.rl.export import export_policy
     from hpcpolicy.rl.networks import ActorCritic
 
     torch.manual_seed(0)

@@ -11,8 +11,7 @@ write is :mod:`hpcpolicy.artifact`'s, and :mod:`hpcpolicy.deploy` reads it back.
 Importing this module does not import torch.
 
 Example:
-    >>> import tempfile
-    >>> from hpcpolicy.rl.networks import ActorCritic
+    >>>     >>> from hpcpolicy.rl.networks import ActorCritic
     >>> d = export_policy(ActorCritic(7, 7), tempfile.mkdtemp() + "/policy", k=8,
     ...                   config={"algo": "ppo", "seed": 1, "hidden": [32, 16, 8],
     ...                           "activation": "tanh"}, metrics={})
@@ -27,7 +26,6 @@ import datetime as dt
 import math
 import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,7 +42,7 @@ from hpcpolicy.artifact import (
     git_commit,
     validate_manifest,
 )
-from hpcpolicy.atomic import file_sha256, replace_dir, write_json
+from hpcpolicy.atomic import build_dir, file_sha256, replace_dir, write_json
 from hpcpolicy.version import __version__
 
 if TYPE_CHECKING:
@@ -114,8 +112,7 @@ def stage_artifact(out_dir: str | os.PathLike[str], fmt: str,
         ArtifactError: The manifest breaks its schema (a bug in the exporter).
     """
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    build = build_dir(out)  # removes the build folders of interrupted exports first
     build.chmod(0o755)  # mkdtemp makes it private; a policy is meant to be shared
     try:
         files = network.write(build) if network is not None else None

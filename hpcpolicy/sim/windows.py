@@ -85,9 +85,9 @@ class WindowConfig(Config):
 
     def validate(self) -> None:
         if self.size < 1:
-            raise ConfigError(f"window size must be >= 1 job, not {self.size}")
+            raise ConfigError(f"--window-size: window size must be >= 1 job, not {self.size}")
         if self.count < 1:
-            raise ConfigError(f"window count must be >= 1, not {self.count}")
+            raise ConfigError(f"--windows: window count must be >= 1, not {self.count}")
         if self.starts is not None:
             if not self.starts:
                 raise ConfigError("window starts: give at least one index")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from hpcpolicy.config import Config
-from hpcpolicy.errors import ConfigError
+from hpcpolicy.errors import ConfigError, SimulationError
 from hpcpolicy.whatif import breakdowns, compare, verdicts
 from hpcpolicy.whatif.fidelity import fidelity
 from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
@@ -40,6 +40,10 @@ __all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "offer
 
 SCHEMA_VERSION = "1.0"
 """Version of ``schemas/whatif.schema.json`` that :func:`run_whatif` writes."""
+
+MAX_WINDOWS = 20_000
+"""Most comparison windows: each holds a histogram per metric (1024 bins of 8 bytes), so more
+would not fit in memory (one job running 10^12 s asks for 1.6 M weekly windows, 139 GiB)."""
 
 Step = Callable[[str, int, int], None]
 
@@ -163,6 +167,9 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
                for s in specs]
     replays = replay(w, c, configs, None, simulate=policy_simulator(policies),
                      on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0))
+    never = replays[0].never_fits()
+    if len(w) and len(never) == len(w):
+        raise SimulationError(_nothing_fits(scenario, w, c))
     runs = []
     for i, (spec, rep) in enumerate(zip(specs, replays, strict=True)):
         runs.append(WhatifRun(
@@ -170,6 +177,15 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
             role="baseline" if i == 0 else "candidate", outcomes=rep.windows[0].outcomes(),
             summary=rep.summary, never_fits=len(rep.never_fits()), cores=c.total_cores))
     return runs, w, c, [n for n in map(backfill_note, replays) if n is not None]
+
+
+def _nothing_fits(scenario: Scenario, w: Workload, c: ClusterSpec) -> str:
+    """The error when no job of a scenario fits its machine (nothing to compare)."""
+    where = "" if scenario is AS_LOGGED else f" under scenario {scenario.id}"
+    smallest = int(w.procs.min())
+    return (f"none of the {len(w):,} jobs fits the machine{where} ({c.total_cores:,} cores; "
+            f"the smallest job asks for {smallest:,}), so there is nothing to compare; give "
+            "the machine the log ran on with --cluster or --procs")
 
 
 def _extreme(series: pl.Series, largest: bool = True) -> int | None:
@@ -187,9 +203,22 @@ def _span(runs: list[WhatifRun]) -> tuple[int, int]:
 
 
 def _grid(runs: list[WhatifRun], period_s: int) -> tuple[int, int]:
-    """Start and number of the comparison windows covering every submit and end."""
+    """Start and number of the comparison windows covering every submit and end.
+
+    Raises:
+        SimulationError: more than :data:`MAX_WINDOWS` windows (a run time of centuries).
+    """
     t0, t1 = _span(runs)
-    return t0, max(1, math.ceil((t1 - t0 + 1) / period_s))
+    n = max(1, math.ceil((t1 - t0 + 1) / period_s))
+    if n > MAX_WINDOWS:
+
+        job = runs[0].outcomes.sort("run", descending=True, nulls_last=True).row(0, named=True)
+        raise SimulationError(
+            f"the replay spans {(t1 - t0) / 86400 / 365.25:,.1f} years (job {job['job_id']} "
+            f"runs {job['run']:,} s): at --period {period_s:,} s that is {n:,} windows, more "
+            f"than {MAX_WINDOWS:,}; check that job's run time in the log, or give a longer "
+            "--period")
+    return t0, n
 
 
 def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
@@ -283,7 +312,8 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
 
     Raises:
         ConfigError: bad specs or scenarios; ArtifactError: a candidate policy that cannot
-            be loaded.
+            be loaded; SimulationError: no job fits the machine of a scenario, or the jobs
+            span more than :data:`MAX_WINDOWS` periods.
     """
     base_spec, cand_specs = cfg.run_specs()
     scenarios = cfg.scenario_list()

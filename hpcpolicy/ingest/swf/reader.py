@@ -43,7 +43,8 @@ code, node list) are null: SWF does not record them.
 A header ``MaxRecords`` that differs from the records (data lines) in the file is reported in
 the notes (KTH-SP2-1996-2.1-cln says 28,476 and holds 27,992).
 
-Time origin: the header's ``UnixStartTime``; without it, 1970-01-01 UTC, reported in
+Time origin: the header's ``UnixStartTime`` (a time from 1970 to 9999, else the file is
+refused); without it, 1970-01-01 UTC, reported in
 ``inferred`` and the notes (times then keep their order and spacing but not their dates).
 Times are absolute (UTC), so ``--tz`` does not apply to SWF.
 
@@ -73,11 +74,12 @@ from typing import Any
 
 import polars as pl
 
+from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, PassCheck, ReaderPlan
 from hpcpolicy.ingest.swf.header import numbered_names, read_header
 from hpcpolicy.ingest.swf.scan import scan_swf
-from hpcpolicy.schema import JOB_COLUMNS, STATE_DTYPE
+from hpcpolicy.schema import JOB_COLUMNS, LAST_EPOCH_S, STATE_DTYPE
 
 __all__ = ["STATUS_STATES", "plan_swf"]
 
@@ -231,6 +233,10 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
     notes = [f"{path.name}: {n}" for n in notes]
     inferred: dict[str, Any] = {}
     origin = header.get("UnixStartTime")
+    if isinstance(origin, int) and not 0 <= origin <= LAST_EPOCH_S:
+        raise InputFormatError(
+            f"{path}: header UnixStartTime {origin} is not a Unix time from 1970 to 9999; "
+            "correct the header line (seconds since 1970-01-01 UTC) or remove it")
     if not isinstance(origin, int):
         origin = 0
         inferred["time_origin"] = {
