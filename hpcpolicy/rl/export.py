@@ -11,7 +11,8 @@ write is :mod:`hpcpolicy.artifact`'s, and :mod:`hpcpolicy.deploy` reads it back.
 Importing this module does not import torch.
 
 Example:
-    >>>     >>> from hpcpolicy.rl.networks import ActorCritic
+    >>> import tempfile
+    >>> from hpcpolicy.rl.networks import ActorCritic
     >>> d = export_policy(ActorCritic(7, 7), tempfile.mkdtemp() + "/policy", k=8,
     ...                   config={"algo": "ppo", "seed": 1, "hidden": [32, 16, 8],
     ...                           "activation": "tanh"}, metrics={})
