@@ -45,10 +45,10 @@ from hpcpolicy.sim.nbstruct import (
     tree_set,
 )
 
-# The entry points, then the kernels the RLScheduler-compatible engine (hpcpolicy.sim.compat),
+# The entry points, and the kernels the RLScheduler-compatible engine (hpcpolicy.sim.compat),
 # the environment and the logged-decision sweep share with this engine.
-__all__ = ["Jobs", "State", "decide", "next_decision", "run_to_end",
-           "dynamic_score", "fairshare_add", "fit_group", "unpack"]
+__all__ = ["Jobs", "State", "decide", "dynamic_score", "fairshare_add", "fit_group",
+           "next_decision", "run_to_end", "unpack"]
 
 LN2 = math.log(2.0)
 SCALE_DOWN = 2.0 ** -256
