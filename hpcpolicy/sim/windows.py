@@ -286,29 +286,45 @@ def replay(
                                                   simulate, cfg)
                     running, backlog = preload[key]
             step(label, len(out) * len(starts) + len(runs), total)
-            t0 = time.perf_counter()
-            res = simulate(jobs, cluster, cfg, running=running)
-            wall = time.perf_counter() - t0
-            table = metrics.outcome_table(jobs, res, identity=False)
-            summary = metrics.summarize(table, cluster, utilization_end=utilization_end)
-            gpu = None
-            if res.placement:
-                from hpcpolicy.gpu.metrics import gpu_summary
-
-                gpu = gpu_summary(jobs, res, cluster)
-                summary["gpu_utilization"] = gpu["gpu_utilization"]  # fractions of GPUs too
-            runs.append(WindowRun(
-                start=start,
-                jobs=jobs,
-                result=res,
-                summary=summary,
-                preloaded=0 if running is None else len(running),
-                backlog=backlog,
-                wall_s=wall,
-                gpu=gpu,
-            ))
+            runs.append(_measured_run(jobs, cluster, cfg, simulate, start=start, running=running,
+                                      backlog=backlog, utilization_end=utilization_end))
         out.append(_combine(cfg, runs, windowed=windows is not None))
     return out
+
+
+def _measured_run(
+    jobs: Workload,
+    cluster: ClusterSpec,
+    cfg: SimConfig,
+    simulate: Simulate,
+    *,
+    start: int | None,
+    running: RunningJobs | None,
+    backlog: int,
+    utilization_end: str,
+) -> WindowRun:
+    """Simulate one window (or the whole workload) and summarize what happened."""
+    t0 = time.perf_counter()
+    res = simulate(jobs, cluster, cfg, running=running)
+    wall = time.perf_counter() - t0
+    table = metrics.outcome_table(jobs, res, identity=False)
+    summary = metrics.summarize(table, cluster, utilization_end=utilization_end)
+    gpu = None
+    if res.placement:
+        from hpcpolicy.gpu.metrics import gpu_summary
+
+        gpu = gpu_summary(jobs, res, cluster)
+        summary["gpu_utilization"] = gpu["gpu_utilization"]  # fractions of GPUs too
+    return WindowRun(
+        start=start,
+        jobs=jobs,
+        result=res,
+        summary=summary,
+        preloaded=0 if running is None else len(running),
+        backlog=backlog,
+        wall_s=wall,
+        gpu=gpu,
+    )
 
 
 def _combine(cfg: SimConfig, runs: list[WindowRun], *, windowed: bool) -> Replay:
