@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 # commands/ and schemas/ install as hpcpolicy.commands and hpcpolicy.schemas (pyproject.toml).
 SOURCES = {"hpcpolicy": "hpcpolicy", "commands": "hpcpolicy.commands",
            "schemas": "hpcpolicy.schemas"}
