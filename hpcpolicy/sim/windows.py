@@ -249,10 +249,21 @@ def replay(
         One :class:`Replay` per configuration.
 
     Example:
-        >>> from hpcpolicy.sim import simulate  # doctest: +SKIP
-        >>> runs = replay(w, cluster, [SimConfig("fcfs"), SimConfig("sjf", "easy")],
-        ...               WindowConfig(size=1024, starts=(1981, 2714)))  # doctest: +SKIP
-        >>> [r.summary["mean_bsld"] for r in runs]  # doctest: +SKIP
+        Two windows, each a long and a short job submitted together on a one-job machine:
+
+        >>> import numpy as np
+        >>> from hpcpolicy.cluster import ClusterSpec
+        >>> from hpcpolicy.workload import Workload
+        >>> i = lambda *v: np.array(v, dtype=np.int64)
+        >>> z = np.zeros(4, dtype=np.int64)
+        >>> w = Workload(job_id=np.array(list("abcd"), dtype=object), submit=i(0, 0, 10, 10),
+        ...     run_time=i(100, 10, 100, 10), req_walltime=i(100, 10, 100, 10),
+        ...     procs=i(4, 4, 4, 4), nodes=z, gpus=z, mem_mib=z, user=z.astype(np.int32),
+        ...     partition=z.astype(np.int32), logged_start=z - 1)
+        >>> runs = replay(w, ClusterSpec.homogeneous(4), [SimConfig("fcfs"), SimConfig("sjf")],
+        ...               WindowConfig(size=2, starts=(0, 2)))
+        >>> [r.summary["mean_bsld"] for r in runs]
+        [6.0, 1.05]
     """
     if not configs:
         raise ConfigError("no configuration to replay")
