@@ -136,8 +136,8 @@ def _start(run: Path, cfg: GpuDqnConfig, resume: bool) -> int:
     return int(json.loads(mark.read_text(encoding="utf-8"))["step"])
 
 
-def _checkpointing(run: Path, rows: list[dict[str, float]], cfg: GpuDqnConfig, done: int,
-                   progress: Progress | None) -> Callable[[Any, int, int], None]:
+def _checkpointing(run: Path, checkpoint: Path, rows: list[dict[str, float]], cfg: GpuDqnConfig,
+                   done: int, progress: Progress | None) -> Callable[[Any, int, int], None]:
     """``fit_online``'s callback for a session that starts at step ``done``: progress every
     100 steps; at the end of every epoch and of the session, the checkpoint, the step it was
     taken at and episodes.csv."""
@@ -147,7 +147,7 @@ def _checkpointing(run: Path, rows: list[dict[str, float]], cfg: GpuDqnConfig, d
         if progress is not None and (step % 100 == 0 or step == todo):
             progress(done + step, cfg.steps)
         if step % cfg.epoch_steps == 0 or step == todo:
-            with atomic_path(run / "checkpoints" / "last.d3") as tmp:
+            with atomic_path(checkpoint) as tmp:
                 algo.save_model(str(tmp))
             write_json(run / "checkpoints" / "last.json", {"step": done + step})
             _write_rows(run / "episodes.csv", rows)
@@ -204,8 +204,9 @@ def train_gpu_dqn(workload: Workload, cluster: ClusterSpec, cfg: GpuDqnConfig,
     logged.reset(seed=seed)  # seeds the windows' draws; fit_online's own reset() goes on
     algo = dqn_algo(cfg)
     algo.build_with_env(logged)
+    checkpoint = run / "checkpoints" / "last.d3"
     if done:
-        algo.load_model(str(run / "checkpoints" / "last.d3"))
+        algo.load_model(str(checkpoint))
     buffer = d3.dataset.create_fifo_replay_buffer(cfg.buffer_size, env=logged)
     todo = cfg.steps - done
     tic = time.perf_counter()
@@ -217,7 +218,7 @@ def train_gpu_dqn(workload: Workload, cluster: ClusterSpec, cfg: GpuDqnConfig,
                         with_timestamp=False,
                         logger_adapter=d3.logging.FileAdapterFactory(root_dir=str(run)),
                         show_progress=False, save_interval=todo + 1,
-                        callback=_checkpointing(run, rows, cfg, done, progress))
+                        callback=_checkpointing(run, checkpoint, rows, cfg, done, progress))
     wall = time.perf_counter() - tic
     env.close()
     last = _last_metrics(rows)
