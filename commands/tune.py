@@ -34,9 +34,9 @@ __all__ = ["main"]
 
 def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> PPOConfig:
     """The members' base config: defaults (learning rate not annealed), --config, flags."""
-    from hpcpolicy.commands.train import config_fields
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.rl.config import ALGO_CONFIGS, config_from_dict
+    from hpcpolicy.training import config_fields
 
     if algo not in ALGO_CONFIGS:
         raise ConfigError(f"unknown --algo {algo!r}; a tune trains online: "

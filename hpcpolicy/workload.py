@@ -33,6 +33,7 @@ __all__ = [
     "JobIds",
     "Workload",
     "WorkloadOptions",
+    "workload_options",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -524,3 +525,17 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         dropped=dropped,
         options=opts,
     )
+
+
+def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,
+                     drop_zero_runtime: bool | None = None) -> WorkloadOptions:
+    """The workload conventions that the command-line options select (None: not given).
+
+    Example:
+        >>> workload_options(None, None, "3600").walltime_fallback
+        3600
+    """
+    return WorkloadOptions.preset(
+        compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
+        walltime_fallback=None if walltime_fallback is None
+        else WorkloadOptions.parse_walltime_fallback(walltime_fallback))
