@@ -33,14 +33,6 @@ COMMAND_BODY_LINES = 60
 LONG_FUNCTION_LINES = 80
 LONG_FUNCTIONS_ALLOWED = 5
 
-# Helper "train" (issue 24 item 3) moves the routing, resume and env.json check of
-# commands/train.py into the library's train(); until that lands the module breaks both rules.
-PENDING_COMMANDS = {
-    "train.py": "helper 'train' is moving commands/train.py's logic into hpcpolicy.train() "
-                "(issue 24 item 3); remove this mark once it is merged",
-}
-
-
 def _modules() -> dict[str, tuple[Path, bool]]:
     """Dotted module name -> (source file, whether it is a package's __init__)."""
     found: dict[str, tuple[Path, bool]] = {}
@@ -143,16 +135,7 @@ def _code_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return (fn.end_lineno or fn.lineno) - body[0].lineno + 1
 
 
-def _command_params() -> list[object]:
-    return [
-        pytest.param(path, marks=pytest.mark.xfail(reason=PENDING_COMMANDS[path.name],
-                                                   strict=True))
-        if path.name in PENDING_COMMANDS else path
-        for path in sorted((ROOT / "commands").glob("*.py"))
-    ]
-
-
-@pytest.mark.parametrize("path", _command_params(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "commands").glob("*.py")), ids=lambda p: p.name)
 def test_commands_stay_thin(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     lines = len(text.splitlines())
