@@ -239,6 +239,7 @@ def evaluate_policy(table: Path, policy: Path, backfill: str, options: dict[str,
                     a: argparse.Namespace, compat: str | None = None,
                     starts: tuple[int, ...] | None = None) -> dict[str, Any]:
     """The policy and the heuristics on identical windows; the bar's figures."""
+    from hpcpolicy.compat import compat_preset
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
 
@@ -246,7 +247,8 @@ def evaluate_policy(table: Path, policy: Path, backfill: str, options: dict[str,
     cfg = EvaluateConfig(policies=(*HEURISTICS, str(policy)), backfills=(backfill,),
                          windows=a.windows, window_size=a.window_size, seed=a.seed,
                          split="all" if starts else "test", train_frac=a.train_frac,
-                         starts=starts, compat=compat, exclusive_nodes=compat == "rlscheduler")
+                         starts=starts, compat=compat,
+                         exclusive_nodes=compat_preset(compat).exclusive_nodes)
     ev = evaluate(workload, machine, cfg)
     name, best = ev.best_heuristics()[backfill]
     learned = ev.runs[-1]

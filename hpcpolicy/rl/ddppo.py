@@ -255,6 +255,20 @@ def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
     return path
 
 
+def _read_launch(path: Path) -> dict[str, Any]:
+    """launch.json's content, checked to have the parts :func:`prepare_launch` writes."""
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
+    parts = {"config": dict, "env_kwargs": dict, "provenance": dict}
+    if not isinstance(spec, dict) or any(not isinstance(spec.get(k), t)
+                                         for k, t in parts.items()):
+        raise ConfigError(f"{path}: expected an object with the objects "
+                          f"{', '.join(parts)}, as prepare_launch() writes it")
+    return spec
+
+
 def worker_main(run_dir: str | Path, resume: bool = False,
                 env_factory: str | None = None) -> TrainResult:
     """Body of one torchrun worker: read launch.json, join the group, train.
@@ -263,15 +277,18 @@ def worker_main(run_dir: str | Path, resume: bool = False,
     worker's command line; see :data:`PROJECT_ENV_FACTORIES`).
 
     Raises:
-        ConfigError: launch.json is missing, does not hold a DD-PPO config, or names a factory
-            that is neither the project's nor ``env_factory``.
+        ConfigError: launch.json is missing or of another shape, does not hold a valid DD-PPO
+            config, or names a factory that is neither the project's nor ``env_factory``.
     """
     path = Path(run_dir) / LAUNCH_FILE
     if not path.is_file():
         raise ConfigError(f"{path} not found; write it with prepare_launch() (or `hpcpolicy "
                           "train --algo ddppo`) before starting torchrun")
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    cfg = config_from_dict(spec["config"])
+    spec = _read_launch(path)
+    try:
+        cfg = config_from_dict(spec["config"])
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(cfg, DDPPOConfig):
         raise ConfigError(f"{path}: config algo is {cfg.algo!r}, DD-PPO workers need 'ddppo'")
     make_env = functools.partial(_trusted_factory(path, spec.get("env_factory"), env_factory),

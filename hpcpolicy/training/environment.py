@@ -37,8 +37,8 @@ def record_environment(run: Path, factory: str, kwargs: dict[str, Any], resume: 
         resume: Whether the run continues; then ``env.json`` must hold the same environment.
 
     Raises:
-        ConfigError: On resume, no ``env.json``, or one with another factory or arguments (the
-            message names each difference).
+        ConfigError: On resume, no ``env.json``, one that is not as written here, or one with
+            another factory or arguments (the message names each difference).
     """
     path = run / ENV_FILE
     spec = {"factory": factory, "kwargs": kwargs}
@@ -47,7 +47,14 @@ def record_environment(run: Path, factory: str, kwargs: dict[str, Any], resume: 
         return
     if not path.is_file():
         raise ConfigError(f"{path} not found: {run} was not written by `hpcpolicy train`")
-    saved = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
+    if not (isinstance(saved, dict) and isinstance(saved.get("factory"), str)
+            and isinstance(saved.get("kwargs"), dict)):
+        raise ConfigError(f"{path}: expected an object with a `factory` name and its `kwargs` "
+                          "object, as `hpcpolicy train` writes it")
     old, new = _flat(saved["kwargs"]), _flat(kwargs)
     changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if saved["factory"] != factory or changed:

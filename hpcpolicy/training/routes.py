@@ -223,6 +223,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
 def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The scheduling environment of an online run: the factory's keyword arguments, the
     provenance facts and a description of the data."""
+    from hpcpolicy.compat import compat_preset
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs, load, provenance
     from hpcpolicy.env.spaces import DEFAULT_K
@@ -231,7 +232,7 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
     env = EnvConfig(k=DEFAULT_K if opts.k is None else opts.k, window_size=opts.window_size,
                     reward=opts.reward, backfill=opts.backfill, split=opts.split,
                     train_frac=opts.train_frac, warm=opts.warm, compat=opts.compat,
-                    exclusive_nodes=opts.compat == "rlscheduler")
+                    exclusive_nodes=compat_preset(opts.compat).exclusive_nodes)
     options = opts.workload()
     workload, machine = load(table, options.to_dict(),
                              None if opts.cluster is None else str(opts.cluster), opts.procs)
