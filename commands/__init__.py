@@ -12,6 +12,7 @@ import typer
 
 from hpcpolicy import __version__
 from hpcpolicy.commands import (
+    advise,
     dataset,
     demo,
     evaluate,
@@ -72,6 +73,7 @@ app.command("tune")(tune.main)
 app.command("evaluate")(evaluate.main)
 app.add_typer(dataset.app, name="dataset")
 app.command("whatif")(whatif.main)
+app.command("advise")(advise.main)
 
 
 def main() -> None:
