@@ -32,7 +32,7 @@ app = typer.Typer(
     name="hpcpolicy",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # click's help: wraps at word boundaries, never cuts a word
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
