@@ -50,8 +50,8 @@ def plain(text: object, style: str = "") -> Text:
     nothing cut, so a path can be copied.
 
     Example:
-        >>> plain("[bold]x\x1b[31m").plain
-        '[bold]x\\u001b[31m'
+        >>> print(plain("[bold]x\x1b[31m").plain)
+        [bold]x\\u001b[31m
     """
     return Text(visible(text, longest=None), style=style)
 

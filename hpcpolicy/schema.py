@@ -35,7 +35,6 @@ __all__ = [
     "Column",
     "job_table_json_schema",
     "polars_schema",
-    "submit_columns",
 ]
 
 SCHEMA_VERSION = "1.1"
@@ -146,11 +145,6 @@ JOB_COLUMNS: tuple[Column, ...] = (
 def polars_schema() -> pl.Schema:
     """The job table's Polars schema, in column order."""
     return pl.Schema({c.name: c.dtype for c in JOB_COLUMNS})
-
-
-def submit_columns() -> tuple[str, ...]:
-    """Names of the columns a scheduling policy may read (known at submit time)."""
-    return tuple(c.name for c in JOB_COLUMNS if c.kind == "submit")
 
 
 def _json_type(col: Column) -> dict[str, Any]:

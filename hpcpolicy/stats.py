@@ -272,9 +272,19 @@ def profile(path: str | Path, *, procs: int | None = None, cluster: str | Path |
             that disagree on the machine size, ``top_users`` < 1 or an unknown ``tz``.
 
     Example:
-        >>> p = profile("jobs.parquet", procs=256)  # doctest: +SKIP
-        >>> p["load"]["offered_load"]  # doctest: +SKIP
-        0.71
+        Two jobs 100 s apart (4 cores for 60 s, 2 cores for 30 s) on an 8-core machine ask
+        for 300 of its 800 core-seconds:
+
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from hpcpolicy.ingest import ingest
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "log.swf").write_text("1 0 5 60 4 -1 -1 4 100 -1 1 1 1 -1 1 -1 -1 -1\\n"
+        ...                                "2 100 0 30 2 -1 -1 2 60 -1 1 1 1 -1 1 -1 -1 -1\\n")
+        >>> _ = ingest([d / "log.swf"], d / "jobs.parquet")
+        >>> p = profile(d / "jobs.parquet", procs=8)
+        >>> p["load"]["offered_load"]
+        0.375
     """
     if top_users < 1:
         raise ConfigError(f"top_users must be at least 1, not {top_users}")
@@ -306,8 +316,13 @@ def save_profile(profile_: dict[str, Any], path: str | Path) -> Path:
     """Write a profile as indented JSON, atomically, keeping its key order.
 
     Example:
-        >>> save_profile(profile("jobs.parquet"), "stats.json")  # doctest: +SKIP
-        PosixPath('stats.json')
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> d = Path(tempfile.mkdtemp())
+        >>> save_profile({"jobs": 2, "load": {"offered_load": 0.375}}, d / "stats.json").name
+        'stats.json'
+        >>> json.loads((d / "stats.json").read_text())
+        {'jobs': 2, 'load': {'offered_load': 0.375}}
     """
     write_text(path, json.dumps(profile_, indent=2) + "\n")
     return Path(path)

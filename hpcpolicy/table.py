@@ -99,7 +99,7 @@ def open_job_table(path: str | Path) -> JobTable:
     Example:
         >>> table = open_job_table("jobs.parquet")  # doctest: +SKIP
         >>> table.metadata["schema_version"]  # doctest: +SKIP
-        '1.0'
+        '1.1'
     """
     path = Path(path)
     finish_commit(journal_for(path))  # an ingest killed while renaming: finish it first

@@ -48,7 +48,7 @@ from numba import njit
 from hpcpolicy.env.observe import fill
 from hpcpolicy.sim import fast
 from hpcpolicy.sim.compiled import Stepper, bind
-from hpcpolicy.sim.fast import _pick  # the engine's own fit test (the compat engine uses it too)
+from hpcpolicy.sim.fast import fit_group  # the engine's own fit test
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
@@ -86,7 +86,7 @@ def head_scores(waiting: int, slot: int, out: F64 | None = None) -> F64:
 @njit(cache=True)
 def _fits_now(jobs, need, free, out):
     for i in range(jobs.shape[0]):
-        out[i] = _pick(need, free, jobs[i]) >= 0
+        out[i] = fit_group(need, free, jobs[i]) >= 0
 
 
 @njit(cache=True)

@@ -46,7 +46,7 @@ from hpcpolicy.sim.metrics import TAU_S
 if TYPE_CHECKING:
     from hpcpolicy.sim.prepare import Prepared
 
-__all__ = ["REWARD_TERMS", "RewardMeter", "format_reward", "parse_reward"]
+__all__ = ["REWARD_TERMS", "RewardMeter", "format_reward", "parse_reward", "sums_at"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -104,7 +104,7 @@ def format_reward(weights: dict[str, float]) -> str:
 
 
 @njit(cache=True)
-def _sums(t, submit, never, start, dur, slow_div, grp, cores, out):
+def sums_at(t, submit, never, start, dur, slow_div, grp, cores, out):
     """Sums at time t over the jobs submitted by then: bounded-slowdown potential, wait,
     response, core-seconds used. ``slow_div`` is max(run, tau) per job."""
     bsld = 0.0
@@ -139,7 +139,7 @@ def _sums(t, submit, never, start, dur, slow_div, grp, cores, out):
 def _potentials(t, submit, never, start, dur, slow_div, grp, cores, jobs, t0, total_cores, out):
     """Each term's potential at time t (in :data:`REWARD_TERMS` order) into ``out``, over the
     ``jobs`` runnable jobs; ``t0`` is the first submit (the utilisation span starts there)."""
-    _sums(t, submit, never, start, dur, slow_div, grp, cores, out)
+    sums_at(t, submit, never, start, dur, slow_div, grp, cores, out)
     span = t - t0
     out[3] = out[3] / (total_cores * span) if span > 0 else 0.0
     out[0] = -out[0] / jobs

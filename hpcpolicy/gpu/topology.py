@@ -106,11 +106,6 @@ class Topology:
             model=spec.gpu,
         )
 
-    @property
-    def n_nodes(self) -> int:
-        """Nodes in the cluster."""
-        return int(self.node_pool.shape[0])
-
     def pool_nodes(self, pool: int) -> I64:
         """Indices of the nodes of ``pool``, in spec order."""
         return np.flatnonzero(self.node_pool == pool)

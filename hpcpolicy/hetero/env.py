@@ -1,10 +1,24 @@
 """The heterogeneous-GPU assignment task as a Gymnasium environment.
 
 Example:
-    >>> env = GpuAssignEnv(workload, cluster, GpuDqnConfig())      # doctest: +SKIP
-    >>> obs, info = env.reset(seed=1)                                # doctest: +SKIP
-    >>> action = env.action_space.sample(mask=info["mask"].astype(np.int8))  # doctest: +SKIP
-    >>> obs, reward, terminated, truncated, info = env.step(action)  # doctest: +SKIP
+    Windows of two 4-GPU jobs, on one node of each of two GPU types:
+
+    >>> from hpcpolicy.cluster import NodeGroup
+    >>> from hpcpolicy.workload import Workload
+    >>> z = np.zeros(4, dtype=np.int64)
+    >>> w = Workload(job_id=np.array(list("abcd"), dtype=object), submit=np.arange(4) * 10,
+    ...     run_time=np.full(4, 100), req_walltime=np.full(4, 100), procs=np.ones(4, np.int64),
+    ...     nodes=z, gpus=np.full(4, 4), mem_mib=z, user=z.astype(np.int32),
+    ...     partition=z.astype(np.int32), logged_start=z - 1)
+    >>> spec = ClusterSpec((NodeGroup("old", 1, 8, gpus=4, gpu_type="v100"),
+    ...                     NodeGroup("new", 1, 8, gpus=4, gpu_type="a100")))
+    >>> env = GpuAssignEnv(w, spec, GpuDqnConfig(window_size=2, train_frac=0.5))
+    >>> obs, info = env.reset(seed=1)
+    >>> info["mask"].tolist()  # either type can take the job
+    [True, True]
+    >>> obs, reward, terminated, truncated, info = env.step(0)
+    >>> terminated  # the other job then fits only on the other type: nothing left to decide
+    True
 """
 
 from __future__ import annotations

@@ -8,10 +8,22 @@ hand-over through two one-slot queues), so a replay is as deterministic as a pla
 ``simulate``: same choices, same schedule.
 
 Example:
-    >>> run = EngineRun(workload, cluster, SimConfig())         # doctest: +SKIP
-    >>> while (view := run.next()) is not None:                  # doctest: +SKIP
-    ...     run.answer(0)                                         # the first candidate
-    >>> run.outcome["start"]                                      # doctest: +SKIP
+    Two 4-GPU jobs on one node of each of two GPU types, each placed on its first candidate:
+
+    >>> import numpy as np
+    >>> from hpcpolicy.cluster import NodeGroup
+    >>> z = np.zeros(2, dtype=np.int64)
+    >>> w = Workload(job_id=np.array(["a", "b"], dtype=object), submit=z,
+    ...     run_time=np.array([100, 100]), req_walltime=np.array([100, 100]),
+    ...     procs=np.array([1, 1]), nodes=z, gpus=np.array([4, 4]), mem_mib=z,
+    ...     user=z.astype(np.int32), partition=z.astype(np.int32), logged_start=z - 1)
+    >>> spec = ClusterSpec((NodeGroup("old", 1, 8, gpus=4, gpu_type="v100"),
+    ...                     NodeGroup("new", 1, 8, gpus=4, gpu_type="a100")))
+    >>> run = EngineRun(w, spec, SimConfig(allocator="first-available"))
+    >>> while (view := run.next()) is not None:
+    ...     run.answer(0)
+    >>> run.outcome["start"].tolist()
+    [0, 0]
 """
 
 from __future__ import annotations

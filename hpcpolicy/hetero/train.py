@@ -136,6 +136,25 @@ def _start(run: Path, cfg: GpuDqnConfig, resume: bool) -> int:
     return int(json.loads(mark.read_text(encoding="utf-8"))["step"])
 
 
+def _checkpointing(run: Path, checkpoint: Path, rows: list[dict[str, float]], cfg: GpuDqnConfig,
+                   done: int, progress: Progress | None) -> Callable[[Any, int, int], None]:
+    """``fit_online``'s callback for a session that starts at step ``done``: progress every
+    100 steps; at the end of every epoch and of the session, the checkpoint, the step it was
+    taken at and episodes.csv."""
+    todo = cfg.steps - done
+
+    def on_step(algo: Any, epoch: int, step: int) -> None:
+        if progress is not None and (step % 100 == 0 or step == todo):
+            progress(done + step, cfg.steps)
+        if step % cfg.epoch_steps == 0 or step == todo:
+            with atomic_path(checkpoint) as tmp:
+                algo.save_model(str(tmp))
+            write_json(run / "checkpoints" / "last.json", {"step": done + step})
+            _write_rows(run / "episodes.csv", rows)
+
+    return on_step
+
+
 def train_gpu_dqn(workload: Workload, cluster: ClusterSpec, cfg: GpuDqnConfig,
                   run_dir: str | Path, *, resume: bool = False,
                   training_data: Mapping[str, Any] | None = None,
@@ -195,25 +214,16 @@ def train_gpu_dqn(workload: Workload, cluster: ClusterSpec, cfg: GpuDqnConfig,
         load_checkpoint(algo, checkpoint)
     buffer = d3.dataset.create_fifo_replay_buffer(cfg.buffer_size, env=logged)
     todo = cfg.steps - done
-    per_epoch = cfg.epoch_steps
-
-    def on_step(algo_: Any, epoch: int, step: int) -> None:
-        if progress is not None and (step % 100 == 0 or step == todo):
-            progress(done + step, cfg.steps)
-        if step % per_epoch == 0 or step == todo:
-            with atomic_path(checkpoint) as tmp:
-                algo_.save_model(str(tmp))
-            write_json(run / "checkpoints" / "last.json", {"step": done + step})
-            _write_rows(run / "episodes.csv", rows)
-
     tic = time.perf_counter()
     if todo > 0:
-        algo.fit_online(logged, buffer, explorer, n_steps=todo, n_steps_per_epoch=per_epoch,
+        algo.fit_online(logged, buffer, explorer, n_steps=todo,
+                        n_steps_per_epoch=cfg.epoch_steps,
                         update_interval=cfg.update_interval, update_start_step=cfg.update_start,
                         experiment_name="d3rlpy" if done == 0 else f"d3rlpy-resumed-at-{done}",
                         with_timestamp=False,
                         logger_adapter=d3.logging.FileAdapterFactory(root_dir=str(run)),
-                        show_progress=False, save_interval=todo + 1, callback=on_step)
+                        show_progress=False, save_interval=todo + 1,
+                        callback=_checkpointing(run, checkpoint, rows, cfg, done, progress))
     wall = time.perf_counter() - tic
     env.close()
     last = _last_metrics(rows)

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcpolicy.env.rewards import _sums  # the single-agent reward's kernel, reused as is
+from hpcpolicy.env.rewards import sums_at  # the single-agent reward's kernel, reused as is
 from hpcpolicy.sim.metrics import TAU_S
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class SharedReward:
         """(mean bounded slowdown so far, projected GPU utilisation) at time ``t``."""
         e, p = self._engine, self._engine.p
         slow_div = np.maximum(e.dur, TAU_S).astype(np.float64)
-        _sums(t, p.submit, p.never_fits, e.start, e.dur, slow_div, e.group, self._gpu, self._sum)
+        sums_at(t, p.submit, p.never_fits, e.start, e.dur, slow_div, e.group, self._gpu, self._sum)
         started = np.flatnonzero(e.start >= 0)
         held = float((self._gpu[started, e.group[started]] * e.dur[started]).sum())
         end = max(t, int((e.start + e.dur)[started].max(initial=t)))

@@ -63,7 +63,7 @@ from hpcpolicy.env.observe import Observer
 from hpcpolicy.env.rewards import RewardMeter
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.offline.layout import Episode, obs_dim, pack
-from hpcpolicy.sim.fast import _pick  # the engine's own fit test, as the environment uses it
+from hpcpolicy.sim.fast import fit_group  # the engine's own fit test, as the environment uses it
 from hpcpolicy.sim.prepare import prepare
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ I64 = npt.NDArray[np.int64]
 def _place(need, free, j):
     """The group job ``j`` runs in: the first that fits now, else the first that can hold it
     at all (a logged start need not fit our model of the machine), else -1."""
-    g = _pick(need, free, j)
+    g = fit_group(need, free, j)
     if g >= 0:
         return g
     for h in range(need.shape[1]):
@@ -178,7 +178,7 @@ def _sweep(k, order, submit, start, end, req_end, need, bg_start, bg_end, bg_req
                 if i == j:
                     s = q - q_off[step]
                 if q - q_off[step] < k:
-                    fits[step, q - q_off[step]] = _pick(need, free, i) >= 0
+                    fits[step, q - q_off[step]] = fit_group(need, free, i) >= 0
                 queue[q] = i
                 q += 1
         q_off[step + 1] = q

@@ -90,6 +90,38 @@ def _write_metrics(path: Path, rows: list[dict[str, float]]) -> None:
             writer.writerow([repr(row[c]) if c in row else "" for c in columns])
 
 
+def _evaluators(d3: Any, dataset: StoredDataset, cfg: OfflineConfig) -> dict[str, Any]:
+    """The d3rlpy evaluators scored on the validation split after each epoch (none without
+    one; no TD error for behaviour cloning, which has no Q-function)."""
+    if dataset.manifest["splits"]["validation"]["episodes"] == 0:
+        return {}
+    val = dataset.mdp("validation").episodes
+    evaluators: dict[str, Any] = {
+        "val_action_match": d3.metrics.DiscreteActionMatchEvaluator(episodes=val)}
+    if cfg.algo != "bc":
+        evaluators["val_td_error"] = d3.metrics.TDErrorEvaluator(episodes=val)
+    return evaluators
+
+
+def _fit(d3: Any, algo: Any, train_buf: Any, cfg: OfflineConfig, run: Path,
+         evaluators: dict[str, Any], progress: Progress | None) -> list[dict[str, float]]:
+    """Run d3rlpy's training loop (its logs under ``run``); one metrics row per epoch."""
+    per_epoch, steps = cfg.epoch_steps, cfg.epochs * cfg.epoch_steps
+
+    def on_step(_: Any, epoch: int, step: int) -> None:
+        if progress is not None and (step % 100 == 0 or step == steps):
+            progress(step, steps)
+
+    history = algo.fit(train_buf, n_steps=steps, n_steps_per_epoch=per_epoch,
+                       experiment_name="d3rlpy", with_timestamp=False,
+                       logger_adapter=d3.logging.FileAdapterFactory(root_dir=str(run)),
+                       show_progress=False, save_interval=cfg.epochs, evaluators=evaluators,
+                       callback=on_step)
+    return [{"epoch": float(epoch), "step": float(epoch * per_epoch),
+             **{k: float(v) for k, v in metrics.items() if not k.startswith("time_")}}
+            for epoch, metrics in history]
+
+
 def train_offline(dataset: StoredDataset, cfg: OfflineConfig, run_dir: str | Path, *,
                   progress: Progress | None = None) -> OfflineResult:
     """Train ``cfg.algo`` on the dataset's train split and export the policy.
@@ -120,8 +152,7 @@ def train_offline(dataset: StoredDataset, cfg: OfflineConfig, run_dir: str | Pat
                           "output directory")
     d3 = d3rlpy_module()
     train_buf = dataset.mdp("train")
-    has_val = dataset.manifest["splits"]["validation"]["episodes"] > 0
-    val = dataset.mdp("validation").episodes if has_val else None
+    evaluators = _evaluators(d3, dataset, cfg)  # reads the validation split before any write
     manifest = dataset.path / MANIFEST_FILE
     write_json(run / "config.json", {**cfg.to_dict(), "dataset": {
         "path": str(dataset.path), "manifest_sha256": file_sha256(manifest)}})
@@ -132,27 +163,9 @@ def train_offline(dataset: StoredDataset, cfg: OfflineConfig, run_dir: str | Pat
     algo = d3rlpy_config(cfg).create(device=False)
     algo.build_with_dataset(train_buf)
     freeze_heads(algo.impl.modules)
-    evaluators: dict[str, Any] = {}
-    if val is not None:
-        evaluators["val_action_match"] = d3.metrics.DiscreteActionMatchEvaluator(episodes=val)
-        if cfg.algo != "bc":
-            evaluators["val_td_error"] = d3.metrics.TDErrorEvaluator(episodes=val)
-    per_epoch, epochs = cfg.epoch_steps, cfg.epochs
-
-    def on_step(_: Any, epoch: int, step: int) -> None:
-        if progress is not None and (step % 100 == 0 or step == epochs * per_epoch):
-            progress(step, epochs * per_epoch)
-
     start = time.perf_counter()
-    history = algo.fit(train_buf, n_steps=epochs * per_epoch, n_steps_per_epoch=per_epoch,
-                       experiment_name="d3rlpy", with_timestamp=False,
-                       logger_adapter=d3.logging.FileAdapterFactory(root_dir=str(run)),
-                       show_progress=False, save_interval=epochs, evaluators=evaluators,
-                       callback=on_step)
+    rows = _fit(d3, algo, train_buf, cfg, run, evaluators, progress)
     wall = time.perf_counter() - start
-    rows = [{"epoch": float(epoch), "step": float(epoch * per_epoch),
-             **{k: float(v) for k, v in metrics.items() if not k.startswith("time_")}}
-            for epoch, metrics in history]
     _write_metrics(run / "metrics.csv", rows)
     last = dict(rows[-1])
     if dataset.manifest["splits"]["test"]["episodes"] > 0:
@@ -173,7 +186,7 @@ def train_offline(dataset: StoredDataset, cfg: OfflineConfig, run_dir: str | Pat
                                           "manifest_sha256": file_sha256(manifest),
                                           "train_windows": facts["splits"]["train"]["windows"]},
                   })
-    result = OfflineResult(run, epochs * per_epoch, wall, last, algo=cfg.algo)
+    result = OfflineResult(run, cfg.epochs * cfg.epoch_steps, wall, last, algo=cfg.algo)
     write_json(run / "result.json", result.to_dict())
     return result
 

@@ -60,10 +60,10 @@ from hpcpolicy.sim.fast import (
     STARTED,
     STATIC,
     SUBMIT,
-    _fairshare_add,
-    _pick,
-    _score,
-    _unpack,
+    dynamic_score,
+    fairshare_add,
+    fit_group,
+    unpack,
 )
 from hpcpolicy.sim.nbstruct import BIG
 
@@ -122,7 +122,7 @@ def _advance_one(ji, need, ip, sc, js, run, queue, free, fs):
     for r in range(4):
         free[g, r] += need[j, g, r]
     if j < ip[IP_N] and ip[IP_KIND] >= FAIRSHARE:  # only these read the usage
-        _fairshare_add(ji, need, ip, sc, js, fs, j)
+        fairshare_add(ji, need, ip, sc, js, fs, j)
     sc[EVENTS] += 1
 
 
@@ -182,7 +182,7 @@ def _reservation(need, sc, js, run, free, tmp, head):
         for r in range(4):
             tmp[g, r] += need[j, g, r]
         earliest = js[PEND, j]
-        if _pick(need, tmp[:free.shape[0]], head) >= 0:
+        if fit_group(need, tmp[:free.shape[0]], head) >= 0:
             break
     return earliest
 
@@ -190,15 +190,15 @@ def _reservation(need, sc, js, run, free, tmp, head):
 @njit(cache=True)
 def _run_head(ji, need, ip, sc, js, run, queue, free, tmp, fs, head):
     """Wait (backfilling if on) until the head fits, then start it."""
-    if _pick(need, free, head) < 0:
+    if fit_group(need, free, head) < 0:
         if ip[IP_BACKFILL] != NONE:
             earliest = _reservation(need, sc, js, run, free, tmp, head)
-            while _pick(need, free, head) < 0:
+            while fit_group(need, free, head) < 0:
                 i = sc[QH]
                 while i < sc[QT]:
                     j = queue[i]
                     if sc[NOW] + ji[LENGTH, j] < earliest:
-                        g = _pick(need, free, j)
+                        g = fit_group(need, free, j)
                         if g >= 0:
                             _start(ji, need, sc, js, run, free, j, g, 1)
                             _remove(sc, queue, i)
@@ -206,9 +206,9 @@ def _run_head(ji, need, ip, sc, js, run, queue, free, tmp, fs, head):
                     i += 1
                 _advance_one(ji, need, ip, sc, js, run, queue, free, fs)
         else:
-            while _pick(need, free, head) < 0:
+            while fit_group(need, free, head) < 0:
                 _advance_one(ji, need, ip, sc, js, run, queue, free, fs)
-    _start(ji, need, sc, js, run, free, head, _pick(need, free, head), 0)
+    _start(ji, need, sc, js, run, free, head, fit_group(need, free, head), 0)
     for i in range(sc[QH], sc[QT]):
         if queue[i] == head:
             _remove(sc, queue, i)
@@ -228,7 +228,7 @@ def _choose(ji, a, ip, fp, sc, queue, scores, fs):
         elif kind == EXTERNAL:
             s = scores[i - sc[QH]]
         else:
-            s = _score(ji, a, ip, fp, fs, j, now)
+            s = dynamic_score(ji, a, ip, fp, fs, j, now)
         if best_pos < 0 or s < best:
             best, best_pos = s, i
     return queue[best_pos]
@@ -237,7 +237,7 @@ def _choose(ji, a, ip, fp, sc, queue, scores, fs):
 @njit(cache=True)
 def run_to_end(J, S):
     """Run a built-in policy with RLScheduler's semantics to the end."""
-    BJ, BS = _unpack(J, S)
+    BJ, BS = unpack(J, S)
     ji, need, a, _minc, ip, fp = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, scores, free, tmp, _prof_t, _prof_f,
      _smin, fs) = BS
@@ -252,7 +252,7 @@ def run_to_end(J, S):
 @njit(cache=True)
 def next_decision(J, S):
     """Number of waiting jobs to score for the next head choice; 0 at the end."""
-    BJ, BS = _unpack(J, S)
+    BJ, BS = unpack(J, S)
     ji, need, _a, _minc, ip, _fp = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, _scores, free, _tmp, _prof_t, _prof_f,
      _smin, fs) = BS
@@ -265,7 +265,7 @@ def next_decision(J, S):
 @njit(cache=True)
 def decide(J, S):
     """Make the best of ``S.scores[:q]`` the head and run until it has started."""
-    BJ, BS = _unpack(J, S)
+    BJ, BS = unpack(J, S)
     ji, need, a, _minc, ip, fp = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, scores, free, tmp, _prof_t, _prof_f,
      _smin, fs) = BS

@@ -45,7 +45,10 @@ from hpcpolicy.sim.nbstruct import (
     tree_set,
 )
 
-__all__ = ["Jobs", "State", "decide", "next_decision", "run_to_end"]
+# The entry points, and the kernels the RLScheduler-compatible engine (hpcpolicy.sim.compat),
+# the environment and the logged-decision sweep share with this engine.
+__all__ = ["Jobs", "State", "decide", "dynamic_score", "fairshare_add", "fit_group",
+           "next_decision", "run_to_end", "unpack"]
 
 LN2 = math.log(2.0)
 SCALE_DOWN = 2.0 ** -256
@@ -91,7 +94,7 @@ per user, then the total."""
 
 
 @njit(cache=True)
-def _unpack(J, S):
+def unpack(J, S):
     """Borrowed views of every array of a run."""
     ji, need, a, minc, ip, fp = J
     sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
@@ -113,7 +116,8 @@ def _fits(need, free, j, g):
 
 
 @njit(cache=True, inline="always")
-def _pick(need, free, j):
+def fit_group(need, free, j):
+    """The first group whose free resources hold job j's demand there, or -1."""
     for g in range(free.shape[0]):
         if _fits(need, free, j, g):
             return g
@@ -172,7 +176,9 @@ def _compact(sc, js, queue):
 
 # ---------------------------------------------------------------- fair share usage
 @njit(cache=True, inline="always")
-def _fairshare_add(ji, need, ip, sc, js, fs, j):
+def fairshare_add(ji, need, ip, sc, js, fs, j):
+    """Add finished job j's core-seconds, weighted for the half-life decay, to its user's usage
+    and to the total (the last entry of fs)."""
     hl_i = ip[IP_HALF_LIFE]
     hl = float(hl_i)
     fin = js[FIN, j]
@@ -259,7 +265,7 @@ def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
         if js[FIN, j] > js[PEND, j]:
             sc[OVERRUNS] += 1
         if j < n and ip[IP_KIND] >= FAIRSHARE:  # only these read the usage
-            _fairshare_add(ji, need, ip, sc, js, fs, j)
+            fairshare_add(ji, need, ip, sc, js, fs, j)
         sc[EVENTS] += 1
         sc[FINISHES] += 1
     while nxt < n and ji[SUBMIT, nxt] == t:
@@ -273,7 +279,9 @@ def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
 
 # ---------------------------------------------------------------- scoring
 @njit(cache=True, inline="always")
-def _score(ji, a, ip, fp, fs, j, now):
+def dynamic_score(ji, a, ip, fp, fs, j, now):
+    """Job j's score at time now under a dynamic policy (WFP3, UNICEP, fair share); lower
+    runs first."""
     kind = ip[IP_KIND]
     w = float(now - ji[SUBMIT, j])
     if kind == WFP3:
@@ -558,7 +566,7 @@ def _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp,
             pos = tree_find(tree, sc[FIRST], BIG - 1, BIG, -1)
             sc[FIRST] = pos  # no job waits at a smaller rank
             j = ji[BY_RANK, pos]
-        g = _pick(need, free, j)
+        g = fit_group(need, free, j)
         if g < 0:
             if ip[IP_BACKFILL] == EASY:
                 _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, j, pos)
@@ -583,7 +591,7 @@ def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free,
 @njit(cache=True)
 def run_to_end(J, S):
     """Run a built-in policy until every job has started and ended."""
-    BJ, BS = _unpack(J, S)
+    BJ, BS = unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
     (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin,
      fs) = BS
@@ -600,12 +608,12 @@ def run_to_end(J, S):
         q = sc[NWAIT]
         now = sc[NOW]
         for i in range(q):
-            scores[i] = _score(ji, a, ip, fp, fs, queue[sc[QH] + i], now)
+            scores[i] = dynamic_score(ji, a, ip, fp, fs, queue[sc[QH] + i], now)
         view = _sorted_by_scores(sc, queue, order, scores, q)
         k = 0
         while k < q:
             j = view[k]
-            g = _pick(need, free, j)
+            g = fit_group(need, free, j)
             if g < 0:
                 break
             _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 0)
@@ -623,7 +631,7 @@ def next_decision(J, S):
     Returns the number of waiting jobs to score (their indices are
     ``S.queue[S.sc[QH]:S.sc[QT]]``, in submit order), or 0 when the run is over.
     """
-    BJ, BS = _unpack(J, S)
+    BJ, BS = unpack(J, S)
     ji, need, _a, _minc, ip, _fp = BJ
     (sc, js, heap, plan, tree, wheap, queue, _order, _scores, free, _tmp, _prof_t, _prof_f,
      _smin, fs) = BS
@@ -640,14 +648,14 @@ def next_decision(J, S):
 def decide(J, S):
     """Apply the scores in ``S.scores[:q]``: start the best job if it fits (and stay in the
     pass for the next decision), else backfill around it and wait for the next event."""
-    BJ, BS = _unpack(J, S)
+    BJ, BS = unpack(J, S)
     ji, need, _a, minc, ip, _fp = BJ
     (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin,
      _fs) = BS
     view = _sorted_by_scores(sc, queue, order, scores, sc[NWAIT])
     sc[DECISIONS] += 1
     head = view[0]
-    g = _pick(need, free, head)
+    g = fit_group(need, free, head)
     if g >= 0:
         _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, head, g, 0)
     else:

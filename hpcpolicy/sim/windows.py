@@ -271,10 +271,21 @@ def replay(
         One :class:`Replay` per configuration.
 
     Example:
-        >>> from hpcpolicy.sim import simulate  # doctest: +SKIP
-        >>> runs = replay(w, cluster, [SimConfig("fcfs"), SimConfig("sjf", "easy")],
-        ...               WindowConfig(size=1024, starts=(1981, 2714)))  # doctest: +SKIP
-        >>> [r.summary["mean_bsld"] for r in runs]  # doctest: +SKIP
+        Two windows, each a long and a short job submitted together on a one-job machine:
+
+        >>> import numpy as np
+        >>> from hpcpolicy.cluster import ClusterSpec
+        >>> from hpcpolicy.workload import Workload
+        >>> i = lambda *v: np.array(v, dtype=np.int64)
+        >>> z = np.zeros(4, dtype=np.int64)
+        >>> w = Workload(job_id=np.array(list("abcd"), dtype=object), submit=i(0, 0, 10, 10),
+        ...     run_time=i(100, 10, 100, 10), req_walltime=i(100, 10, 100, 10),
+        ...     procs=i(4, 4, 4, 4), nodes=z, gpus=z, mem_mib=z, user=z.astype(np.int32),
+        ...     partition=z.astype(np.int32), logged_start=z - 1)
+        >>> runs = replay(w, ClusterSpec.homogeneous(4), [SimConfig("fcfs"), SimConfig("sjf")],
+        ...               WindowConfig(size=2, starts=(0, 2)))
+        >>> [r.summary["mean_bsld"] for r in runs]
+        [6.0, 1.05]
     """
     if not configs:
         raise ConfigError("no configuration to replay")
@@ -308,29 +319,45 @@ def replay(
                                                   simulate, cfg)
                     running, backlog = preload[key]
             step(label, len(out) * len(starts) + len(runs), total)
-            t0 = time.perf_counter()
-            res = simulate(jobs, cluster, cfg, running=running)
-            wall = time.perf_counter() - t0
-            table = metrics.outcome_table(jobs, res, identity=False)
-            summary = metrics.summarize(table, cluster, utilization_end=utilization_end)
-            gpu = None
-            if res.placement:
-                from hpcpolicy.gpu.metrics import gpu_summary
-
-                gpu = gpu_summary(jobs, res, cluster)
-                summary["gpu_utilization"] = gpu["gpu_utilization"]  # fractions of GPUs too
-            runs.append(WindowRun(
-                start=start,
-                jobs=jobs,
-                result=res,
-                summary=summary,
-                preloaded=0 if running is None else len(running),
-                backlog=backlog,
-                wall_s=wall,
-                gpu=gpu,
-            ))
+            runs.append(_measured_run(jobs, cluster, cfg, simulate, start=start, running=running,
+                                      backlog=backlog, utilization_end=utilization_end))
         out.append(_combine(cfg, runs, windowed=windows is not None))
     return out
+
+
+def _measured_run(
+    jobs: Workload,
+    cluster: ClusterSpec,
+    cfg: SimConfig,
+    simulate: Simulate,
+    *,
+    start: int | None,
+    running: RunningJobs | None,
+    backlog: int,
+    utilization_end: str,
+) -> WindowRun:
+    """Simulate one window (or the whole workload) and summarize what happened."""
+    t0 = time.perf_counter()
+    res = simulate(jobs, cluster, cfg, running=running)
+    wall = time.perf_counter() - t0
+    table = metrics.outcome_table(jobs, res, identity=False)
+    summary = metrics.summarize(table, cluster, utilization_end=utilization_end)
+    gpu = None
+    if res.placement:
+        from hpcpolicy.gpu.metrics import gpu_summary
+
+        gpu = gpu_summary(jobs, res, cluster)
+        summary["gpu_utilization"] = gpu["gpu_utilization"]  # fractions of GPUs too
+    return WindowRun(
+        start=start,
+        jobs=jobs,
+        result=res,
+        summary=summary,
+        preloaded=0 if running is None else len(running),
+        backlog=backlog,
+        wall_s=wall,
+        gpu=gpu,
+    )
 
 
 def _combine(cfg: SimConfig, runs: list[WindowRun], *, windowed: bool) -> Replay:

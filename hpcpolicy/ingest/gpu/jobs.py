@@ -135,8 +135,15 @@ def plan_helios(path: Path, cfg: IngestConfig) -> ReaderPlan:
         InputFormatError: a required column (job_id, submit_time, state) is missing.
 
     Example:
+        >>> import tempfile
         >>> from hpcpolicy.ingest import IngestConfig
-        >>> plan = plan_helios(Path("Venus/cluster_log.csv"), IngestConfig())  # doctest: +SKIP
+        >>> p = Path(tempfile.mkdtemp()) / "cluster_log.csv"
+        >>> _ = p.write_text("job_id,user,gpu_num,cpu_num,node_num,state,submit_time,"
+        ...     "start_time,end_time\\n1001,uA,8,48,1,COMPLETED,2020-06-01 10:00:00,"
+        ...     "2020-06-01 10:00:05,2020-06-01 12:00:05\\n")
+        >>> plan = plan_helios(p, IngestConfig())
+        >>> plan.frame.select("job_id", "state", "req_gpus", "run_time_s").collect().rows()
+        [('1001', 'completed', 8, 7200)]
     """
     return _plan(path, cfg, HELIOS, HELIOS_COLUMNS, _helios_state,
                  "the trace does not state its zone: pass --tz if you know it")
@@ -149,9 +156,18 @@ def plan_philly(path: Path, cfg: IngestConfig) -> ReaderPlan:
         InputFormatError: a required column (jobid, submitted_time, status) is missing.
 
     Example:
+        A job killed after an hour, submitted at 2 a.m. Pacific time (9:00 UTC):
+
+        >>> import tempfile
         >>> from hpcpolicy.ingest import IngestConfig
-        >>> cfg = IngestConfig(tz="America/Los_Angeles")
-        >>> plan = plan_philly(Path("philly_jobs.csv"), cfg)  # doctest: +SKIP
+        >>> p = Path(tempfile.mkdtemp()) / "philly_jobs.csv"
+        >>> _ = p.write_text("jobid,user,status,submitted_time,start_time,end_time,gpus\\n"
+        ...     "application_1_0001,u01,Killed,2017-10-07 02:00:00,2017-10-07 02:00:30,"
+        ...     "2017-10-07 03:00:30,1\\n")
+        >>> plan = plan_philly(p, IngestConfig(tz="America/Los_Angeles"))
+        >>> job = plan.frame.select("state", "submit_time", "run_time_s").collect().row(0)
+        >>> job[0], job[1].isoformat(), job[2]
+        ('cancelled', '2017-10-07T09:00:00+00:00', 3600)
     """
     return _plan(path, cfg, PHILLY, PHILLY_COLUMNS, _philly_state,
                  "the trace's utilisation logs print US Pacific time, so --tz "

@@ -4,10 +4,12 @@ Read from the first 64 KiB of the file, before any row is parsed, so that a wron
 a missing column or an unknown time format is reported at once in one line.
 
 Example:
-    >>> from pathlib import Path
-    >>> layout = read_layout(Path("sacct.txt"))  # doctest: +SKIP
-    >>> layout.index("Submit"), layout.style  # doctest: +SKIP
-    (8, 'parsable2')
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "sacct.txt"
+    >>> _ = p.write_text("JobID|User|Submit|State\\n7|ann|2024-03-01T10:00:00|COMPLETED\\n")
+    >>> layout = read_layout(p)
+    >>> layout.index("Submit"), layout.style
+    (2, 'parsable2')
 """
 
 from __future__ import annotations

@@ -41,15 +41,25 @@ plain or gzipped. Every data line is one row; the rules, in the order they are a
 
 How: a compiled scan (:mod:`hpcpolicy.ingest.sacct.scan`, :mod:`hpcpolicy.ingest.sacct.kernel`)
 sorts the lines out, folds the steps and parses whole numbers, timestamps and TRES lists
-(:mod:`hpcpolicy.ingest.sacct.parse`); Polars expressions (:mod:`hpcpolicy.ingest.
-sacct_columns`) build the job table from them and apply the checks.
+(:mod:`hpcpolicy.ingest.sacct.parse`); Polars expressions
+(:mod:`hpcpolicy.ingest.sacct.columns`) build the job table from them and apply the checks.
 
 Example:
-    >>> from pathlib import Path
+    A finished job, one still pending, and the batch step of the first, folded into it:
+
+    >>> import pathlib, tempfile
     >>> from hpcpolicy.ingest import IngestConfig
-    >>> plan = plan_sacct(Path("sacct.txt"), IngestConfig())  # doctest: +SKIP
-    >>> plan.frame.collect().height  # doctest: +SKIP
-    3
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "sacct.txt"
+    >>> _ = p.write_text("JobID|User|Submit|Start|End|State|NCPUS\\n"
+    ...     "7|ann|2024-03-01T10:00:00|2024-03-01T10:05:00|2024-03-01T11:05:00|COMPLETED|4\\n"
+    ...     "7.batch||2024-03-01T10:05:00|2024-03-01T10:05:00|2024-03-01T11:05:00|COMPLETED|4\\n"
+    ...     "8|bob|2024-03-01T10:01:00|Unknown|Unknown|PENDING|2\\n")
+    >>> plan = plan_sacct(p, IngestConfig())
+    >>> rows = plan.frame.select("job_id", "state", "run_time_s", "_reason").collect().rows()
+    >>> rows[:2]  # the jobs kept (no reason)
+    [('7', 'completed', 3600, None), ('8', 'pending', None, None)]
+    >>> rows[2][-1]  # the step's row, as the pipeline counts it
+    'step_folded'
 """
 
 from __future__ import annotations

@@ -17,14 +17,20 @@ Keys are two different 64-bit hashes of the job id: two ids share both with a ch
 order of 10^-23 in a file of 10^8 rows.
 
 Example:
-    >>> from pathlib import Path
+    Two jobs, and the batch step of the first folded into it (the last row, with no line):
+
+    >>> import pathlib, tempfile
     >>> from hpcpolicy.ingest.sacct.fields import Fields
     >>> from hpcpolicy.ingest.sacct.layout import read_layout
-    >>> layout = read_layout(Path("sacct.txt"))  # doctest: +SKIP
-    >>> fields = Fields(layout)  # doctest: +SKIP
-    >>> state = fields.get("State")  # doctest: +SKIP
-    >>> frame, log = scan_sacct(Path("sacct.txt"), layout, fields)  # doctest: +SKIP
-    >>> frame.select(state).collect()  # doctest: +SKIP
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "sacct.txt"
+    >>> _ = p.write_text("JobID|Submit|State\\n7|2024-03-01T10:00:00|COMPLETED\\n"
+    ...     "7.batch|2024-03-01T10:00:00|COMPLETED\\n8|2024-03-01T10:01:00|PENDING\\n")
+    >>> layout = read_layout(p)
+    >>> fields = Fields(layout)
+    >>> state = fields.get("State")
+    >>> frame, log = scan_sacct(p, layout, fields)
+    >>> frame.select("_line", "_rows", state).collect().rows()
+    [(2, 1, 'COMPLETED'), (4, 1, 'PENDING'), (None, 1, None)]
 """
 
 from __future__ import annotations
