@@ -19,14 +19,8 @@ PACKAGES = {"hpcpolicy": "hpcpolicy", "commands": "hpcpolicy.commands",
             "schemas": "hpcpolicy.schemas"}
 
 # Private names a module may still take from another, as "file: module.name". Each entry
-# must still occur (a stale one fails), so the list only shrinks.
-# Helper "deploy" (issue 24 item 1) rewrites hetero/export.py onto a shared staging helper,
-# after which it borrows neither name: delete both entries when that is merged (the list is
-# then empty).
-BORROWED_PRIVATE = {
-    "hpcpolicy/hetero/export.py: hpcpolicy.artifact._git_commit",
-    "hpcpolicy/hetero/export.py: hpcpolicy.artifact._open_model",
-}
+# must still occur (a stale one fails), so the list only shrinks; it is empty now.
+BORROWED_PRIVATE: set[str] = set()
 
 COMMAND_MODULE_LINES = 250
 COMMAND_BODY_LINES = 60
