@@ -16,6 +16,7 @@ __all__ = [
     "ENGINES",
     "ENGINE_COMPAT",
     "FairshareConfig",
+    "RunLimits",
     "RunningJobs",
     "SimConfig",
     "SimResult",
@@ -63,6 +64,35 @@ class FairshareConfig:
 
 
 @dataclass(frozen=True)
+class RunLimits:
+    """Running limits per user, as a site enforces them (Slurm ``MaxJobsPerUser``,
+    ``MaxTRESPerUser=cpu=N``): a job whose user is at a limit waits without holding a
+    reservation, and the scheduler looks past it. Compiled engine only.
+
+    Example:
+        >>> RunLimits(user_jobs=8).active
+        True
+    """
+
+    user_jobs: int = 0
+    """Most jobs one user may have running at once; 0 = no limit."""
+    user_cores: int = 0
+    """Most cores one user may hold at once; 0 = no limit."""
+
+    def __post_init__(self) -> None:
+        for name in ("user_jobs", "user_cores"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"limits {name} must be a whole number >= 0 (0 = no limit), "
+                                  f"not {value!r}")
+
+    @property
+    def active(self) -> bool:
+        """Whether any limit is set."""
+        return self.user_jobs > 0 or self.user_cores > 0
+
+
+@dataclass(frozen=True)
 class SimConfig:
     """How to replay a workload.
 
@@ -93,6 +123,11 @@ class SimConfig:
     also choose the nodes a job's GPUs are on (:mod:`hpcpolicy.gpu.placement`)."""
     fairshare: FairshareConfig = field(default_factory=FairshareConfig)
     """Parameters of the ``fairshare`` policy (unused by the others)."""
+    limits: RunLimits = field(default_factory=RunLimits)
+    """Running limits per user (a site model's; none by default)."""
+    pools: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Partitions with their own nodes: (partition name, names of the node groups its jobs
+    may run in). Jobs of other partitions run in any group; empty = no pools."""
 
     def __post_init__(self) -> None:
         if self.backfill not in BACKFILL_MODES:
@@ -110,6 +145,12 @@ class SimConfig:
                               f"{', '.join(ALLOCATORS)}")
         if not isinstance(self.fairshare, FairshareConfig):
             raise ConfigError("fairshare must be a FairshareConfig")
+        if self.limits.active and (self.engine != "fast" or self.compat == "rlscheduler"
+                                   or self.allocator != "first-fit"):
+            raise ConfigError("running limits need the fast engine with the project's "
+                              "semantics and the first-fit allocator; drop --engine reference, "
+                              "--compat rlscheduler or the node-level --allocator, or the "
+                              "site model's [limits]")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
