@@ -12,9 +12,11 @@ import typer
 
 from hpcpolicy import __version__
 from hpcpolicy.commands import (
+    calibrate,
     dataset,
     demo,
     evaluate,
+    fidelity,
     generate,
     ingest,
     simulate,
@@ -66,6 +68,8 @@ app.command("demo")(demo.main)
 app.command("generate")(generate.main)
 app.command("ingest")(ingest.main)
 app.command("simulate")(simulate.main)
+app.command("fidelity")(fidelity.main)
+app.command("calibrate")(calibrate.main)
 app.command("stats")(stats.main)
 app.command("train")(train.main)
 app.command("tune")(tune.main)

@@ -149,11 +149,14 @@ def _limited(ip):
 
 @njit(cache=True, inline="always")
 def _allowed(ji, ip, urun, j):
-    """Whether job j's user may start it under the running limits (always without limits)."""
+    """Whether job j's user may start it under the running limits (always without limits).
+    A user with nothing running may start any job, so that one larger than the core limit
+    is not held forever."""
     u = ji[USER, j]
     if ip[IP_USER_JOBS] > 0 and urun[0, u] >= ip[IP_USER_JOBS]:
         return False
-    return not (ip[IP_USER_CORES] > 0 and urun[1, u] + ji[MINCORES, j] > ip[IP_USER_CORES])
+    return not (ip[IP_USER_CORES] > 0 and urun[1, u] > 0
+                and urun[1, u] + ji[MINCORES, j] > ip[IP_USER_CORES])
 
 
 @njit(cache=True, inline="always")

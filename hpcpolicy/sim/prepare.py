@@ -109,8 +109,9 @@ def _confine(need: I64, never: npt.NDArray[np.bool_], w: Workload, cluster: Clus
         if partition not in w.partitions:
             continue
         jobs = np.flatnonzero(np.asarray(w.partition) == w.partitions.index(partition))
-        outside = [i for i, name in enumerate(names) if name not in groups]
-        if len(jobs) and outside:
+        outside = np.array([i for i, name in enumerate(names) if name not in groups],
+                           dtype=np.int64)
+        if len(jobs) and len(outside):
             need[np.ix_(jobs, outside)] = -1
     never[:len(w)] |= (need[:len(w), :, 0] < 0).all(axis=1)
 

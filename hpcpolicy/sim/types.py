@@ -77,7 +77,8 @@ class RunLimits:
     user_jobs: int = 0
     """Most jobs one user may have running at once; 0 = no limit."""
     user_cores: int = 0
-    """Most cores one user may hold at once; 0 = no limit."""
+    """Most cores one user may hold at once; 0 = no limit. A user with nothing running may
+    start one larger job (rather than hold it forever)."""
 
     def __post_init__(self) -> None:
         for name in ("user_jobs", "user_cores"):

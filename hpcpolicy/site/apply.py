@@ -31,7 +31,7 @@ from hpcpolicy.workload import Workload
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["SHARED", "World", "apply_site", "eligible_delay"]
+__all__ = ["SHARED", "World", "apply_site", "eligible_delay", "logged_delay", "site_world"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -159,3 +159,21 @@ def apply_site(site: SiteModel, workload: Workload, cluster: ClusterSpec,
                   if site.priority == "fairshare" else base.fairshare)
     return World(workload=moved, cluster=_machine(site, cluster, workload), cfg=out,
                  baseline_policy=site.priority, shift=shift, order=order)
+
+
+def logged_delay(table: str | Path | pl.DataFrame, workload: Workload) -> I64 | None:
+    """The eligible delays of ``workload`` when the table records eligible times, else None."""
+    import polars as pl
+
+    frame = pl.read_parquet(table) if not isinstance(table, pl.DataFrame) else table
+    if "eligible_time" not in frame.columns or frame["eligible_time"].null_count() == len(frame):
+        return None
+    return eligible_delay(frame, workload)
+
+
+def site_world(site: SiteModel, table: str | Path, workload: Workload, cluster: ClusterSpec,
+               cfg: SimConfig) -> World:
+    """:func:`apply_site` for a command: reads the eligible delays from ``table`` when the
+    model uses them."""
+    delay = eligible_delay(table, workload) if site.use_eligible else None
+    return apply_site(site, workload, cluster, cfg, delay=delay)

@@ -41,12 +41,14 @@ def _typed(where: str, value: Any, kind: type | tuple[type, ...]) -> Any:
     if not isinstance(value, kind):
         raise ConfigError(f"{where}: expected {_kind_name(kind)}, got {type(value).__name__} "
                           f"{value!r}")
-    return float(value) if kind == (int, float) else value
+    return float(value) if kind == (int, float) else value  # type: ignore[arg-type]
 
 
 def _kind_name(kind: type | tuple[type, ...]) -> str:
-    return "a number" if kind == (int, float) else {int: "a whole number", bool: "true or false",
-                                                     str: "a string", list: "a list"}[kind]
+    if isinstance(kind, tuple):
+        return "a number"
+    return {int: "a whole number", bool: "true or false", str: "a string",
+            list: "a list"}[kind]
 
 
 def _outages(where: str, items: list[Any]) -> tuple[Outage, ...]:
@@ -155,7 +157,7 @@ def dumps(site: SiteModel) -> str:
         out += [f"{k} = {_value(v)}" for k, v in site.provenance.items()
                 if isinstance(v, bool | int | float | str)]
         out.append("")
-    tables = {
+    tables: dict[str, list[tuple[str, Any]]] = {
         "nodes": [("cores_per_node", site.cores_per_node), ("whole_node", site.whole_node)],
         "pools": [(p.partition if p.partition.isidentifier() else json.dumps(p.partition),
                    p.cores) for p in site.pools],
