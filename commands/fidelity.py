@@ -8,13 +8,10 @@ from typing import Annotated, Any
 import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import ClusterOpt, JsonOutOpt, OverwriteOpt, ProcsOpt
+from hpcpolicy.commands._options import ClusterOpt, JsonOutOpt, OverwriteOpt, ProcsOpt, SiteOpt
 
-__all__ = ["FitFracOpt", "SiteOpt", "main", "render_sections"]
+__all__ = ["FitFracOpt", "main", "render_sections"]
 
-SiteOpt = Annotated[Path | None, typer.Option(
-    "--site", help="Site model (site.toml from `hpcpolicy calibrate`): the world the log was "
-    "scheduled in.", dir_okay=False)]
 FitFracOpt = Annotated[float, typer.Option(
     "--fit-frac", help="Share of the jobs (submit order) a calibration fits on; the rest is "
     "out of sample.")]

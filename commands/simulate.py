@@ -18,6 +18,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SiteOpt,
     SpreadPenaltyOpt,
     WalltimeFallbackOpt,
     parse_window_starts,
@@ -117,6 +118,7 @@ def main(
         "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
         "0; default keep.", show_default=False)] = None,
     compat: CompatOpt = None,
+    site: SiteOpt = None,
     windows: Annotated[int | None, typer.Option(
         "--windows", help="Replay N random windows of consecutive jobs instead of the whole "
         "workload (RLScheduler protocol).")] = None,
@@ -167,6 +169,7 @@ def main(
     from hpcpolicy.sim.metrics import write_outcomes
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import WindowConfig, replay, to_document
+    from hpcpolicy.site.apply import load_world, site_config
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
@@ -194,6 +197,10 @@ def main(
         machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
                                       spread_penalty, allocators)
         workload = Workload.from_table(table, options=options)
+        if site is not None:
+            world = load_world(site, table, workload, machine)
+            workload, machine = world.workload, world.cluster
+            configs = [site_config(world.site, c) for c in configs]
         if not is_quiet():
             _describe(table, workload, machine)
         runs = with_progress(lambda step: replay(workload, machine, configs, wcfg,

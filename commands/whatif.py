@@ -15,6 +15,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SiteOpt,
     SpreadPenaltyOpt,
     WalltimeFallbackOpt,
     workload_options,
@@ -110,6 +111,7 @@ def main(
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
     seed: SeedOpt = 0,
+    site: SiteOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Compare candidate policies with today's on your own log, and write a report to act on.
@@ -130,6 +132,7 @@ def main(
         hpcpolicy whatif jobs.parquet --baseline fairshare+easy -c sjf+conservative
     """
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
+    from hpcpolicy.site.apply import load_world
     from hpcpolicy.table import open_job_table
     from hpcpolicy.whatif import WhatifConfig, check_report_dir, run_whatif, write_report
     from hpcpolicy.workload import Workload
@@ -146,9 +149,12 @@ def main(
         workload = Workload.from_table(
             table, options=workload_options(None, procs_from, walltime_fallback))
         source_format = open_job_table(table).metadata.get("source_format")
+        world = None if site is None else load_world(site, table, workload, machine)
         result = with_progress(
             lambda step: run_whatif(workload, machine, cfg, source=str(table),
-                                    source_format=source_format, on_step=step), "replaying")
+                                    source_format=source_format, on_step=step, site=world,
+                                    site_path=None if site is None else str(site)),
+            "replaying")
         paths = write_report(result, out, overwrite=overwrite)
     if is_quiet():
         console.print(str(paths["html"]), markup=False, soft_wrap=True)

@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hpcpolicy.env.config import EnvConfig
@@ -78,6 +78,9 @@ class DatasetConfig:
     """At most this many windows per part, evenly spread over it (None: every window)."""
     seed: int = 0
     """Seed of the random choices."""
+    world: dict[str, Any] = field(default_factory=dict)
+    """Environment options a site model sets (``--site``: running limits, pools, whole
+    nodes; :func:`hpcpolicy.site.apply.env_options`)."""
 
     def __post_init__(self) -> None:
         _check(self.source in SOURCES, "source",
@@ -106,7 +109,7 @@ class DatasetConfig:
         """The environment whose observations, actions and rewards the dataset holds."""
         return EnvConfig(k=self.k, window_size=self.window_size, reward=self.reward,
                          backfill=self.backfill, split="all", train_frac=self.train_frac,
-                         baselines=())
+                         baselines=(), **self.world)
 
     def sources(self, logged: bool) -> tuple[str, ...]:
         """The episode sources of each window, in build order; ``logged``: whether the log

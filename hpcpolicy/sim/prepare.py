@@ -19,7 +19,7 @@ from hpcpolicy.sim.allocation import CORES, get_allocator
 from hpcpolicy.sim.types import RunningJobs, SimConfig
 from hpcpolicy.workload import Workload
 
-__all__ = ["Prepared", "prepare"]
+__all__ = ["OTHERS", "Prepared", "prepare"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -96,6 +96,10 @@ def _validate(w: Workload) -> None:
                               "resolve unknown values when building the workload")
 
 
+OTHERS = "*"
+"""In ``SimConfig.pools``, the partitions not named there."""
+
+
 def _confine(need: I64, never: npt.NDArray[np.bool_], w: Workload, cluster: ClusterSpec,
              pools: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
     """Keep each pooled partition's jobs in its own node groups (in place): -1 elsewhere."""
@@ -106,9 +110,13 @@ def _confine(need: I64, never: npt.NDArray[np.bool_], w: Workload, cluster: Clus
             raise ConfigError(f"pool of partition {partition!r} names node group(s) "
                               f"{', '.join(unknown)} that cluster {cluster.name!r} lacks "
                               f"(it has {', '.join(names)})")
-        if partition not in w.partitions:
+        if partition == OTHERS:
+            listed = [w.partitions.index(p) for p, _ in pools if p in w.partitions]
+            jobs = np.flatnonzero(~np.isin(np.asarray(w.partition), listed))
+        elif partition in w.partitions:
+            jobs = np.flatnonzero(np.asarray(w.partition) == w.partitions.index(partition))
+        else:
             continue
-        jobs = np.flatnonzero(np.asarray(w.partition) == w.partitions.index(partition))
         outside = np.array([i for i, name in enumerate(names) if name not in groups],
                            dtype=np.int64)
         if len(jobs) and len(outside):

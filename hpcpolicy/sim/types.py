@@ -128,7 +128,8 @@ class SimConfig:
     """Running limits per user (a site model's; none by default)."""
     pools: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Partitions with their own nodes: (partition name, names of the node groups its jobs
-    may run in). Jobs of other partitions run in any group; empty = no pools."""
+    may run in); the name ``*`` stands for every partition not named. Jobs of partitions
+    not covered run in any group; empty = no pools."""
 
     def __post_init__(self) -> None:
         if self.backfill not in BACKFILL_MODES:

@@ -2,8 +2,13 @@
 
 Elements are applied where they are exact and cheapest:
 
-* nodes, pools and missing capacity change the machine (node groups; pooled partitions may
-  use only their group, the others share the rest);
+* nodes and pools change the machine (node groups; pooled partitions may use only their
+  group, the others share the rest);
+* missing capacity (``availability`` a < 1) runs every job 1/a times longer, requests
+  included: the load of a machine with a share a of its cores, spread evenly over time,
+  without stranding jobs as large as the whole machine (which a smaller machine would never
+  start). Waits compare as they are; run times, responses and slowdowns are stretched alike
+  for every policy;
 * holds and the scheduler's cadence change when a job becomes visible to the scheduler: its
   submit moves to its eligible time, then up to the next scheduling tick (a workload
   transform: the simulator is unchanged, waits are still measured from the real submit with
@@ -14,16 +19,16 @@ Elements are applied where they are exact and cheapest:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.sim.prepare import OTHERS
 from hpcpolicy.sim.types import FairshareConfig, RunLimits, SimConfig
 from hpcpolicy.site.model import SiteModel
 from hpcpolicy.workload import Workload
@@ -31,7 +36,8 @@ from hpcpolicy.workload import Workload
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["SHARED", "World", "apply_site", "eligible_delay", "logged_delay", "site_world"]
+__all__ = ["SHARED", "World", "apply_site", "eligible_delay", "env_options", "load_world",
+           "logged_delay", "site_config", "site_world"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -43,6 +49,8 @@ SHARED = "shared"
 class World:
     """A workload, machine and replay options under a site model."""
 
+    site: SiteModel
+    """The site model applied."""
     workload: Workload
     """The jobs, with submits moved by holds and cadence (re-sorted)."""
     cluster: ClusterSpec
@@ -82,28 +90,23 @@ def _machine(site: SiteModel, cluster: ClusterSpec, w: Workload) -> ClusterSpec:
     total = cluster.total_cores
     site.check_machine(total)
     k = site.cores_per_node or 0
-    if k < 1 and not site.pools and site.availability >= 1.0:
+    if k < 1 and not site.pools:
         return cluster
     k = max(k, 1)
     if site.cores_per_node and total % k:
         raise ConfigError(f"nodes.cores_per_node {k} does not divide the machine's {total:,} "
                           "cores; fix the value or the machine (--cluster/--procs)")
-    shared = total - sum(p.cores for p in site.pools)
-    biggest = int(w.procs.max(initial=1))
-    avail = math.ceil(shared * site.availability)
-    shared = max(min(shared, max(avail, biggest)), k)  # missing cores never strand a job
+    shared = max(total - sum(p.cores for p in site.pools), k)
     groups = [NodeGroup(f"pool:{p.partition}", max(p.cores // k, 1), k) for p in site.pools]
     groups.append(NodeGroup(SHARED, max(shared // k, 1), k))
     return ClusterSpec(tuple(groups), name=f"{cluster.name} (site model)",
                        source=f"{cluster.source} + site model")
 
 
-def _pools(site: SiteModel, w: Workload) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _pools(site: SiteModel) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not site.pools:
         return ()
-    own = {p.partition for p in site.pools}
-    return tuple((p.partition, (f"pool:{p.partition}",)) for p in site.pools) + tuple(
-        (name, (SHARED,)) for name in w.partitions if name not in own)
+    return (*((p.partition, (f"pool:{p.partition}",)) for p in site.pools), (OTHERS, (SHARED,)))
 
 
 def apply_site(site: SiteModel, workload: Workload, cluster: ClusterSpec,
@@ -143,22 +146,31 @@ def apply_site(site: SiteModel, workload: Workload, cluster: ClusterSpec,
     order = np.argsort(seen, kind="stable").astype(np.int64)
     moved = workload if (seen == workload.submit).all() else replace(
         workload.take(order), submit=seen[order])
-    shift = (seen - workload.submit)[order] if moved is not workload else \
-        np.zeros(len(workload), dtype=np.int64)
-    if moved is workload:
+    if site.availability < 1.0:
+        stretch = 1.0 / site.availability
+        moved = replace(moved, run_time=np.ceil(moved.run_time * stretch).astype(np.int64),
+                        req_walltime=np.ceil(moved.req_walltime * stretch).astype(np.int64))
+    if (seen == workload.submit).all():
         order = np.arange(len(workload), dtype=np.int64)
-    out = replace(base,
-                  exclusive_nodes=base.exclusive_nodes or site.whole_node,
-                  limits=RunLimits(site.user_jobs, site.user_cores) if not base.limits.active
-                  else base.limits,
-                  pools=base.pools or _pools(site, workload),
-                  fairshare=FairshareConfig(half_life_s=site.half_life_s,
-                                            weight_fairshare=site.weight_fairshare,
-                                            weight_age=site.weight_age,
-                                            weight_size=site.weight_size)
-                  if site.priority == "fairshare" else base.fairshare)
-    return World(workload=moved, cluster=_machine(site, cluster, workload), cfg=out,
-                 baseline_policy=site.priority, shift=shift, order=order)
+    shift = (seen - workload.submit)[order]
+    return World(site=site, workload=moved, cluster=_machine(site, cluster, workload),
+                 cfg=site_config(site, base), baseline_policy=site.priority,
+                 shift=shift, order=order)
+
+
+def site_config(site: SiteModel, cfg: SimConfig) -> SimConfig:
+    """``cfg`` with the site's whole nodes, running limits, pools and priority weights; its
+    policy and backfilling stay (a candidate changes only the policy)."""
+    return replace(cfg,
+                   exclusive_nodes=cfg.exclusive_nodes or site.whole_node,
+                   limits=cfg.limits if cfg.limits.active
+                   else RunLimits(site.user_jobs, site.user_cores),
+                   pools=cfg.pools or _pools(site),
+                   fairshare=FairshareConfig(half_life_s=site.half_life_s,
+                                             weight_fairshare=site.weight_fairshare,
+                                             weight_age=site.weight_age,
+                                             weight_size=site.weight_size)
+                   if site.priority == "fairshare" else cfg.fairshare)
 
 
 def logged_delay(table: str | Path | pl.DataFrame, workload: Workload) -> I64 | None:
@@ -177,3 +189,19 @@ def site_world(site: SiteModel, table: str | Path, workload: Workload, cluster: 
     model uses them."""
     delay = eligible_delay(table, workload) if site.use_eligible else None
     return apply_site(site, workload, cluster, cfg, delay=delay)
+
+
+def load_world(path: str | Path, table: str | Path, workload: Workload,
+               cluster: ClusterSpec) -> World:
+    """The world of the site model at ``path`` (a command's ``--site``) for ``workload``
+    read from ``table``; replay options follow with :func:`site_config`."""
+    from hpcpolicy.site.toml_io import load_site
+
+    return site_world(load_site(path), table, workload, cluster, SimConfig())
+
+
+def env_options(site: SiteModel) -> dict[str, Any]:
+    """The :class:`~hpcpolicy.env.config.EnvConfig` options a site model sets (the RL
+    environment takes replay options as its own fields)."""
+    return {"exclusive_nodes": site.whole_node, "user_jobs": site.user_jobs,
+            "user_cores": site.user_cores, "pools": _pools(site)}

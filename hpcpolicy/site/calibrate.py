@@ -119,10 +119,12 @@ def _candidates(w: Workload, cluster: ClusterSpec, split: int,
     found: list[tuple[str, ev.Candidate | None]] = [
         ("nodes", ev.find_node_size(w, cluster.total_cores, header)),
         ("pools", ev.find_pools(w, split, cluster.total_cores)),
-        ("limits", ev.find_limits(w, split)),
+        ("limits", ev.find_limits(w, split, cluster.total_cores)),
         ("priority", ev.Candidate({"priority": "fairshare"}, "multifactor priority (age, "
                                   "size, fair share with a 7-day half-life) tried against "
                                   "FCFS")),
+        ("cadence", ev.Candidate({"backfill": "conservative"}, "conservative backfilling "
+                                 "tried against EASY")),
         ("cadence", ev.Candidate({"backfill": "none"}, "no backfilling tried against EASY")),
     ]
     if delay is not None and (delay[:split] > 0).mean() >= 0.01:
@@ -168,7 +170,7 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
         if kept:
             site, fit, oos = trial_site, tfit, toos
             evidence[name] = f"{cand.evidence}; kept: the fitted part's score rose by {gain:.3f}"
-        else:
+        elif name not in evidence or "kept:" not in evidence[name]:
             evidence[name] = (f"{cand.evidence}; not kept: the fitted part's score changed by "
                               f"{gain:+.3f}")
     outages = sorted(ev.find_outages(workload, split, cluster.total_cores),

@@ -26,6 +26,8 @@ CEILING_USERS = 3
 CEILING_SHARE = 0.95
 """Peaks within this share of the highest count as reaching the same ceiling (a log's
 accounting can overshoot a limit by a job at its edges)."""
+MACHINE_SHARE = 0.8
+"""A per-user core ceiling at or above this share of the machine is not taken for a limit."""
 POOL_MIN_JOBS = 50
 """Fewest logged jobs of a partition for its peak use to size a pool."""
 
@@ -75,12 +77,13 @@ def _peaks(k, t, d, n_keys):  # type: ignore[no-untyped-def]
     return peak, held
 
 
-def find_limits(w: Workload, upto: int) -> Candidate | None:
+def find_limits(w: Workload, upto: int, total_cores: int) -> Candidate | None:
     """A running limit per user (jobs, cores): a flat ceiling several users reached.
 
     In a log a limit shows as the same largest number of running jobs (or cores) for several
     of the heaviest users, with their other jobs queued meanwhile; without a limit each user's
-    peak is where their own demand happened to top out, and the peaks differ.
+    peak is where their own demand happened to top out, and the peaks differ. A core ceiling
+    near the machine's size is the machine, not a limit.
     """
     m = _logged(w, upto)
     if m.sum() == 0:
@@ -95,6 +98,8 @@ def find_limits(w: Workload, upto: int) -> Candidate | None:
         peak, _ = running_peaks(user, start, end, amount)
         top = int(peak.max())
         near = peak[peak >= CEILING_SHARE * top]
+        if name == "user_cores" and top >= MACHINE_SHARE * total_cores:
+            continue
         if top > 1 and len(near) >= CEILING_USERS:
             limit = int(np.median(near))
             out[name] = limit

@@ -75,7 +75,8 @@ class SiteModel:
     user_cores: int = 0
     """Most running cores per user; 0 = no limit."""
     availability: float = 1.0
-    """Share of the machine's cores that was there on average (1 = all)."""
+    """Share of the machine's cores that was there on average (1 = all); the replay runs
+    jobs 1/availability times longer (:mod:`hpcpolicy.site.apply`)."""
     outages: tuple[Outage, ...] = ()
     """Intervals with cores missing, found in the fitted part of the log (listed; the replay
     uses :attr:`availability`, see README)."""

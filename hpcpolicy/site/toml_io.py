@@ -101,10 +101,30 @@ def loads(text: str, label: str = "site.toml") -> SiteModel:
             where = f"{label}: {table}.{key}"
             typed = _typed(where, value, kind)
             values[name] = _outages(where, typed) if name == "outages" else typed
+    values["evidence"] = _evidence(text)
     try:
         return SiteModel(**values)
     except ConfigError as exc:
         raise ConfigError(f"{label}: {exc}") from None
+
+
+def _evidence(text: str) -> dict[str, str]:
+    """The ``# evidence:`` comment block above each element's table (as :func:`dumps`
+    writes it), so that a model read back still states why each element is there."""
+    found: dict[str, str] = {}
+    block: list[str] | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("# evidence:"):
+            block = [line[len("# evidence:"):].strip()]
+        elif block is not None and line.startswith("#"):
+            block.append(line[1:].strip())
+        elif block is not None and line.startswith("[") and line.endswith("]"):
+            found[line[1:-1].strip()] = " ".join(block)
+            block = None
+        else:
+            block = None
+    return found
 
 
 def _table(label: str, table: str, body: Any) -> dict[str, Any]:
