@@ -83,14 +83,14 @@ def measure(name: str, table: Path) -> dict[str, Any]:
     from hpcpolicy.site.fidelity import fidelity_report
     from hpcpolicy.workload import Workload
 
-    w = Workload.from_table(table)
-    cluster = resolve_cluster(table=table)
-    delay = logged_delay(table, w)
     tic = time.perf_counter()
     try:
+        w = Workload.from_table(table)
+        cluster = resolve_cluster(table=table)
+        delay = logged_delay(table, w)
         cal = calibrate(w, cluster, delay=delay, source=str(table))
     except HpcPolicyError as exc:
-        return {"trace": name, "jobs": len(w), "error": str(exc)}
+        return {"trace": name, "error": str(exc)}
     calibrate_s = time.perf_counter() - tic
     tic = time.perf_counter()
     fidelity_report(w, cluster, cal.site, delay=delay)
@@ -118,11 +118,13 @@ def main() -> None:
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     names = [n for n in args.traces.split(",") if n]
-    results = [measure(n, t) for n, t in _tables(args.cache, names).items()]
     from hpcpolicy.atomic import write_json
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_json(args.out, {"traces": results})
+    results = []
+    for n, t in _tables(args.cache, names).items():
+        results.append(measure(n, t))
+        write_json(args.out, {"traces": results})  # each trace as soon as it is measured
     print("; ".join(
         f"{r['trace']}: " + (r["error"][:60] if "error" in r else
                              f"calibrate {r['calibrate_s']:.1f} s, fidelity "

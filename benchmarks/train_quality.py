@@ -3,7 +3,7 @@
 Protocol (issue 4), per trace (lublin_256 and HPC2N from ../shared/data) and per backfilling
 mode (none and EASY):
 
-1. train with ``hpcpolicy train --algo ddppo`` on the earliest ``--train-frac`` (70 %) of the
+1. train with ``hpcpolicy.train(..., algo="ddppo")`` on the earliest ``--train-frac`` (70 %) of the
    jobs, episodes of ``--train-window`` consecutive jobs;
 2. evaluate with :func:`hpcpolicy.evaluate.evaluate` on ``--windows`` (>= 10) windows of
    ``--window-size`` (1,024) jobs drawn from the later 30 %, against FCFS, SJF, F1, WFP3 and
@@ -54,22 +54,29 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from cli import hpcpolicy_cli, train_until  # noqa: E402  (benchmarks/cli.py)
+from cli import hpcpolicy_cli  # noqa: E402  (benchmarks/cli.py)
 from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
 
 from hpcpolicy.env.spaces import DEFAULT_K  # noqa: E402  (what `hpcpolicy train` shows)
+from hpcpolicy.training import TrainOptions, train  # noqa: E402
 
 HEURISTICS = ("fcfs", "sjf", "f1", "wfp3", "unicep")
 BAR = -0.10
 """Required change of mean bounded slowdown against the best heuristic (10 % lower)."""
-WORKLOAD_OPTIONS = {"lublin_256": ["--walltime-fallback", "runtime"], "HPC2N": []}
-"""Per trace: how to build its workload (the Lublin model has no requested walltimes)."""
+WORKLOAD_OPTIONS: dict[str, dict[str, Any]] = {"lublin_256": {"walltime_fallback": "runtime"},
+                                               "HPC2N": {}}
+"""Per trace: how to build its workload (the Lublin model has no requested walltimes), as
+:class:`~hpcpolicy.training.TrainOptions` fields."""
+RLSCHEDULER_OPTIONS = {"compat": "rlscheduler", "split": "all"}
+"""RLScheduler's protocol: their conventions, training on the whole trace."""
 RLSCHEDULER_STARTS = (1981, 2714, 2756, 3316, 4022, 4299, 5228, 7085, 7762, 8850)
 RLSCHEDULER_PUBLISHED = {"easy": {"rl": 58.64, "sjf": 73.31, "f1": 75.07},
                          "none": {"sjf": 277.35, "f1": 258.37}}
@@ -80,6 +87,31 @@ DEFAULT_PPO = {"num_envs": 8, "num_steps": 256, "num_minibatches": 8, "update_ep
 """PPO fields of every run (``--config`` JSON overrides them)."""
 
 
+def _flags(options: dict[str, Any]) -> list[str]:
+    """``TrainOptions`` fields as ``hpcpolicy`` command-line options."""
+    return [arg for name, value in options.items()
+            for arg in (f"--{name.replace('_', '-')}", str(value))]
+
+
+def train_until(table: Path, run: Path, options: TrainOptions, cfg: dict[str, Any],
+                deadline_s: float | None) -> tuple[Any, float]:
+    """DD-PPO on ``table`` into ``run``; at ``deadline_s`` seconds it is asked to stop as a
+    Ctrl-C would (the run's STOP file: the workers finish the update, checkpoint and export
+    the policy). The :class:`~hpcpolicy.rl.ppo.TrainResult` and the wall time."""
+    start = time.perf_counter()
+    timer = None if deadline_s is None else threading.Timer(deadline_s, (run / "STOP").touch)
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        trained = train(table, algo="ddppo", config=cfg, out=run, options=options)
+    finally:
+        if timer is not None:
+            timer.cancel()
+    (run / "STOP").unlink(missing_ok=True)  # in case the timer fired as the run ended
+    return trained.result, time.perf_counter() - start
+
+
 def _steady_sps(run: Path) -> float:
     """Steps per second over updates 2.. of a run's metrics.csv (the first has start-up)."""
     with (run / "metrics.csv").open(newline="") as f:
@@ -88,41 +120,36 @@ def _steady_sps(run: Path) -> float:
     return (s1 - s0) / (t1 - t0)
 
 
-def clone_heuristic(table: Path, run: Path, backfill: str, extra: list[str],
+def clone_heuristic(table: Path, run: Path, backfill: str, extra: dict[str, Any],
                     a: argparse.Namespace) -> Path:
     """Behaviour cloning of ``a.warm_start``'s decisions on the training windows; its policy."""
     data, bc = run.parent / f"{run.name}.{a.warm_start}-decisions", run.parent / f"{run.name}.bc"
-    for args in (["dataset", "build", str(table), "--source", "heuristics", "--heuristics",
-                  a.warm_start, "--epsilon", "0", "--k", str(a.k), "--backfill", backfill,
-                  "--window-size", str(a.train_window), "--train-frac", str(a.train_frac),
-                  "--max-windows", str(a.bc_windows), "--seed", str(a.seed), *extra,
-                  "-o", str(data)],
-                 ["train", str(data), "--algo", "bc", "--steps", str(a.bc_steps), "--seed",
-                  str(a.seed), "-o", str(bc)]):
-        if subprocess.run([*hpcpolicy_cli(), "-q", *args]).returncode != 0:
-            raise SystemExit(f"hpcpolicy {' '.join(args)} failed")
-    return bc / "policy"
+    args = ["dataset", "build", str(table), "--source", "heuristics", "--heuristics",
+            a.warm_start, "--epsilon", "0", "--k", str(a.k), "--backfill", backfill,
+            "--window-size", str(a.train_window), "--train-frac", str(a.train_frac),
+            "--max-windows", str(a.bc_windows), "--seed", str(a.seed), *_flags(extra),
+            "-o", str(data)]
+    if subprocess.run([*hpcpolicy_cli(), "-q", *args]).returncode != 0:
+        raise SystemExit(f"hpcpolicy {' '.join(args)} failed")
+    return train(data, algo="bc", out=bc,
+                 options=TrainOptions(steps=a.bc_steps, seed=a.seed)).policy
 
 
-def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: dict[str, Any],
+def train_policy(table: Path, run: Path, backfill: str, extra: dict[str, Any], cfg: dict[str, Any],
                  options: dict[str, Any], a: argparse.Namespace,
                  budget_s: float | None) -> dict[str, Any]:
     """Train ``a.restarts`` policies one after another (seeds ``a.seed``, ``a.seed`` + 1, ...)
     within ``budget_s`` (calibrated; a warm start's time included) or ``a.steps`` each; the
     facts of the one deployed."""
-    config = run.parent / f"{run.name}.ppo.json"
     run.parent.mkdir(parents=True, exist_ok=True)
     if a.snapshot_every:
         cfg = {**cfg, "snapshot_every": a.snapshot_every}
-    config.write_text(json.dumps(cfg))
-    common = [str(table), "--algo", "ddppo", "--workers", str(a.workers), "--backfill",
-              backfill, "--window-size", str(a.train_window), "--train-frac",
-              str(a.train_frac), "--config", str(config), "--reward", a.reward, "--k", str(a.k),
-              *extra]
+    common = TrainOptions(workers=a.workers, backfill=backfill, window_size=a.train_window,
+                          train_frac=a.train_frac, reward=a.reward, k=a.k, seed=a.seed, **extra)
     warm_start = 0.0
     if a.warm_start:
         start = time.perf_counter()
-        common += ["--init-from", str(clone_heuristic(table, run, backfill, extra, a))]
+        common = replace(common, init_from=clone_heuristic(table, run, backfill, extra, a))
         warm_start = time.perf_counter() - start
         if budget_s is not None:
             budget_s -= warm_start
@@ -133,11 +160,11 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
     if steps is None:
         assert budget_s is not None
         probe = run.parent / f"{run.name}.calibration"
-        calibration = train_until([*common, "--seed", str(a.seed), "--steps", str(3 * batch),
-                                   "-o", str(probe)], None)
+        probed, calibration = train_until(table, probe, replace(common, steps=3 * batch), cfg,
+                                          None)
         sps = _steady_sps(probe)
         # start-up (imports, workers, JIT) and the final export, as the calibration run had
-        fixed = calibration - json.loads((probe / "result.json").read_text())["wall_time_s"]
+        fixed = calibration - probed.wall_time_s
         per_candidate = 0.0
         if a.snapshot_every:
             # the selection scores each snapshot and the final policy: time one candidate
@@ -152,8 +179,8 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
         steps = max(batch, int(sps * train_s) // batch * batch)
         deadline = max(left - steps * per_step - per_candidate, 60.0)
     runs = [run, *(run.with_name(f"{run.name}.seed{a.seed + i}") for i in range(1, a.restarts))]
-    trained = [train_run([*common, "--seed", str(a.seed + i)], path, steps, deadline)
-               for i, path in enumerate(runs)]
+    trained = [train_run(table, path, replace(common, seed=a.seed + i, steps=steps), cfg,
+                         deadline) for i, path in enumerate(runs)]
     candidates = [c for t in trained for c in t.pop("candidates")]
     facts = {**trained[0], "warm_start": a.warm_start, "warm_start_wall_s": warm_start,
              "reward": a.reward, "calibration_wall_s": calibration, "selection_wall_s": 0.0}
@@ -171,21 +198,21 @@ def train_policy(table: Path, run: Path, backfill: str, extra: list[str], cfg: d
     return facts
 
 
-def train_run(args: list[str], run: Path, steps: int, deadline: float | None) -> dict[str, Any]:
-    """One ``hpcpolicy train`` of ``steps`` (stopped at ``deadline`` seconds); its facts and the
+def train_run(table: Path, run: Path, options: TrainOptions, cfg: dict[str, Any],
+              deadline: float | None) -> dict[str, Any]:
+    """One DD-PPO run of ``options.steps`` (stopped at ``deadline`` seconds); its facts and the
     policies it offers to the selection (its snapshots and final policy)."""
     from hpcpolicy.rl.runs import RunPaths
 
-    wall = train_until([*args, "--steps", str(steps), "-o", str(run)], deadline)
-    result = json.loads((run / "result.json").read_text())
+    result, wall = train_until(table, run, options, cfg, deadline)
     candidates = sorted((run / "snapshots").glob("update_*"))  # none in a short run
-    if RunPaths(run).snapshot(result["updates"]) not in candidates:
+    if RunPaths(run).snapshot(result.updates) not in candidates:
         candidates.append(run / "policy")  # the final policy, unless a snapshot has it
-    return {"run": str(run), "seed": int(args[args.index("--seed") + 1]),
-            "steps_budget": steps, "global_step": result["global_step"],
-            "updates": result["updates"], "interrupted": result["interrupted"],
-            "train_wall_s": wall, "train_time_s": result["wall_time_s"],
-            "policy": str(run / "policy"), "candidates": candidates}
+    return {"run": str(run), "seed": options.seed, "steps_budget": options.steps,
+            "global_step": result.global_step, "updates": result.updates,
+            "interrupted": result.interrupted, "train_wall_s": wall,
+            "train_time_s": result.wall_time_s, "policy": str(run / "policy"),
+            "candidates": candidates}
 
 
 def select_snapshot(table: Path, candidates: list[Path], backfill: str,
@@ -212,6 +239,7 @@ def evaluate_policy(table: Path, policy: Path, backfill: str, options: dict[str,
                     a: argparse.Namespace, compat: str | None = None,
                     starts: tuple[int, ...] | None = None) -> dict[str, Any]:
     """The policy and the heuristics on identical windows; the bar's figures."""
+    from hpcpolicy.compat import compat_preset
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
 
@@ -219,7 +247,8 @@ def evaluate_policy(table: Path, policy: Path, backfill: str, options: dict[str,
     cfg = EvaluateConfig(policies=(*HEURISTICS, str(policy)), backfills=(backfill,),
                          windows=a.windows, window_size=a.window_size, seed=a.seed,
                          split="all" if starts else "test", train_frac=a.train_frac,
-                         starts=starts, compat=compat, exclusive_nodes=compat == "rlscheduler")
+                         starts=starts, compat=compat,
+                         exclusive_nodes=compat_preset(compat).exclusive_nodes)
     ev = evaluate(workload, machine, cfg)
     name, best = ev.best_heuristics()[backfill]
     learned = ev.runs[-1]
@@ -288,7 +317,6 @@ def main(argv: list[str] | None = None) -> int:
                      "protocol (--rlscheduler) does not have; use one or the other")
 
     from hpcpolicy.atomic import write_json
-    from hpcpolicy.commands.evaluate import workload_options
 
     cfg = {**DEFAULT_PPO, **(json.loads(a.config.read_text()) if a.config else {})}
     runs_dir = a.runs or Path(tempfile.mkdtemp(prefix="hpcpolicy-quality-"))
@@ -298,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     for trace in a.traces.split(","):
         table = ingest_trace(trace, a.cache)
         extra = WORKLOAD_OPTIONS[trace]
-        options = workload_options(None, None, extra[1] if extra else None).to_dict()
+        options = TrainOptions(**extra).workload().to_dict()
         for backfill in backfills:
             run = runs_dir / f"{trace}-{backfill}"
             row = {"trace": trace, "backfill": backfill, "protocol": "chronological split",
@@ -307,13 +335,13 @@ def main(argv: list[str] | None = None) -> int:
             results.append(row)
     if a.rlscheduler:
         table = ingest_trace("lublin_256", a.cache)
-        options = workload_options("rlscheduler", None, None).to_dict()
+        options = TrainOptions(**RLSCHEDULER_OPTIONS).workload().to_dict()
         for backfill in backfills:
             run = runs_dir / f"rlscheduler-{backfill}"
             row = {"trace": "lublin_256", "backfill": backfill, "protocol": "rlscheduler",
                    "published": RLSCHEDULER_PUBLISHED[backfill],
-                   **train_policy(table, run, backfill, ["--compat", "rlscheduler", "--split",
-                                                         "all"], cfg, options, a, budget)}
+                   **train_policy(table, run, backfill, RLSCHEDULER_OPTIONS, cfg, options, a,
+                                  budget)}
             row.update(evaluate_policy(table, Path(row["policy"]), backfill, options, a,
                                        compat="rlscheduler", starts=RLSCHEDULER_STARTS))
             results.append(row)

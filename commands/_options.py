@@ -91,13 +91,11 @@ WarmOpt = Annotated[bool, typer.Option(
 
 def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,
                      drop_zero_runtime: bool | None = None) -> WorkloadOptions:
-    """The workload conventions the options above select."""
-    from hpcpolicy.workload import WorkloadOptions
+    """The workload conventions the options above select (see
+    :func:`hpcpolicy.workload.workload_options`)."""
+    from hpcpolicy.workload import workload_options as select
 
-    return WorkloadOptions.preset(
-        compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
-        walltime_fallback=None if walltime_fallback is None
-        else WorkloadOptions.parse_walltime_fallback(walltime_fallback))
+    return select(compat, procs_from, walltime_fallback, drop_zero_runtime)
 
 
 def parse_window_starts(text: str | None) -> tuple[int, ...] | None:

@@ -162,6 +162,7 @@ def main(
 
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import with_spread_penalty
+    from hpcpolicy.compat import compat_preset
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import GPU_ALLOCATORS, GPU_BASELINES, EvaluateConfig, evaluate
     from hpcpolicy.site.apply import load_world
@@ -181,7 +182,8 @@ def main(
             policies=policies, backfills=_listed(backfill, ["none"]), allocators=allocators,
             windows=windows, window_size=window_size, seed=seed, split=split,
             train_frac=train_frac, starts=parse_window_starts(window_starts), warm=warm,
-            compat=compat, kill_at_limit=kill_at_limit, exclusive_nodes=compat == "rlscheduler")
+            compat=compat, kill_at_limit=kill_at_limit,
+            exclusive_nodes=compat_preset(compat).exclusive_nodes)
         options = workload_options(compat, procs_from, walltime_fallback)
         workload, machine = load(table, options.to_dict(),
                                  None if cluster is None else str(cluster), procs)

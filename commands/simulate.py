@@ -164,6 +164,7 @@ def main(
 
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
+    from hpcpolicy.compat import compat_preset
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.policies.learned import LearnedPolicy, policy_simulator, resolve_policy
     from hpcpolicy.sim.metrics import write_outcomes
@@ -188,12 +189,12 @@ def main(
         wcfg = WindowConfig(size=window_size or 1024, count=windows or 10, seed=seed,
                             starts=starts, warm=warm) if windowed else None
         options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime)
+        peer = compat_preset(compat)
         allocators = allocator or ["first-fit"]
         configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
-                             check=check, engine=engine, exclusive_nodes=compat == "rlscheduler",
+                             check=check, engine=engine, exclusive_nodes=peer.exclusive_nodes,
                              allocator=a)
                    for p in policies for b in backfills for a in allocators]
-        util_end = "last_start" if compat == "rlscheduler" else "last_end"
         machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
                                       spread_penalty, allocators)
         workload = Workload.from_table(table, options=options)
@@ -204,7 +205,8 @@ def main(
         if not is_quiet():
             _describe(table, workload, machine)
         runs = with_progress(lambda step: replay(workload, machine, configs, wcfg,
-                                                  utilization_end=util_end, on_step=step,
+                                                  utilization_end=peer.utilization_end,
+                                                  on_step=step,
                                                   simulate=policy_simulator(policies)),
                              "simulating")
         if json_out is not None:

@@ -34,9 +34,9 @@ __all__ = ["main"]
 
 def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> PPOConfig:
     """The members' base config: defaults (learning rate not annealed), --config, flags."""
-    from hpcpolicy.commands.train import config_fields
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.rl.config import ALGO_CONFIGS, config_from_dict
+    from hpcpolicy.training import config_fields
 
     if algo not in ALGO_CONFIGS:
         raise ConfigError(f"unknown --algo {algo!r}; a tune trains online: "
@@ -175,6 +175,7 @@ def main(
 
         hpcpolicy tune jobs.parquet --algo ddppo --workers 2 --backfill easy -o runs/tune-b
     """
+    from hpcpolicy.compat import compat_preset
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs
     from hpcpolicy.env.scheduling import EPISODE_METRICS
@@ -196,7 +197,7 @@ def main(
         run = out if out is not None else Path("runs") / default_run_name(algo, seed, "tune")
         env_cfg = EnvConfig(k=k, window_size=window_size, reward=reward, backfill=backfill,
                             split="train", train_frac=train_frac, warm=warm, compat=compat,
-                            exclusive_nodes=compat == "rlscheduler")
+                            exclusive_nodes=compat_preset(compat).exclusive_nodes)
         options = workload_options(compat, procs_from, walltime_fallback)
         env = env_kwargs(table, env_cfg, workload=options, cluster=cluster, procs=procs)
         if not is_quiet():

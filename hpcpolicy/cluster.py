@@ -9,15 +9,19 @@ cores (from the SWF header's MaxProcs / MaxNodes, or ``--procs``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
 
 __all__ = ["ClusterSpec", "GpuModel", "NodeGroup"]
 
 
 @dataclass(frozen=True)
-class NodeGroup:
+class NodeGroup(Config):
     """A set of identical nodes."""
+
+    label: ClassVar[str] = "node group"
 
     name: str
     """Group name, e.g. ``cpu`` or ``a100``."""
@@ -39,19 +43,14 @@ class NodeGroup:
     rack: str | None = None
     """Rack name, for topology-aware allocation."""
 
-    def __post_init__(self) -> None:
-        for name in ("count", "cores"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"node group {self.name!r}: {name} must be >= 1")
-        for name in ("mem_mib", "gpus"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"node group {self.name!r}: {name} must be >= 0")
-        if self.gpu_speed <= 0:
-            raise ConfigError(f"node group {self.name!r}: gpu_speed must be > 0")
+    def validate(self) -> None:
+        self._at_least(1, "count", "cores")
+        self._at_least(0, "mem_mib", "gpus")
+        self._require(self.gpu_speed > 0, "gpu_speed", f"must be > 0, got {self.gpu_speed}")
 
 
 @dataclass(frozen=True)
-class GpuModel:
+class GpuModel(Config):
     """How placement changes a GPU job's run time under the node-level allocators.
 
     Distances between two GPUs of one job: 0 on the same node, :attr:`same_rack` on two nodes
@@ -70,6 +69,8 @@ class GpuModel:
         (0.5, 1.0)
     """
 
+    label: ClassVar[str] = "gpu model"
+
     same_rack: float = 1.0
     """Distance between GPUs on two nodes of one rack."""
     cross_rack: float = 2.0
@@ -81,16 +82,13 @@ class GpuModel:
     partition_sensitivity: tuple[tuple[str, float], ...] = ()
     """(partition, sensitivity) pairs for job classes that differ from the default."""
 
-    def __post_init__(self) -> None:
-        for name in ("same_rack", "cross_rack", "spread_penalty", "sensitivity"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"gpu model: {name} must be >= 0")
-        if self.cross_rack < self.same_rack:
-            raise ConfigError("gpu model: cross_rack must be >= same_rack (GPUs in two racks "
-                              "are not closer than GPUs in one)")
+    def validate(self) -> None:
+        self._at_least(0, "same_rack", "cross_rack", "spread_penalty", "sensitivity")
+        self._require(self.cross_rack >= self.same_rack, "cross_rack", "must be >= same_rack "
+                      "(GPUs in two racks are not closer than GPUs in one)")
         for part, value in self.partition_sensitivity:
-            if value < 0:
-                raise ConfigError(f"gpu model: sensitivity of partition {part!r} must be >= 0")
+            self._require(value >= 0, "partition_sensitivity",
+                          f"sensitivity of partition {part!r} must be >= 0, got {value}")
 
     def sensitivity_of(self, partition: str) -> float:
         """Speed sensitivity of a job in ``partition``."""

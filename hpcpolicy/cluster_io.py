@@ -3,8 +3,10 @@
 Cluster files are TOML (``.toml``) or JSON (``.json``) documents checked against
 ``schemas/cluster.schema.json`` (see ``examples/``). The check runs here, with no dependency
 beyond the standard library, over the small part of JSON Schema that file uses (type,
-properties, required, additionalProperties, minItems, minimum, exclusiveMinimum, minLength,
-items, local ``$ref``); a test checks that it agrees with the ``jsonschema`` package.
+properties, required, additionalProperties, minItems, minimum, exclusiveMinimum, maximum,
+minLength, items, local ``$ref``); a test checks that it agrees with the ``jsonschema``
+package. Beyond the schema, a number must be finite (TOML and Python's JSON reader accept
+``inf`` and ``nan``).
 
 Without a file, the machine comes from ``--procs N`` or from the SWF header facts that
 ``hpcpolicy ingest`` stores in the job table's Parquet metadata (``MaxProcs``, ``MaxNodes``).
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import re
 import tomllib
 from collections.abc import Sequence
@@ -85,6 +88,10 @@ def _check(value: Any, schema: dict[str, Any], root: dict[str, Any], where: str)
         if len(value) < schema.get("minLength", 0):
             raise ConfigError(f"{where} must not be empty")
     elif isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{where} must be a finite number, not {value}")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise ConfigError(f"{where} must be <= {schema['maximum']}, not {value}")
         if "minimum" in schema and value < schema["minimum"]:
             raise ConfigError(f"{where} must be >= {schema['minimum']}, not {value}")
         if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:

@@ -159,7 +159,6 @@ def _compare(ctx: DemoContext) -> list[Any]:
 
 
 def _train(ctx: DemoContext) -> Any:
-    import functools
     import importlib.util
 
     if ctx.cfg.train_steps == 0:
@@ -168,28 +167,20 @@ def _train(ctx: DemoContext) -> Any:
         raise ConfigError("the demo's training step needs the rl extra: pip install "
                           "torch==2.13.0 && pip install -e '.[rl]' (or skip it with "
                           "--train-steps 0)")
-    from hpcpolicy.env import EnvConfig
-    from hpcpolicy.env.factory import env_kwargs, load, make_env, provenance
-    from hpcpolicy.env.scheduling import EPISODE_METRICS
-    from hpcpolicy.rl.config import PPOConfig
-    from hpcpolicy.rl.ppo import train
+    from hpcpolicy.training import TrainOptions, train
 
-    cfg, table = ctx.cfg, ctx.files["jobs"]
+    cfg = ctx.cfg
     run = cfg.out_dir / "run"
     if run.exists():  # a rerun replaces the demo's own run
         import shutil
 
         shutil.rmtree(run)
-    env = EnvConfig(k=TRAIN_K, window_size=min(TRAIN_WINDOW, max(8, cfg.jobs // 4)),
-                    reward="bsld", backfill="easy")
-    workload, machine = load(table, _OPTIONS.to_dict())
-    kwargs = env_kwargs(table, env, workload=_OPTIONS)
-    ppo = PPOConfig(total_steps=cfg.train_steps, seed=cfg.seed,
-                    episode_metric_names=tuple(EPISODE_METRICS))
-    result = train(ppo, functools.partial(make_env, **kwargs), run,
-                   provenance=provenance(table, env, workload, machine))
-    ctx.files["policy"] = result.run_dir / "policy"
-    return result
+    trained = train(ctx.files["jobs"], algo="ppo", out=run, options=TrainOptions(
+        steps=cfg.train_steps, seed=cfg.seed, k=TRAIN_K, backfill="easy",
+        window_size=min(TRAIN_WINDOW, max(8, cfg.jobs // 4)),
+        walltime_fallback=str(_OPTIONS.walltime_fallback)))
+    ctx.files["policy"] = trained.policy
+    return trained.result
 
 
 def _whatif(ctx: DemoContext) -> Any:

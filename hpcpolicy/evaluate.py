@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from hpcpolicy.compat import COMPAT_NAMES, compat_preset
+from hpcpolicy.config import Config, choice
 from hpcpolicy.env.split import SPLITS, split_starts
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.types import ALLOCATORS, BACKFILL_MODES, SimConfig
@@ -53,13 +55,15 @@ SPREAD_KEYS = ("mean_bsld", "mean_wait_s", "mean_response_s", "utilization", "gp
 
 
 @dataclass(frozen=True)
-class EvaluateConfig:
+class EvaluateConfig(Config):
     """What to compare, on which windows.
 
     Example:
         >>> EvaluateConfig(policies=("sjf", "runs/x/policy")).backfills
         ('none',)
     """
+
+    label: ClassVar[str] = "evaluate"
 
     policies: tuple[str, ...] = ("fcfs", "sjf", "f1")
     """Heuristic names and/or trained policy directories."""
@@ -71,7 +75,7 @@ class EvaluateConfig:
     """Jobs per window."""
     seed: int = 1
     """Seed of the random window starts."""
-    split: str = "test"
+    split: str = choice("test", SPLITS)
     """Part of the workload the windows lie in: test, train or all."""
     train_frac: float = 0.7
     """Share of the jobs (earliest first) in the training part."""
@@ -79,7 +83,7 @@ class EvaluateConfig:
     """Explicit window starts (0-based job indices into the whole workload)."""
     warm: bool = False
     """Start each window with the jobs running at its first submit."""
-    compat: str | None = None
+    compat: str | None = choice(None, COMPAT_NAMES)
     """Engine semantics of a peer (``rlscheduler``) instead of the project's own."""
     kill_at_limit: bool = False
     """End a job at its requested walltime when its logged run time is longer."""
@@ -88,7 +92,7 @@ class EvaluateConfig:
     allocators: tuple[str, ...] = ("first-fit",)
     """Placement rules; every policy runs with each (see the module docstring)."""
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if not self.policies:
             raise ConfigError("evaluate: give at least one policy")
         if len(set(self.policies)) != len(self.policies):
@@ -101,8 +105,6 @@ class EvaluateConfig:
         if bad or not self.allocators:
             raise ConfigError(f"evaluate: allocator {bad or '(none given)'} must be among "
                               f"{', '.join(ALLOCATORS)}")
-        if self.split not in SPLITS:
-            raise ConfigError(f"evaluate: split {self.split!r} is not one of {', '.join(SPLITS)}")
         self.window_config()  # checks the window options
         for backfill in self.backfills:
             self.sim_config("fcfs", backfill)  # checks compat against backfilling
@@ -117,10 +119,6 @@ class EvaluateConfig:
         return SimConfig(policy=policy, backfill=backfill, kill_at_limit=self.kill_at_limit,
                          compat=self.compat, exclusive_nodes=self.exclusive_nodes,
                          allocator=allocator)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
 
 
 def _spread(values: list[float]) -> dict[str, float | None]:
@@ -274,7 +272,7 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
 
         configs = [site_config(site, c) for c in configs]
     runs = replay(workload, cluster, configs, cfg.window_config(starts),
-                  utilization_end="last_start" if cfg.compat == "rlscheduler" else "last_end",
+                  utilization_end=compat_preset(cfg.compat).utilization_end,
                   simulate=policy_simulator({labels[s]: p for s, p in policies.items()}),
                   on_step=on_step)
     learned = {spec: _manifest_facts(p) for spec, p in policies.items()

@@ -13,26 +13,28 @@ replayed are dropped *with a reason* (:data:`DROP_REASONS`), counted, and their 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.compat import COMPAT_NAMES, compat_preset
+from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
 
 if TYPE_CHECKING:
     import polars as pl
 
 __all__ = [
-    "COMPAT_PRESETS",
     "DROP_REASONS",
     "PROCS_FROM",
     "WALLTIME_FALLBACKS",
     "JobIds",
     "Workload",
     "WorkloadOptions",
+    "workload_options",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -102,32 +104,8 @@ DROP_REASONS: dict[str, str] = {
 }
 """Why a job of the table is not in the workload; ``hpcpolicy simulate`` prints the counts."""
 
-COMPAT_PRESETS: dict[str, dict[str, Any]] = {
-    # DIR-LAB/deep-batch-scheduler job.py: processors = max(allocated, requested); run time 0
-    # dropped; run time -1 read as 10 s; requested time -1 replaced by the run time.
-    "rlscheduler": {
-        "procs_from": "max",
-        "walltime_fallback": "runtime",
-        "drop_zero_runtime": True,
-        "unknown_run_time_s": 10,
-        "drop_unlogged_start": False,
-    },
-    # ErenAri/HPC-workload-optimizer: processors = requested, else allocated; a record is
-    # dropped only when submit, wait, run time or processors is missing; a missing requested
-    # time is planned with the actual run time.
-    "hpcopt": {
-        "procs_from": "requested",
-        "walltime_fallback": "runtime",
-        "drop_zero_runtime": False,
-        "unknown_run_time_s": None,
-        "drop_unlogged_start": True,
-    },
-}
-"""Workload conventions of the peers whose published figures we reproduce (README explains)."""
-
-
 @dataclass(frozen=True)
-class WorkloadOptions:
+class WorkloadOptions(Config):
     """How to turn the job table into a workload.
 
     Example:
@@ -137,7 +115,9 @@ class WorkloadOptions:
         'requested'
     """
 
-    procs_from: str = "requested"
+    label: ClassVar[str] = "workload"
+
+    procs_from: str = choice("requested", PROCS_FROM)
     """Processor count of a job: ``requested`` (req_cpus, else alloc_cpus where the request is
     unknown), ``allocated`` (alloc_cpus, else req_cpus) or ``max`` (the larger of the two).
     Nodes and GPUs follow the same rule with their req_/alloc_ columns."""
@@ -153,30 +133,14 @@ class WorkloadOptions:
     """Run time given to jobs whose log has none; None drops them (reason ``no_run_time``)."""
     drop_unlogged_start: bool = False
     """Drop jobs whose log has no wait/start time (HPCOpt's convention)."""
-    compat: str | None = None
+    compat: str | None = choice(None, COMPAT_NAMES)
     """Name of the preset these options started from (provenance only; see :meth:`preset`)."""
 
-    def __post_init__(self) -> None:
-        if self.procs_from not in PROCS_FROM:
-            raise ConfigError(
-                f"procs_from {self.procs_from!r} is not one of {', '.join(PROCS_FROM)}"
-            )
-        wf = self.walltime_fallback
-        if isinstance(wf, bool) or not (
-            wf in WALLTIME_FALLBACKS or (isinstance(wf, int) and wf > 0)
-        ):
-            raise ConfigError(
-                f"walltime_fallback {wf!r} is not one of {', '.join(WALLTIME_FALLBACKS)} "
-                "or a positive number of seconds"
-            )
-        if self.unknown_run_time_s is not None and self.unknown_run_time_s < 0:
-            raise ConfigError(
-                f"unknown_run_time_s must be >= 0 seconds or None, not {self.unknown_run_time_s}"
-            )
-        if self.compat is not None and self.compat not in COMPAT_PRESETS:
-            raise ConfigError(
-                f"compat {self.compat!r} is not one of {', '.join(COMPAT_PRESETS)}"
-            )
+    def validate(self) -> None:
+        if not (isinstance(self.walltime_fallback, int) and self.walltime_fallback > 0):
+            self._one_of("walltime_fallback", WALLTIME_FALLBACKS,
+                         also=" or a positive number of seconds")
+        self._at_least(0, "unknown_run_time_s")
 
     @classmethod
     def preset(cls, compat: str | None, **explicit: Any) -> WorkloadOptions:
@@ -185,13 +149,11 @@ class WorkloadOptions:
         Keyword arguments whose value is None are treated as "not given", so a command line
         can pass every option through unchanged.
         """
-        if compat is not None and compat not in COMPAT_PRESETS:
-            raise ConfigError(f"compat {compat!r} is not one of {', '.join(COMPAT_PRESETS)}")
-        names = {f.name for f in fields(cls)} - {"compat"}
+        names = set(cls.field_names()) - {"compat"}
         unknown = sorted(set(explicit) - names)
         if unknown:
             raise ConfigError(f"unknown workload option(s) {', '.join(unknown)}")
-        base = cls(**COMPAT_PRESETS[compat]) if compat else cls()
+        base = cls(**compat_preset(compat).workload)
         given = {k: v for k, v in explicit.items() if v is not None}
         return replace(base, compat=compat, **given)
 
@@ -199,10 +161,6 @@ class WorkloadOptions:
     def parse_walltime_fallback(text: str) -> str | int:
         """``--walltime-fallback`` text as an option value (digits become seconds)."""
         return int(text) if text.strip().isdigit() else text.strip()
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -524,3 +482,17 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         dropped=dropped,
         options=opts,
     )
+
+
+def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,
+                     drop_zero_runtime: bool | None = None) -> WorkloadOptions:
+    """The workload conventions that the command-line options select (None: not given).
+
+    Example:
+        >>> workload_options(None, None, "3600").walltime_fallback
+        3600
+    """
+    return WorkloadOptions.preset(
+        compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
+        walltime_fallback=None if walltime_fallback is None
+        else WorkloadOptions.parse_walltime_fallback(walltime_fallback))

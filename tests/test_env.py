@@ -182,7 +182,7 @@ def test_windows_come_from_the_configured_part_only() -> None:
 def test_misuse_is_reported() -> None:
     with pytest.raises(SimulationError, match=r"step\(\) with no episode in progress"):
         _env().step(0)
-    with pytest.raises(ConfigError, match=r"baselines .*'fifo'"):
+    with pytest.raises(ConfigError, match=r"`baselines`: .*'fifo'"):
         replace(SMALL, baselines=("fifo",))
     with pytest.raises(ConfigError, match="reward 'slowdown': unknown term"):
         replace(SMALL, reward="slowdown")

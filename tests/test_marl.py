@@ -322,7 +322,7 @@ def test_the_single_agent_loader_refuses_the_two_agent_manifest(trained: Path) -
     ({"gamma_typo": 1}, "unknown field"),
     ({"warm_start": "shortest"}, "`warm_start`: 'shortest' is not a heuristic; valid: fcfs"),
     ({"warm_start_steps": 0}, "`warm_start_steps`"),
-    ({"util_span": "all"}, "`util_span`: 'all' is not one of started, queue"),
+    ({"util_span": "all"}, "util_span 'all' is not one of started, queue"),
 ])
 def test_config_errors_name_the_field(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

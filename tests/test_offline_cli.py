@@ -47,12 +47,12 @@ def test_bad_input_is_one_clear_line(table: Path, tmp_path: Path) -> None:
                   "--logged-action", "head", "-o", str(data)).exit_code == 0
     assert "decisions reserve the oldest job" in " ".join(
         invoke("dataset", "inspect", str(data)).output.split())
-    assert "config field `logged_action`: 'first' is not one of started, head" in \
+    assert "logged_action 'first' is not one of started, head" in \
         one_line_error(invoke("dataset", "build", str(table), "--logged-action", "first",
                               "-o", str(tmp_path / "y")))
     assert "already holds a dataset; choose another -o or add --overwrite" in one_line_error(
         invoke("dataset", "build", str(table), *SMALL, "-o", str(data)))
-    assert "config field `source`: 'log' is not one of logged, heuristics, random, mix" in \
+    assert "source 'log' is not one of logged, heuristics, random, mix" in \
         one_line_error(invoke("dataset", "build", str(table), "--source", "log", "-o",
                               str(tmp_path / "x")))
     assert "unknown --algo 'sac'; valid: online ddppo, ppo (on a job table), offline cql, " \

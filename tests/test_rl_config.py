@@ -11,9 +11,9 @@ from hpcpolicy.rl.config import DDPPOConfig, PPOConfig, config_class, config_fro
 
 
 @pytest.mark.parametrize(("field", "value", "fragment"), [
-    ("total_steps", 0, "`total_steps`: must be an integer >= 1"),
+    ("total_steps", 0, "`total_steps`: must be >= 1, got 0"),
     ("gamma", 1.5, "`gamma`: must be in [0, 1]"),
-    ("activation", "gelu", "`activation`: must be one of tanh, relu"),
+    ("activation", "gelu", "activation 'gelu' is not one of tanh, relu"),
     ("hidden", (), "`hidden`: must be one or more positive integers"),
     ("target_kl", 0.0, "`target_kl`: must be > 0 or null"),
     ("num_minibatches", 2000, "`num_minibatches`: 2000 minibatches need a rollout"),

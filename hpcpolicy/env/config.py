@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
+from hpcpolicy.compat import COMPAT_NAMES
+from hpcpolicy.config import Config, choice
 from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.env.spaces import DEFAULT_K
 from hpcpolicy.env.split import SPLITS
-from hpcpolicy.errors import ConfigError
-from hpcpolicy.sim.types import RunLimits, SimConfig
+from hpcpolicy.sim.types import BACKFILL_MODES, RunLimits, SimConfig
 
 __all__ = ["EnvConfig"]
 
 
 @dataclass(frozen=True)
-class EnvConfig:
+class EnvConfig(Config):
     """Episodes, engine options and reward of :class:`~hpcpolicy.env.scheduling.SchedulingEnv`.
 
     JSON-ready (:meth:`to_dict` / :meth:`from_dict`), so that a DD-PPO worker or a resumed run
@@ -28,6 +28,8 @@ class EnvConfig:
         (True, 'easy')
     """
 
+    label: ClassVar[str] = "env"
+
     k: int = DEFAULT_K
     """Job slots the policy sees (the oldest ``k`` waiting jobs)."""
     window_size: int = 256
@@ -35,9 +37,9 @@ class EnvConfig:
     reward: str = "bsld"
     """Reward terms and weights, ``name[:weight]`` comma-separated (see
     :mod:`hpcpolicy.env.rewards`)."""
-    backfill: str = "none"
+    backfill: str = choice("none", BACKFILL_MODES)
     """Backfilling after each head choice: none, easy or conservative (as in ``simulate``)."""
-    split: str = "train"
+    split: str = choice("train", SPLITS)
     """Part of the workload episodes are drawn from: train, test or all
     (:mod:`hpcpolicy.env.split`)."""
     train_frac: float = 0.7
@@ -47,7 +49,7 @@ class EnvConfig:
     :mod:`hpcpolicy.sim.windows`) instead of an empty machine."""
     warmup_jobs: int | None = None
     """Jobs before the window replayed to find what runs (warm only); default the window size."""
-    compat: str | None = None
+    compat: str | None = choice(None, COMPAT_NAMES)
     """Engine semantics of a peer (``rlscheduler``) instead of the project's own."""
     kill_at_limit: bool = False
     """End a job at its requested walltime when its logged run time is longer."""
@@ -63,25 +65,18 @@ class EnvConfig:
     """Heuristics replayed on each finished episode's window; the best one's bounded slowdown
     is reported in ``info["episode_metrics"]`` (empty: none, which is faster)."""
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         from hpcpolicy.policies import policy_names
 
-        if self.k < 1:
-            raise ConfigError(f"env k must be >= 1 slot, not {self.k}")
-        if self.window_size < 1:
-            raise ConfigError(f"env window_size must be >= 1 job, not {self.window_size}")
+        self._at_least(1, "k", "window_size")
+        self._at_least(0, "warmup_jobs")
         parse_reward(self.reward)
-        if self.split not in SPLITS:
-            raise ConfigError(f"env split {self.split!r} is not one of {', '.join(SPLITS)}")
-        if not 0.0 < self.train_frac < 1.0:
-            raise ConfigError(f"env train_frac must be in (0, 1), not {self.train_frac}")
-        if self.warmup_jobs is not None and self.warmup_jobs < 0:
-            raise ConfigError(f"env warmup_jobs must be >= 0, not {self.warmup_jobs}")
+        self._require(0.0 < self.train_frac < 1.0, "train_frac",
+                      f"must be in (0, 1), got {self.train_frac}")
         unknown = [b for b in self.baselines if b not in policy_names()]
-        if unknown:
-            raise ConfigError(f"env baselines {unknown} are not heuristics; valid: "
-                              f"{', '.join(policy_names())}")
-        self.sim_config()  # checks backfill and compat
+        self._require(not unknown, "baselines", f"{unknown} are not heuristics; valid: "
+                      f"{', '.join(policy_names())}")
+        self.sim_config()  # checks the engine options together
 
     def sim_config(self, policy: str = "fcfs") -> SimConfig:
         """The engine options of an episode (``policy`` matters only for baselines)."""
@@ -93,29 +88,3 @@ class EnvConfig:
     def reward_weights(self) -> dict[str, float]:
         """The parsed :attr:`reward`."""
         return parse_reward(self.reward)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        data = dataclasses.asdict(self)
-        data["baselines"] = list(self.baselines)
-        data["pools"] = [[name, list(groups)] for name, groups in self.pools]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EnvConfig:
-        """Rebuild from :meth:`to_dict` output.
-
-        Raises:
-            ConfigError: Unknown keys (listing the valid ones) or invalid values.
-        """
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ConfigError(f"env config: unknown field(s) {', '.join(unknown)}; valid: "
-                              f"{', '.join(sorted(names))}")
-        values = dict(data)
-        if "baselines" in values:
-            values["baselines"] = tuple(values["baselines"])
-        if "pools" in values:
-            values["pools"] = tuple((str(name), tuple(groups)) for name, groups in values["pools"])
-        return cls(**values)

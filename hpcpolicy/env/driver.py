@@ -129,10 +129,9 @@ class EngineDriver:
         self.stepper = Stepper(workload, cluster, cfg, running=running)
         self.prep = self.stepper.prep
         # running jobs: the finish heap (fast) or the running list (compat), ids in row 1
-        rlscheduler = cfg.compat == "rlscheduler"
-        self._running_ids = self.stepper.state.plan[1] if rlscheduler \
-            else self.stepper.state.heap[1]
-        self._running_len = fast.RLEN if rlscheduler else fast.HLEN
+        peer = cfg.preset.peer_engine
+        self._running_ids = self.stepper.state.plan[1] if peer else self.stepper.state.heap[1]
+        self._running_len = fast.RLEN if peer else fast.HLEN
         self._q = 0
         self._observe: Callable[..., None] | None = None
 

@@ -54,7 +54,8 @@ def _load(table: str, workload_json: str, cluster: str | None,
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.workload import Workload, WorkloadOptions
 
-    options = WorkloadOptions(**json.loads(workload_json)) if workload_json != "null" else None
+    options = WorkloadOptions.from_dict(json.loads(workload_json)) if workload_json != "null" \
+        else None
     machine = resolve_cluster(spec=cluster, procs=procs, table=table)
     return Workload.from_table(table, options=options), machine
 

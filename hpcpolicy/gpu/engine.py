@@ -106,7 +106,7 @@ class GpuEngine(ReferenceEngine):
         if cfg.exclusive_nodes:
             raise ConfigError(f"allocator {cfg.allocator!r} places GPUs on shared nodes; "
                               "drop --exclusive-nodes, or use --allocator first-fit with it")
-        if cfg.compat is not None and cfg.compat != "hpcopt":
+        if cfg.preset.peer_engine:
             raise ConfigError(f"allocator {cfg.allocator!r} follows the project's own "
                               f"semantics; drop --compat {cfg.compat} or use --allocator "
                               "first-fit")

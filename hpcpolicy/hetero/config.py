@@ -11,16 +11,16 @@ Example:
     >>> GpuDqnConfig.from_dict({"steps": 0})
     Traceback (most recent call last):
     ...
-    hpcpolicy.errors.ConfigError: config field `steps`: must be an integer >= 1, got 0
+    hpcpolicy.errors.ConfigError: dqn-gpu config field `steps`: must be >= 1, got 0
 """
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from hpcpolicy.errors import ConfigError
+from hpcpolicy.config import Config, choice
 from hpcpolicy.sim.types import BACKFILL_MODES
 
 __all__ = ["ALGO", "GpuDqnConfig"]
@@ -31,14 +31,11 @@ ALGO = "dqn-gpu"
 _ACTIVATIONS = ("relu", "tanh")
 
 
-def _check(ok: bool, name: str, message: str) -> None:
-    if not ok:
-        raise ConfigError(f"config field `{name}`: {message}")
-
-
 @dataclass(frozen=True)
-class GpuDqnConfig:
+class GpuDqnConfig(Config):
     """An online DQN run on the GPU-type assignment environment."""
+
+    label: ClassVar[str] = ALGO
 
     seed: int = 1
     """Seed of the weights, the exploration, minibatch sampling and the episodes' windows."""
@@ -55,7 +52,7 @@ class GpuDqnConfig:
     train_frac: float = 0.7
     """Episodes are windows of the first ``train_frac`` of the jobs (the rest is left for
     evaluation, as in ``hpcpolicy evaluate``)."""
-    backfill: str = "none"
+    backfill: str = choice("none", BACKFILL_MODES)
     """Backfilling of the engine (none, easy, conservative); the queue order is FCFS."""
     double: bool = True
     """Double DQN (d3rlpy DoubleDQN) rather than DQN."""
@@ -82,40 +79,31 @@ class GpuDqnConfig:
     """Environment steps over which epsilon decays linearly."""
     hidden: tuple[int, ...] = (64, 64)
     """Hidden widths of the Q-network (an MLP from the observation to one Q per GPU type)."""
-    activation: str = "relu"
+    activation: str = choice("relu", _ACTIVATIONS)
     """relu or tanh."""
     steps_per_epoch: int = 5_000
     """Environment steps per epoch: one row of d3rlpy's logs and one checkpoint."""
     torch_threads: int = 1
     """Intra-op threads."""
 
-    def __post_init__(self) -> None:
-        for name in ("steps", "window_size", "batch_size", "buffer_size", "update_interval",
-                     "target_update_interval", "epsilon_steps", "steps_per_epoch",
-                     "torch_threads"):
+    def validate(self) -> None:
+        self._at_least(1, "steps", "window_size", "batch_size", "buffer_size", "update_interval",
+                       "target_update_interval", "epsilon_steps", "steps_per_epoch",
+                       "torch_threads")
+        self._at_least(0, "update_start", "seed")
+        self._require(self.idle_weight >= 0, "idle_weight",
+                      f"lambda must be >= 0, got {self.idle_weight}")
+        self._require(self.reward_scale_s is None or self.reward_scale_s > 0, "reward_scale_s",
+                      f"must be > 0 seconds or null, got {self.reward_scale_s}")
+        self._require(0.0 < self.train_frac < 1.0, "train_frac",
+                      f"must be in (0, 1), got {self.train_frac}")
+        self._require(self.learning_rate > 0, "learning_rate",
+                      f"must be > 0, got {self.learning_rate}")
+        for name in ("gamma", "epsilon_start", "epsilon_end"):
             value = getattr(self, name)
-            _check(isinstance(value, int) and not isinstance(value, bool) and value >= 1, name,
-                   f"must be an integer >= 1, got {value!r}")
-        _check(isinstance(self.update_start, int) and self.update_start >= 0, "update_start",
-               f"must be an integer >= 0, got {self.update_start!r}")
-        _check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed}")
-        _check(self.idle_weight >= 0, "idle_weight", f"lambda must be >= 0, got "
-               f"{self.idle_weight}")
-        _check(self.reward_scale_s is None or self.reward_scale_s > 0, "reward_scale_s",
-               f"must be > 0 seconds or null, got {self.reward_scale_s}")
-        _check(0.0 < self.train_frac < 1.0, "train_frac",
-               f"must be in (0, 1), got {self.train_frac}")
-        _check(self.backfill in BACKFILL_MODES, "backfill",
-               f"{self.backfill!r} is not one of {', '.join(BACKFILL_MODES)}")
-        _check(0.0 <= self.gamma <= 1.0, "gamma", f"must be in [0, 1], got {self.gamma}")
-        _check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
-        for name in ("epsilon_start", "epsilon_end"):
-            value = getattr(self, name)
-            _check(0.0 <= value <= 1.0, name, f"must be in [0, 1], got {value}")
-        _check(len(self.hidden) >= 1 and all(isinstance(w, int) and w >= 1 for w in self.hidden),
-               "hidden", f"must be one or more positive integers, got {self.hidden!r}")
-        _check(self.activation in _ACTIVATIONS, "activation",
-               f"must be one of {', '.join(_ACTIVATIONS)}, got {self.activation!r}")
+            self._require(0.0 <= value <= 1.0, name, f"must be in [0, 1], got {value}")
+        self._require(len(self.hidden) >= 1 and min(self.hidden) >= 1, "hidden",
+                      f"must be one or more positive integers, got {list(self.hidden)}")
 
     # -- computed at runtime ---------------------------------------------------------------
     @property
@@ -125,21 +113,16 @@ class GpuDqnConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``algo`` included)."""
-        return {"algo": ALGO, **dataclasses.asdict(self), "hidden": list(self.hidden)}
+        return {"algo": ALGO, **super().to_dict()}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GpuDqnConfig:
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """Rebuild from :meth:`to_dict` output (or a ``--config`` file plus flags).
 
         Raises:
-            ConfigError: Unknown fields (listing the valid ones) or invalid values.
+            ConfigError: Unknown fields (listing the valid ones), or a value of the wrong
+                type or out of range.
         """
-        values = {k: v for k, v in data.items() if not (k == "algo" and v in (ALGO, "dqn"))}
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
-        if unknown:
-            raise ConfigError(f"dqn-gpu config: unknown field(s) {', '.join(unknown)}; valid: "
-                              f"{', '.join(sorted(names))}")
-        if "hidden" in values:
-            values["hidden"] = tuple(values["hidden"])
-        return cls(**values)
+        if isinstance(data, Mapping) and data.get("algo") in (ALGO, "dqn"):
+            data = {k: v for k, v in data.items() if k != "algo"}
+        return super().from_dict(data)

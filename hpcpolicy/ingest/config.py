@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import ClassVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
 
 __all__ = ["DEFAULT_ORIGIN", "FORMATS", "IngestConfig", "check_time_zone", "parse_origin"]
@@ -50,8 +51,10 @@ def check_time_zone(tz: str, option: str = "tz") -> str:
 
 
 @dataclass(frozen=True)
-class IngestConfig:
+class IngestConfig(Config):
     """How to read and clean the input logs."""
+
+    label: ClassVar[str] = "ingest"
 
     format: str = "auto"
     """Input format: one of :data:`FORMATS`."""
@@ -74,7 +77,7 @@ class IngestConfig:
     """Alibaba GPU trace: its node list, written as a cluster spec beside the job table; None
     means ``openb_node_list_all_node.csv`` beside the pod list, if it is there."""
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if self.format not in FORMATS:
             raise ConfigError(f"format {self.format!r} is not one of {', '.join(FORMATS)}")
         check_time_zone(self.tz)
@@ -94,7 +97,3 @@ class IngestConfig:
             object.__setattr__(self, "sacct_columns", tuple(names))
         if self.origin is not None:
             parse_origin(self.origin)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The config as a JSON-ready dict."""
-        return asdict(self)

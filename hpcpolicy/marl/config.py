@@ -16,14 +16,15 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
+from hpcpolicy.config import Config, choice
 from hpcpolicy.env.split import SPLITS
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.rl.config import DDPPOConfig
-from hpcpolicy.sim.types import SimConfig
+from hpcpolicy.sim.types import BACKFILL_MODES, SimConfig
 
 __all__ = ["MarlConfig", "MarlEnvConfig"]
 
@@ -32,17 +33,6 @@ DEFAULT_K = 32
 
 UTIL_SPANS = ("started", "queue")
 """Values of ``MarlConfig.util_span``."""
-
-
-def _from_dict(cls: Any, data: dict[str, Any], what: str, tuples: tuple[str, ...]) -> Any:
-    """``cls(**data)`` with unknown keys refused (naming the valid ones) and lists as tuples."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(f"{what}: unknown field(s) {', '.join(unknown)}; valid: "
-                          f"{', '.join(sorted(names))}")
-    values = {k: tuple(v) if k in tuples and v is not None else v for k, v in data.items()}
-    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -56,6 +46,7 @@ class MarlConfig(DDPPOConfig):
     """
 
     algo: ClassVar[str] = "marl"
+    label: ClassVar[str] = "marl"
 
     num_envs: int = 1
     """Always 1: a worker plays its episodes one after another."""
@@ -81,7 +72,7 @@ class MarlConfig(DDPPOConfig):
     """Weight of the reward term minus the window's mean bounded slowdown."""
     gpu_util_weight: float = 10.0
     """Weight of the reward term the window's GPU utilisation (0..1)."""
-    util_span: str = "started"
+    util_span: str = choice("started", UTIL_SPANS)
     """How the reward projects the span of the utilisation term before the window ends: to
     the latest end of the jobs started so far (``started``), or also to now plus the run time
     of each waiting job (``queue``), which charges a long job's wait as it happens
@@ -100,42 +91,29 @@ class MarlConfig(DDPPOConfig):
     """Adam learning rate of the warm start's fit (a first test on a small GPU partition:
     3,000 steps at 1e-3 copied SJF on 97 % of its decisions, at 3e-3 on 98 %)."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.num_envs != 1:
-            raise ConfigError(f"config field `num_envs`: the two-agent scheduler plays one "
-                              f"episode at a time per worker; must be 1, got {self.num_envs}")
-        if self.sync_frac != 1.0:
-            raise ConfigError("config field `sync_frac`: the two-agent scheduler collects whole "
-                              f"episodes and has no straggler cut-off; must be 1, got "
-                              f"{self.sync_frac}")
+    def validate(self) -> None:
+        super().validate()
+        self._require(self.num_envs == 1, "num_envs", "the two-agent scheduler plays one "
+                      f"episode at a time per worker; must be 1, got {self.num_envs}")
+        self._require(self.sync_frac == 1.0, "sync_frac", "the two-agent scheduler collects "
+                      f"whole episodes and has no straggler cut-off; must be 1, got "
+                      f"{self.sync_frac}")
         widths = self.allocator_hidden
-        if not widths or not all(isinstance(w, int) and w >= 1 for w in widths):
-            raise ConfigError(f"config field `allocator_hidden`: must be one or more positive "
-                              f"integers, got {widths!r}")
-        for name in ("bsld_weight", "gpu_util_weight"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"config field `{name}`: must be >= 0, got "
-                                  f"{getattr(self, name)}")
+        self._require(len(widths) >= 1 and min(widths) >= 1, "allocator_hidden",
+                      f"must be one or more positive integers, got {list(widths)}")
+        self._at_least(0, "bsld_weight", "gpu_util_weight")
         if self.warm_start:
             from hpcpolicy.policies import policy_names
 
-            if self.warm_start not in policy_names():
-                raise ConfigError(f"config field `warm_start`: {self.warm_start!r} is not a "
-                                  f"heuristic; valid: {', '.join(policy_names())}")
-        for name in ("warm_start_decisions", "warm_start_steps", "warm_start_batch"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"config field `{name}`: must be >= 1, got "
-                                  f"{getattr(self, name)}")
-        if not self.warm_start_lr > 0:
-            raise ConfigError(f"config field `warm_start_lr`: must be > 0, got "
-                              f"{self.warm_start_lr}")
-        if self.util_span not in UTIL_SPANS:
-            raise ConfigError(f"config field `util_span`: {self.util_span!r} is not one of "
-                              f"{', '.join(UTIL_SPANS)}")
-        if not self.bsld_weight and not self.gpu_util_weight:
-            raise ConfigError("config fields `bsld_weight` and `gpu_util_weight` are both 0: "
-                              "every decision would be worth the same; give one a weight")
+            self._require(self.warm_start in policy_names(), "warm_start",
+                          f"{self.warm_start!r} is not a heuristic; valid: "
+                          f"{', '.join(policy_names())}")
+        self._at_least(1, "warm_start_decisions", "warm_start_steps", "warm_start_batch")
+        self._require(self.warm_start_lr > 0, "warm_start_lr",
+                      f"must be > 0, got {self.warm_start_lr}")
+        self._require(bool(self.bsld_weight or self.gpu_util_weight), "gpu_util_weight",
+                      "bsld_weight and gpu_util_weight are both 0: every decision would be "
+                      "worth the same; give one a weight")
 
     @property
     def reward(self) -> dict[str, float]:
@@ -143,30 +121,30 @@ class MarlConfig(DDPPOConfig):
         return {"bsld": self.bsld_weight, "gpu_utilization": self.gpu_util_weight}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MarlConfig:
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """Rebuild from :meth:`to_dict` output (``algo`` must be ``marl`` when given).
 
         Raises:
             ConfigError: Another algo, unknown keys, or invalid values.
         """
-        values = dict(data)
-        algo = values.pop("algo", cls.algo)
-        if algo != cls.algo:
-            raise ConfigError(f"config algo is {algo!r}; the two-agent scheduler needs "
-                              f"{cls.algo!r}")
-        config: MarlConfig = _from_dict(cls, values, "marl config", (
-            "hidden", "value_hidden", "allocator_hidden", "episode_metric_names"))
-        return config
+        if isinstance(data, Mapping) and "algo" in data:
+            if data["algo"] != cls.algo:
+                raise ConfigError(f"config algo is {data['algo']!r}; the two-agent scheduler "
+                                  f"needs {cls.algo!r}")
+            data = {k: v for k, v in data.items() if k != "algo"}
+        return super().from_dict(data)
 
 
 @dataclass(frozen=True)
-class MarlEnvConfig:
+class MarlEnvConfig(Config):
     """The episodes of the two-agent scheduler: windows of a GPU workload on a GPU cluster.
 
     Example:
         >>> MarlEnvConfig.from_dict(MarlEnvConfig(k=16).to_dict()).k
         16
     """
+
+    label: ClassVar[str] = "marl env"
 
     k: int = DEFAULT_K
     """Waiting jobs the selector sees."""
@@ -175,9 +153,9 @@ class MarlEnvConfig:
     shortest, ...): a rule of :data:`hpcpolicy.marl.features.VISIBLE`."""
     window_size: int = 256
     """Consecutive jobs per episode."""
-    backfill: str = "none"
+    backfill: str = choice("none", BACKFILL_MODES)
     """Backfilling around a head that cannot start: none, easy or conservative."""
-    split: str = "train"
+    split: str = choice("train", SPLITS)
     """Part of the workload episodes are drawn from: train or all (:mod:`hpcpolicy.env.split`)."""
     train_frac: float = 0.7
     """Share of the jobs (earliest first) in the training part."""
@@ -188,46 +166,23 @@ class MarlEnvConfig:
     the logged ``env/best_heuristic_bsld``; each costs about a tenth of the training time;
     empty: none."""
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         from hpcpolicy.marl.features import VISIBLE
         from hpcpolicy.policies import policy_names
 
-        if self.k < 1:
-            raise ConfigError(f"marl env k must be >= 1 slot, not {self.k}")
-        if self.visible not in VISIBLE:
-            raise ConfigError(f"marl env visible {self.visible!r} is not one of "
-                              f"{', '.join(VISIBLE)}")
-        if self.visible == "extremes" and self.k < 2:
-            raise ConfigError("marl env visible 'extremes' shows the k-1 shortest jobs and the "
-                              f"longest: k must be >= 2, not {self.k}")
-        if self.window_size < 1:
-            raise ConfigError(f"marl env window_size must be >= 1 job, not {self.window_size}")
-        if self.split not in SPLITS:
-            raise ConfigError(f"marl env split {self.split!r} is not one of {', '.join(SPLITS)}")
-        if not 0.0 < self.train_frac < 1.0:
-            raise ConfigError(f"marl env train_frac must be in (0, 1), not {self.train_frac}")
+        self._at_least(1, "k", "window_size")
+        self._one_of("visible", VISIBLE)
+        self._require(self.visible != "extremes" or self.k >= 2, "k", "visible 'extremes' "
+                      "shows the k-1 shortest jobs and the longest: k must be >= 2, not "
+                      f"{self.k}")
+        self._require(0.0 < self.train_frac < 1.0, "train_frac",
+                      f"must be in (0, 1), got {self.train_frac}")
         unknown = [b for b in self.baselines if b not in policy_names()]
-        if unknown:
-            raise ConfigError(f"marl env baselines {unknown} are not heuristics; valid: "
-                              f"{', '.join(policy_names())}")
-        self.sim_config()  # checks backfill
+        self._require(not unknown, "baselines", f"{unknown} are not heuristics; valid: "
+                      f"{', '.join(policy_names())}")
 
     def sim_config(self, policy: str = "fcfs", allocator: str = "first-available") -> SimConfig:
         """The engine options of an episode (``policy`` and ``allocator`` matter only for the
         baselines; the agents choose jobs and placements themselves)."""
         return SimConfig(policy=policy, backfill=self.backfill, allocator=allocator,
                          kill_at_limit=self.kill_at_limit)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return {**dataclasses.asdict(self), "baselines": list(self.baselines)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MarlEnvConfig:
-        """Rebuild from :meth:`to_dict` output.
-
-        Raises:
-            ConfigError: Unknown keys (listing the valid ones) or invalid values.
-        """
-        config: MarlEnvConfig = _from_dict(cls, dict(data), "marl env config", ("baselines",))
-        return config

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,7 @@ from hpcpolicy.rl.ppo import (
     compute_gae,
     episode_stats,
     optimise,
+    save_run_checkpoint,
     setup_objects_frozen,
     update_row,
 )
@@ -76,7 +78,6 @@ from hpcpolicy.rl.runs import (
     RunPaths,
     StopOnSignal,
     resume_from,
-    save_checkpoint,
 )
 from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.rl.vector import EpisodeStats
@@ -149,6 +150,89 @@ def _learn(nets: TwoAgents, optimizers: Sequence[torch.optim.Optimizer], traj: T
     return losses
 
 
+@dataclass
+class _Worker:
+    """What one worker carries from update to update (and checkpoints)."""
+
+    cfg: MarlConfig
+    comm: Comm
+    paths: RunPaths
+    nets: TwoAgents
+    optimizers: Sequence[torch.optim.Optimizer]
+    source: WindowSource
+    gen: torch.Generator
+    metrics: MetricsLog
+
+    def checkpoint(self, counters: Mapping[str, float]) -> None:
+        """Save the networks, the optimisers, ``counters`` and every worker's generator and
+        window state."""
+        save_run_checkpoint(self.comm, self.paths, self.metrics, {
+            "generator": self.gen.get_state(), "windows": self.source.state_dict()}, {
+            "config": self.cfg.to_dict(), "model": self.nets.state_dict(),
+            "optimizers": [o.state_dict() for o in self.optimizers],
+            "counters": dict(counters)})
+
+
+def _worker(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: ClusterSpec,
+            paths: RunPaths, comm: Comm, device: torch.device) -> _Worker:
+    """Seed, then build the episode source, the two agents and their optimisers."""
+    torch.set_num_threads(cfg.torch_threads)
+    seed_everything(cfg.seed)
+    source = WindowSource(workload, cluster, env, derive_seed(cfg.seed, comm.rank, 0))
+    nets = TwoAgents(cfg).to(device)
+    comm.sync_parameters(nets)
+    optimizers = [torch.optim.Adam(nets.agent(a).parameters(), lr=cfg.learning_rate, eps=1e-5)
+                  for a in range(len(AGENTS))]
+    return _Worker(cfg, comm, paths, nets, optimizers, source,
+                   worker_generator(cfg.seed, comm.rank, device.type), MetricsLog(paths.metrics))
+
+
+def _begin(w: _Worker, resume: bool, device: torch.device) -> tuple[int, int, float]:
+    """Continue from the run's checkpoint (``resume``), or start the run: rank 0 writes its
+    config, and a warm start clones the heuristic first. The counters: global step, update,
+    training time of the earlier sessions."""
+    cfg, paths = w.cfg, w.paths
+    if resume:
+        done = resume_from(paths, cfg, w.comm.world_size, w.comm.rank)
+        w.nets.load_state_dict(done.checkpoint["model"])
+        for optimizer, state in zip(w.optimizers, done.checkpoint["optimizers"], strict=True):
+            optimizer.load_state_dict(state)
+        w.gen.set_state(done.mine["generator"])
+        w.source.load_state_dict(done.mine["windows"])
+        w.metrics.load(done.update)
+        return done.global_step, done.update, done.wall_time_s
+    writer = w.comm.rank == 0
+    if writer:
+        paths.check_new()
+        paths.write_config(cfg)
+    if cfg.warm_start:
+        fit = clone_heuristic(w.nets, w.source, cfg, w.comm, w.gen, device)
+        if writer:
+            write_json(paths.root / "warm_start.json", {"heuristic": cfg.warm_start, **fit})
+    return 0, 0, 0.0
+
+
+def _update(w: _Worker, env: MarlEnvConfig, stop: StopOnSignal, lr: float,
+            device: torch.device) -> tuple[int, list[float], dict[str, float], bool]:
+    """One update at learning rate ``lr``: whole episodes in every worker, then each agent's
+    PPO step. The decisions collected by all workers, their summed counts and episode
+    statistics, the losses, and whether a worker was asked to stop."""
+    cfg, comm = w.cfg, w.comm
+    for optimizer in w.optimizers:
+        optimizer.param_groups[0]["lr"] = lr
+    traj, episodes = _collect(w.nets, w.source, cfg, w.gen, device)
+    counts = [len(traj.obs[a]) for a in range(len(AGENTS))]
+    sums = comm.all_sum(torch.tensor(
+        [len(traj), float(stop.requested), *counts,
+         *(float(c >= cfg.num_minibatches) for c in counts),
+         *episode_stats(episodes, EPISODE_METRICS)], dtype=torch.float64)).tolist()
+    weights = [c / total if ok == comm.world_size else 0.0
+               for c, total, ok in zip(counts, sums[2:4], sums[4:6], strict=True)]
+    losses = _learn(w.nets, w.optimizers, traj, weights,
+                    (env.k, max_candidates(w.source.topology)), cfg, comm, w.gen, device)
+    return int(sums[0]), sums, losses, sums[1] > 0
+
+
 def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: ClusterSpec,
              run_dir: str | Path, comm: Comm, device: torch.device, *, resume: bool = False,
              provenance: Mapping[str, Any] | None = None,
@@ -157,89 +241,38 @@ def run_marl(cfg: MarlConfig, env: MarlEnvConfig, workload: Workload, cluster: C
     :mod:`hpcpolicy.marl.distributed`)."""
     paths = RunPaths(run_dir)
     writer = comm.rank == 0
-    torch.set_num_threads(cfg.torch_threads)
-    seed_everything(cfg.seed)
-    source = WindowSource(workload, cluster, env, derive_seed(cfg.seed, comm.rank, 0))
-    nets = TwoAgents(cfg).to(device)
-    comm.sync_parameters(nets)
-    optimizers = [torch.optim.Adam(nets.agent(a).parameters(), lr=cfg.learning_rate, eps=1e-5)
-                  for a in range(len(AGENTS))]
-    gen = worker_generator(cfg.seed, comm.rank, device.type)
-    metrics = MetricsLog(paths.metrics)
-    global_step, update, wall_before = 0, 0, 0.0
-
-    if resume:
-        done = resume_from(paths, cfg, comm.world_size, comm.rank)
-        nets.load_state_dict(done.checkpoint["model"])
-        for optimizer, state in zip(optimizers, done.checkpoint["optimizers"], strict=True):
-            optimizer.load_state_dict(state)
-        global_step, update, wall_before = done.global_step, done.update, done.wall_time_s
-        gen.set_state(done.mine["generator"])
-        source.load_state_dict(done.mine["windows"])
-        metrics.load(update)
-    else:
-        if writer:
-            paths.check_new()
-            paths.write_config(cfg)
-        if cfg.warm_start:
-            fit = clone_heuristic(nets, source, cfg, comm, gen, device)
-            if writer:
-                write_json(paths.root / "warm_start.json", {"heuristic": cfg.warm_start, **fit})
-
+    w = _worker(cfg, env, workload, cluster, paths, comm, device)
+    global_step, update, wall_before = _begin(w, resume, device)
     session_start = time.perf_counter()
-
-    def checkpoint() -> None:
-        states = comm.gather({"generator": gen.get_state(), "windows": source.state_dict()})
-        if writer and states is not None:
-            metrics.flush()
-            save_checkpoint(paths.checkpoint, {
-                "config": cfg.to_dict(), "model": nets.state_dict(),
-                "optimizers": [o.state_dict() for o in optimizers], "workers": states,
-                "counters": {"global_step": global_step, "update": update,
-                             "wall_time_s": wall_before + time.perf_counter() - session_start}})
-
-    row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
+    row: dict[str, float] = dict(w.metrics.rows[-1]) if w.metrics.rows else {}
     stopped = False
     with StopOnSignal(paths.stop_request) as stop, setup_objects_frozen():
         while global_step < cfg.total_steps and not stopped:
             t0 = time.perf_counter()
             lr = cfg.learning_rate * (1.0 - global_step / cfg.total_steps if cfg.anneal_lr
                                       else 1.0)
-            for optimizer in optimizers:
-                optimizer.param_groups[0]["lr"] = lr
-
-            traj, episodes = _collect(nets, source, cfg, gen, device)
-            counts = [len(traj.obs[a]) for a in range(len(AGENTS))]
-            sums = comm.all_sum(torch.tensor(
-                [len(traj), float(stop.requested), *counts,
-                 *(float(c >= cfg.num_minibatches) for c in counts),
-                 *episode_stats(episodes, EPISODE_METRICS)], dtype=torch.float64)).tolist()
-            collected, stopped = int(sums[0]), sums[1] > 0
-            weights = [c / total if ok == comm.world_size else 0.0
-                       for c, total, ok in zip(counts, sums[2:4], sums[4:6], strict=True)]
-            losses = _learn(nets, optimizers, traj, weights,
-                            (env.k, max_candidates(source.topology)), cfg, comm, gen, device)
+            collected, sums, losses, stopped = _update(w, env, stop, lr, device)
             global_step += collected
             update += 1
-
             row = update_row(
                 update, global_step, wall_before + time.perf_counter() - session_start,
                 collected / (time.perf_counter() - t0), lr, losses, sums[6:9],
                 EPISODE_METRICS, sums[9:], {})
-            row.update(comm.extra_metrics(update, nets))
+            row.update(comm.extra_metrics(update, w.nets))
             if writer:
-                metrics.append(row)
+                w.metrics.append(row)
                 if progress is not None:
                     progress(row)
             if update % cfg.checkpoint_every == 0 or stopped or global_step >= cfg.total_steps:
-                checkpoint()
+                w.checkpoint({"global_step": global_step, "update": update,
+                              "wall_time_s": wall_before + time.perf_counter() - session_start})
 
     wall = wall_before + time.perf_counter() - session_start
     result = TrainResult(paths.root, global_step, update,
                          stopped and global_step < cfg.total_steps, wall, row)
     if writer:
-        export_marl(nets, paths.policy, cfg=cfg, k=env.k, visible=env.visible,
-                    candidates=max_candidates(source.topology), metrics=row,
+        export_marl(w.nets, paths.policy, cfg=cfg, k=env.k, visible=env.visible,
+                    candidates=max_candidates(w.source.topology), metrics=row,
                     provenance=provenance)
         write_json(paths.root / "result.json", result.to_dict())
         paths.stop_request.unlink(missing_ok=True)  # served

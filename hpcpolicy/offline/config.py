@@ -14,13 +14,12 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from hpcpolicy.config import Config, choice
 from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.env.rewards import parse_reward
-from hpcpolicy.errors import ConfigError
 from hpcpolicy.offline.logged import LOGGED, LOGGED_ACTIONS
 from hpcpolicy.offline.rollouts import EPSILON_SUFFIX, RANDOM, ROLLOUT_HEURISTICS
 from hpcpolicy.sim.types import BACKFILL_MODES
@@ -41,16 +40,13 @@ OFFLINE_ALGOS: dict[str, str] = {
 _ACTIVATIONS = ("tanh", "relu")
 
 
-def _check(ok: bool, name: str, message: str) -> None:
-    if not ok:
-        raise ConfigError(f"config field `{name}`: {message}")
-
-
 @dataclass(frozen=True)
-class DatasetConfig:
+class DatasetConfig(Config):
     """What a replay dataset holds and how it is cut into train, validation and test."""
 
-    source: str = "mix"
+    label: ClassVar[str] = "dataset"
+
+    source: str = choice("mix", SOURCES)
     """logged (the real scheduler's decisions), heuristics (rollouts of :attr:`heuristics`,
     greedy and epsilon-random), random (uniform valid slots), or mix (all of these)."""
     k: int = 32
@@ -59,7 +55,7 @@ class DatasetConfig:
     """Consecutive jobs per episode."""
     reward: str = "bsld"
     """The environment's reward (see :mod:`hpcpolicy.env.rewards`)."""
-    backfill: str = "easy"
+    backfill: str = choice("easy", BACKFILL_MODES)
     """Backfilling of the rollouts (and of the environment the policy is meant for)."""
     train_frac: float = 0.7
     """Share of the jobs (earliest first) whose windows are for training and validation;
@@ -70,7 +66,7 @@ class DatasetConfig:
     """Heuristics rolled out by the heuristics and mix sources."""
     epsilon: float = 0.2
     """Chance of a random slot in the epsilon-random variants (0: no such variants)."""
-    logged_action: str = "started"
+    logged_action: str = choice("started", LOGGED_ACTIONS)
     """How a logged start becomes an action: ``started`` (the slot of the job that started)
     or ``head`` (a start while the oldest waiting job did not fit is backfilling around it,
     and the action is the oldest job's slot; see :mod:`hpcpolicy.offline.logged`)."""
@@ -82,34 +78,28 @@ class DatasetConfig:
     """Environment options a site model sets (``--site``: running limits, pools, whole
     nodes; :func:`hpcpolicy.site.apply.env_options`)."""
 
-    def __post_init__(self) -> None:
-        _check(self.source in SOURCES, "source",
-               f"{self.source!r} is not one of {', '.join(SOURCES)}")
-        _check(self.k >= 1, "k", f"must be >= 1 slot, got {self.k}")
-        _check(self.window_size >= 1, "window_size", f"must be >= 1 job, got {self.window_size}")
+    def validate(self) -> None:
+        self._at_least(1, "k", "window_size", "max_windows")
+        self._at_least(0, "seed")
         parse_reward(self.reward)
-        _check(self.backfill in BACKFILL_MODES, "backfill",
-               f"{self.backfill!r} is not one of {', '.join(BACKFILL_MODES)}")
-        _check(0.0 < self.train_frac < 1.0, "train_frac", f"must be in (0, 1), got "
-               f"{self.train_frac}")
-        _check(0.0 <= self.val_frac < 1.0, "val_frac", f"must be in [0, 1), got {self.val_frac}")
+        self._require(0.0 < self.train_frac < 1.0, "train_frac",
+                      f"must be in (0, 1), got {self.train_frac}")
+        self._require(0.0 <= self.val_frac < 1.0, "val_frac",
+                      f"must be in [0, 1), got {self.val_frac}")
         bad = [h for h in self.heuristics if h not in ROLLOUT_HEURISTICS]
-        _check(not bad, "heuristics", f"{bad} cannot be rolled out; valid: "
-               f"{', '.join(ROLLOUT_HEURISTICS)}")
-        _check(bool(self.heuristics) or self.source in ("logged", "random"), "heuristics",
-               f"source {self.source} needs at least one heuristic")
-        _check(0.0 <= self.epsilon <= 1.0, "epsilon", f"must be in [0, 1], got {self.epsilon}")
-        _check(self.logged_action in LOGGED_ACTIONS, "logged_action",
-               f"{self.logged_action!r} is not one of {', '.join(LOGGED_ACTIONS)}")
-        _check(self.max_windows is None or self.max_windows >= 1, "max_windows",
-               f"must be >= 1 or null, got {self.max_windows}")
-        _check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed}")
+        self._require(not bad, "heuristics", f"{bad} cannot be rolled out; valid: "
+                      f"{', '.join(ROLLOUT_HEURISTICS)}")
+        self._require(bool(self.heuristics) or self.source in ("logged", "random"), "heuristics",
+                      f"source {self.source} needs at least one heuristic")
+        self._require(0.0 <= self.epsilon <= 1.0, "epsilon",
+                      f"must be in [0, 1], got {self.epsilon}")
 
     def env_config(self) -> EnvConfig:
         """The environment whose observations, actions and rewards the dataset holds."""
-        return EnvConfig(k=self.k, window_size=self.window_size, reward=self.reward,
-                         backfill=self.backfill, split="all", train_frac=self.train_frac,
-                         baselines=(), **self.world)
+        return EnvConfig.from_dict({
+            "k": self.k, "window_size": self.window_size, "reward": self.reward,
+            "backfill": self.backfill, "split": "all", "train_frac": self.train_frac,
+            "baselines": (), **self.world})  # from_dict: the site's pools may be JSON lists
 
     def sources(self, logged: bool) -> tuple[str, ...]:
         """The episode sources of each window, in build order; ``logged``: whether the log
@@ -119,15 +109,9 @@ class DatasetConfig:
         return {"logged": (LOGGED,), "heuristics": greedy + noisy, "random": (RANDOM,),
                 "mix": ((LOGGED,) if logged else ()) + greedy + noisy + (RANDOM,)}[self.source]
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        data = dataclasses.asdict(self)
-        data["heuristics"] = list(self.heuristics)
-        return data
-
 
 @dataclass(frozen=True)
-class OfflineConfig:
+class OfflineConfig(Config):
     """An offline RL run: the d3rlpy algorithm, its budget and the scoring network.
 
     The network is the environment's per-slot scorer (:class:`~hpcpolicy.rl.networks.
@@ -135,7 +119,9 @@ class OfflineConfig:
     so the result exports to the same policy artifact as online training.
     """
 
-    algo: str = "cql"
+    label: ClassVar[str] = "offline"
+
+    algo: str = choice("cql", OFFLINE_ALGOS)
     """cql, bcq, bc or dqn (:data:`OFFLINE_ALGOS`)."""
     seed: int = 1
     """Seed of the weights and of minibatch sampling (``d3rlpy.seed``)."""
@@ -162,7 +148,7 @@ class OfflineConfig:
     hidden: tuple[int, ...] = (32, 16, 8)
     """Hidden widths of the per-slot scorer (the online PPO default, so --online-finetune can
     start from the same shapes)."""
-    activation: str = "tanh"
+    activation: str = choice("tanh", _ACTIVATIONS)
     """tanh or relu."""
     dueling_hidden: tuple[int, ...] = ()
     """Q-learning algorithms: hidden widths of a state-value stream added to the per-slot
@@ -171,28 +157,20 @@ class OfflineConfig:
     torch_threads: int = 1
     """Intra-op threads."""
 
-    def __post_init__(self) -> None:
-        _check(self.algo in OFFLINE_ALGOS, "algo", f"{self.algo!r} is not an offline "
-               f"algorithm; valid: {', '.join(OFFLINE_ALGOS)}")
-        for name in ("steps", "steps_per_epoch", "batch_size", "target_update_interval",
-                     "torch_threads"):
+    def validate(self) -> None:
+        self._at_least(1, "steps", "steps_per_epoch", "batch_size", "target_update_interval",
+                       "torch_threads")
+        self._at_least(0, "seed", "alpha")
+        for name in ("learning_rate", "reward_scale"):
             value = getattr(self, name)
-            _check(isinstance(value, int) and value >= 1, name, f"must be an integer >= 1, "
-                   f"got {value!r}")
-        _check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed}")
-        _check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
-        _check(0.0 <= self.gamma <= 1.0, "gamma", f"must be in [0, 1], got {self.gamma}")
-        _check(self.alpha >= 0, "alpha", f"must be >= 0, got {self.alpha}")
-        _check(0.0 < self.bcq_threshold < 1.0, "bcq_threshold",
-               f"must be in (0, 1), got {self.bcq_threshold}")
-        _check(self.reward_scale > 0, "reward_scale", f"must be > 0, got {self.reward_scale}")
-        _check(len(self.hidden) >= 1 and all(isinstance(w, int) and w >= 1 for w in self.hidden),
-               "hidden", f"must be one or more positive integers, got {self.hidden!r}")
-        _check(all(isinstance(w, int) and w >= 1 for w in self.dueling_hidden),
-               "dueling_hidden", f"must be positive integers (or empty), got "
-               f"{self.dueling_hidden!r}")
-        _check(self.activation in _ACTIVATIONS, "activation",
-               f"must be one of {', '.join(_ACTIVATIONS)}, got {self.activation!r}")
+            self._require(value > 0, name, f"must be > 0, got {value}")
+        self._require(0.0 <= self.gamma <= 1.0, "gamma", f"must be in [0, 1], got {self.gamma}")
+        self._require(0.0 < self.bcq_threshold < 1.0, "bcq_threshold",
+                      f"must be in (0, 1), got {self.bcq_threshold}")
+        self._require(len(self.hidden) >= 1 and min(self.hidden) >= 1, "hidden",
+                      f"must be one or more positive integers, got {list(self.hidden)}")
+        self._require(all(w >= 1 for w in self.dueling_hidden), "dueling_hidden",
+                      f"must be positive integers (or empty), got {list(self.dueling_hidden)}")
 
     # -- computed at runtime ---------------------------------------------------------------
     @property
@@ -204,28 +182,3 @@ class OfflineConfig:
     def epochs(self) -> int:
         """Epochs (rows of metrics): ``steps // epoch_steps``."""
         return self.steps // self.epoch_steps
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        data = dataclasses.asdict(self)
-        data["hidden"] = list(self.hidden)
-        data["dueling_hidden"] = list(self.dueling_hidden)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> OfflineConfig:
-        """Rebuild from :meth:`to_dict` output (or a ``--config`` file plus flags).
-
-        Raises:
-            ConfigError: Unknown fields (listing the valid ones) or invalid values.
-        """
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ConfigError(f"offline config: unknown field(s) {', '.join(unknown)}; valid: "
-                              f"{', '.join(sorted(names))}")
-        values = dict(data)
-        for name in ("hidden", "dueling_hidden"):
-            if name in values:
-                values[name] = tuple(values[name])
-        return cls(**values)

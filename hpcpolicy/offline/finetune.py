@@ -67,14 +67,15 @@ def finetune(run_dir: str | Path, dataset: StoredDataset, cfg: OfflineConfig, *,
                           "dataset from the current table")
     env = EnvConfig.from_dict({**m["environment"], "split": "train",
                                "baselines": list(EnvConfig().baselines)})
-    options = WorkloadOptions(**m["workload_options"]) if m["workload_options"] else None
+    options = WorkloadOptions.from_dict(m["workload_options"]) if m["workload_options"] else None
     machine = m.get("machine", {})
     kwargs = env_kwargs(table, env, workload=options, cluster=machine.get("cluster"),
                         procs=machine.get("procs"))
     workload, cluster = load(table, kwargs["workload"], kwargs["cluster"], kwargs["procs"])
-    ppo = PPOConfig(**{"seed": cfg.seed, "total_steps": steps, "hidden": cfg.hidden,
-                       "activation": cfg.activation,
-                       "episode_metric_names": tuple(EPISODE_METRICS), **(ppo_fields or {})})
+    ppo = PPOConfig.from_dict({"seed": cfg.seed, "total_steps": steps, "hidden": cfg.hidden,
+                               "activation": cfg.activation,
+                               "episode_metric_names": tuple(EPISODE_METRICS),
+                               **(ppo_fields or {})})
     scorer = torch.load(Path(run_dir) / SCORER_FILE, map_location="cpu", weights_only=True)
     facts = {**provenance(table, env, workload, cluster), "initialised_from": str(run_dir)}
     return train(ppo, functools.partial(make_env, **kwargs), Path(run_dir) / FINETUNE_DIR,

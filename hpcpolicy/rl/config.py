@@ -15,10 +15,10 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
 
 __all__ = ["ALGO_CONFIGS", "DDPPOConfig", "PPOConfig", "config_class", "config_from_dict"]
@@ -28,17 +28,12 @@ _DEVICES = ("cpu", "cuda")
 _BACKENDS = ("auto", "gloo", "nccl")
 
 
-def _check(ok: bool, field_name: str, message: str) -> None:
-    """Raise ConfigError naming the field when ``ok`` is false."""
-    if not ok:
-        raise ConfigError(f"config field `{field_name}`: {message}")
-
-
 @dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(Config):
     """PPO on vectorised environments, laid out like CleanRL's ``ppo.py``."""
 
     algo: ClassVar[str] = "ppo"
+    label: ClassVar[str] = "ppo"
 
     seed: int = 1
     """Seed of the run: weights, action sampling, minibatch order and episode seeds."""
@@ -78,9 +73,9 @@ class PPOConfig:
     """Hidden layer widths of the per-job scoring MLP (32-16-8 as in RLScheduler)."""
     value_hidden: tuple[int, ...] = (32, 16)
     """Hidden widths of the value network (job embedding, then the head)."""
-    activation: str = "tanh"
+    activation: str = choice("tanh", _ACTIVATIONS)
     """Activation of both networks: tanh or relu."""
-    device: str = "cpu"
+    device: str = choice("cpu", _DEVICES)
     """cpu or cuda (DD-PPO uses cuda:LOCAL_RANK)."""
     torch_threads: int = 1
     """Intra-op threads per process; 1 lets workers share cores without contention."""
@@ -94,36 +89,27 @@ class PPOConfig:
     episode_metric_names: tuple[str, ...] = ()
     """Keys of ``info["episode_metrics"]`` at episode end to log as ``env/<name>`` columns."""
 
-    def __post_init__(self) -> None:
-        _check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed}")
-        for name in ("total_steps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
-                     "torch_threads", "checkpoint_every"):
-            value = getattr(self, name)
-            _check(isinstance(value, int) and value >= 1, name, f"must be an integer >= 1, "
-                   f"got {value!r}")
-        _check(isinstance(self.snapshot_every, int) and self.snapshot_every >= 0,
-               "snapshot_every", f"must be an integer >= 0, got {self.snapshot_every!r}")
-        _check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
+    def validate(self) -> None:
+        self._at_least(0, "seed", "snapshot_every")
+        self._at_least(1, "total_steps", "num_envs", "num_steps", "num_minibatches",
+                       "update_epochs", "torch_threads", "checkpoint_every")
+        self._require(self.learning_rate > 0, "learning_rate",
+                      f"must be > 0, got {self.learning_rate}")
         for name in ("gamma", "gae_lambda"):
             value = getattr(self, name)
-            _check(0.0 <= value <= 1.0, name, f"must be in [0, 1], got {value}")
+            self._require(0.0 <= value <= 1.0, name, f"must be in [0, 1], got {value}")
         for name in ("clip_coef", "max_grad_norm"):
-            _check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
-        for name in ("ent_coef", "vf_coef"):
-            _check(getattr(self, name) >= 0, name, f"must be >= 0, got {getattr(self, name)}")
-        _check(self.target_kl is None or self.target_kl > 0, "target_kl",
-               f"must be > 0 or null, got {self.target_kl}")
+            self._require(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
+        self._at_least(0, "ent_coef", "vf_coef")
+        self._require(self.target_kl is None or self.target_kl > 0, "target_kl",
+                      f"must be > 0 or null, got {self.target_kl}")
         for name in ("hidden", "value_hidden"):
             widths = getattr(self, name)
-            _check(len(widths) >= 1 and all(isinstance(w, int) and w >= 1 for w in widths),
-                   name, f"must be one or more positive integers, got {widths!r}")
-        _check(self.activation in _ACTIVATIONS, "activation",
-               f"must be one of {', '.join(_ACTIVATIONS)}, got {self.activation!r}")
-        _check(self.device in _DEVICES, "device",
-               f"must be one of {', '.join(_DEVICES)}, got {self.device!r}")
-        _check(self.batch_size >= self.num_minibatches, "num_minibatches",
-               f"{self.num_minibatches} minibatches need a rollout of at least that many steps "
-               f"(num_envs * num_steps = {self.batch_size})")
+            self._require(len(widths) >= 1 and min(widths) >= 1, name,
+                          f"must be one or more positive integers, got {list(widths)}")
+        self._require(self.batch_size >= self.num_minibatches, "num_minibatches",
+                      f"{self.num_minibatches} minibatches need a rollout of at least that many "
+                      f"steps (num_envs * num_steps = {self.batch_size})")
 
     # -- computed at runtime ---------------------------------------------------------------
     @property
@@ -133,7 +119,7 @@ class PPOConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, with ``algo`` naming the config class."""
-        return {"algo": self.algo, **dataclasses.asdict(self)}
+        return {"algo": self.algo, **super().to_dict()}
 
 
 @dataclass(frozen=True)
@@ -141,8 +127,9 @@ class DDPPOConfig(PPOConfig):
     """Decentralised distributed PPO: PPO in every torchrun worker, gradients all-reduced."""
 
     algo: ClassVar[str] = "ddppo"
+    label: ClassVar[str] = "ddppo"
 
-    backend: str = "auto"
+    backend: str = choice("auto", _BACKENDS)
     """Collective backend: gloo (CPU), nccl (GPU), or auto (nccl when device is cuda)."""
     sync_frac: float = 1.0
     """Straggler cut-off: once this fraction of workers has finished its rollout, the others
@@ -159,18 +146,15 @@ class DDPPOConfig(PPOConfig):
     workers (Linux). Workers wait for each other at every minibatch, so one moved between cores
     slows them all; turn it off when several runs share the machine."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check(self.backend in _BACKENDS, "backend",
-               f"must be one of {', '.join(_BACKENDS)}, got {self.backend!r}")
-        _check(not (self.backend == "nccl" and self.device == "cpu"), "backend",
-               "nccl needs device cuda; use gloo (or auto) on CPU")
-        _check(0.0 < self.sync_frac <= 1.0, "sync_frac", f"must be in (0, 1], got {self.sync_frac}")
-        _check(0.0 < self.min_rollout_frac <= 1.0, "min_rollout_frac",
-               f"must be in (0, 1], got {self.min_rollout_frac}")
-        _check(self.sync_check_every >= 0, "sync_check_every",
-               f"must be >= 0, got {self.sync_check_every}")
-        _check(self.timeout_s >= 1, "timeout_s", f"must be >= 1, got {self.timeout_s}")
+    def validate(self) -> None:
+        super().validate()
+        self._require(not (self.backend == "nccl" and self.device == "cpu"), "backend",
+                      "nccl needs device cuda; use gloo (or auto) on CPU")
+        for name in ("sync_frac", "min_rollout_frac"):
+            value = getattr(self, name)
+            self._require(0.0 < value <= 1.0, name, f"must be in (0, 1], got {value}")
+        self._at_least(0, "sync_check_every")
+        self._at_least(1, "timeout_s")
 
 
 ALGO_CONFIGS: dict[str, type[PPOConfig]] = {"ppo": PPOConfig, "ddppo": DDPPOConfig}
@@ -197,13 +181,4 @@ def config_from_dict(data: dict[str, Any]) -> PPOConfig:
         ConfigError: Unknown algo, unknown keys, or invalid values.
     """
     data = dict(data)
-    cls = config_class(str(data.pop("algo", "ppo")))
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(f"{cls.algo} config: unknown field(s) {', '.join(unknown)}; "
-                          f"valid: {', '.join(sorted(names))}")
-    for name in ("hidden", "value_hidden", "episode_metric_names"):
-        if name in data:
-            data[name] = tuple(data[name])
-    return cls(**data)
+    return config_class(str(data.pop("algo", "ppo"))).from_dict(data)

@@ -58,14 +58,15 @@ import torch
 from torch import nn
 
 from hpcpolicy.atomic import write_json
-from hpcpolicy.errors import ConfigError
+from hpcpolicy.env.factory import ENV_FACTORY
+from hpcpolicy.errors import ConfigError, HpcPolicyError
 from hpcpolicy.rl.config import DDPPOConfig, config_from_dict
 from hpcpolicy.rl.ppo import TrainResult, run_training
 from hpcpolicy.rl.runs import RunPaths, StopOnSignal, check_resume_config, load_checkpoint
 from hpcpolicy.rl.warm_start import scorer_weights
 
-__all__ = ["LAUNCH_FILE", "TorchDistComm", "launch", "precheck_launch", "prepare_launch",
-           "run_workers", "torchrun_command", "worker_entry", "worker_main"]
+__all__ = ["LAUNCH_FILE", "PROJECT_ENV_FACTORIES", "TorchDistComm", "launch", "precheck_launch",
+           "prepare_launch", "run_workers", "torchrun_command", "worker_entry", "worker_main"]
 
 PIN_CPUS_ENV = "HPCPOLICY_PIN_CPUS"
 """Set by :func:`run_workers` for its workers: 1 pins each to CPUs of its own."""
@@ -182,6 +183,13 @@ class TorchDistComm:
         return {"sync/param_max_diff": diff}
 
 
+PROJECT_ENV_FACTORIES = frozenset({ENV_FACTORY})
+"""The environment factories a worker builds when a run folder's ``launch.json`` names them:
+the project's own. A run folder is data, and data must not choose the code a worker runs; any
+other factory is named on the workers' command line (``--env-factory``, as :func:`launch`
+does), by whoever starts them."""
+
+
 def _resolve_factory(ref: str) -> Callable[..., Any]:
     """``module:function`` -> the function.
 
@@ -198,6 +206,23 @@ def _resolve_factory(ref: str) -> Callable[..., Any]:
                           "must be importable by every worker (check PYTHONPATH)") from exc
 
 
+def _trusted_factory(path: Path, ref: object, named: str | None) -> Callable[..., Any]:
+    """The factory ``launch.json`` (at ``path``) names, if it is one of the project's or the one
+    named on the worker's command line (``named``).
+
+    Raises:
+        ConfigError: Any other factory, before anything is imported.
+    """
+    if not isinstance(ref, str) or (ref not in PROJECT_ENV_FACTORIES and ref != named):
+        raise ConfigError(
+            f"{path}: env_factory {ref!r} is not an environment factory of hpcpolicy "
+            f"({', '.join(sorted(PROJECT_ENV_FACTORIES))}), and a run folder cannot choose the "
+            "code its workers run; to train on a factory of your own, name it where the "
+            f"workers start: torchrun ... -m hpcpolicy.rl.ddppo {path.parent} --env-factory "
+            "MODULE:FUNCTION")
+    return _resolve_factory(ref)
+
+
 def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
                    env_kwargs: Mapping[str, Any] | None = None,
                    provenance: Mapping[str, Any] | None = None,
@@ -207,7 +232,9 @@ def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
     Args:
         cfg: The DD-PPO config.
         env_factory: ``module:function`` returning one environment, called with
-            ``env_kwargs`` in every worker.
+            ``env_kwargs`` in every worker. Workers build one that is not in
+            :data:`PROJECT_ENV_FACTORIES` only when their command line names it
+            (``--env-factory``).
         run_dir: The run directory (on a file system every node sees).
         env_kwargs: JSON-ready keyword arguments of the factory.
         provenance: Recorded in the policy manifest (see :func:`hpcpolicy.rl.ppo.train`).
@@ -228,21 +255,44 @@ def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
     return path
 
 
-def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:
+def _read_launch(path: Path) -> dict[str, Any]:
+    """launch.json's content, checked to have the parts :func:`prepare_launch` writes."""
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
+    parts = {"config": dict, "env_kwargs": dict, "provenance": dict}
+    if not isinstance(spec, dict) or any(not isinstance(spec.get(k), t)
+                                         for k, t in parts.items()):
+        raise ConfigError(f"{path}: expected an object with the objects "
+                          f"{', '.join(parts)}, as prepare_launch() writes it")
+    return spec
+
+
+def worker_main(run_dir: str | Path, resume: bool = False,
+                env_factory: str | None = None) -> TrainResult:
     """Body of one torchrun worker: read launch.json, join the group, train.
 
+    ``env_factory`` is a factory besides the project's that launch.json may name (given on the
+    worker's command line; see :data:`PROJECT_ENV_FACTORIES`).
+
     Raises:
-        ConfigError: launch.json is missing or does not hold a DD-PPO config.
+        ConfigError: launch.json is missing or of another shape, does not hold a valid DD-PPO
+            config, or names a factory that is neither the project's nor ``env_factory``.
     """
     path = Path(run_dir) / LAUNCH_FILE
     if not path.is_file():
         raise ConfigError(f"{path} not found; write it with prepare_launch() (or `hpcpolicy "
                           "train --algo ddppo`) before starting torchrun")
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    cfg = config_from_dict(spec["config"])
+    spec = _read_launch(path)
+    try:
+        cfg = config_from_dict(spec["config"])
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     if not isinstance(cfg, DDPPOConfig):
         raise ConfigError(f"{path}: config algo is {cfg.algo!r}, DD-PPO workers need 'ddppo'")
-    make_env = functools.partial(_resolve_factory(spec["env_factory"]), **spec["env_kwargs"])
+    make_env = functools.partial(_trusted_factory(path, spec.get("env_factory"), env_factory),
+                                 **spec["env_kwargs"])
     comm = TorchDistComm(cfg)
     progress = None
     if comm.rank == 0:
@@ -310,15 +360,19 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
     prepare_launch(cfg, env_factory, run_dir, env_kwargs=env_kwargs, provenance=provenance,
                    initial_policy=None if resume else initial_policy)
     (paths.root / "result.json").unlink(missing_ok=True)
-    return run_workers("hpcpolicy.rl.ddppo", paths, workers, cfg, resume, "DD-PPO")
+    return run_workers("hpcpolicy.rl.ddppo", paths, workers, cfg, resume, "DD-PPO",
+                       env_factory=None if env_factory in PROJECT_ENV_FACTORIES else env_factory)
 
 
-def torchrun_command(module: str, run_dir: Path, workers: int, resume: bool) -> list[str]:
-    """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume]`` on ``workers``
-    processes on this machine (a free port of its own, so several can run at once)."""
+def torchrun_command(module: str, run_dir: Path, workers: int, resume: bool,
+                     env_factory: str | None = None) -> list[str]:
+    """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume] [--env-factory REF]``
+    on ``workers`` processes on this machine (a free port of its own, so several can run at
+    once)."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc-per-node={workers}", "-m", module, str(run_dir),
-            *(["--resume"] if resume else [])]
+            *(["--resume"] if resume else []),
+            *(["--env-factory", env_factory] if env_factory is not None else [])]
 
 
 def _stop_now(torchrun: subprocess.Popen[bytes]) -> None:
@@ -356,15 +410,16 @@ def _alive(pid: int) -> bool:
 
 
 def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, resume: bool,
-                what: str) -> TrainResult:
+                what: str, env_factory: str | None = None) -> TrainResult:
     """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume]`` on ``workers``
     processes (``cfg.torch_threads`` threads each, pinned under ``cfg.pin_cpus``), and the
-    :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 wrote.
+    :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 wrote. ``env_factory``: a factory besides
+    the project's that the workers may build (see :func:`torchrun_command`).
 
     Raises:
         RuntimeError: a worker failed, or wrote no result (``what`` names the trainer).
     """
-    cmd = torchrun_command(module, paths.root, workers, resume)
+    cmd = torchrun_command(module, paths.root, workers, resume, env_factory)
     paths.stop_request.unlink(missing_ok=True)  # left by a run that crashed
     # torchrun in a session of its own: a terminal's Ctrl-C reaches only this process, which
     # asks the workers to stop through the run's STOP file (torchrun, signalled, would print
@@ -407,17 +462,27 @@ def pin_to_own_cpus() -> None:
 
 
 def worker_entry(module: str, description: str, main: Callable[..., Any],
-                 argv: list[str] | None = None) -> None:
+                 argv: list[str] | None = None, *, env_factory_option: bool = False) -> None:
     """``python -m MODULE RUN_DIR [--resume]``, started by torchrun: run ``main(run_dir,
-    resume=...)``, then end the process at once."""
+    resume=...)`` (with ``env_factory=`` the ``--env-factory`` option, where there is one),
+    then end the process at once. An error the user can fix is one line on stderr, exit 1."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description)
     parser.add_argument("run_dir", help="run directory holding launch.json")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoint")
+    if env_factory_option:
+        parser.add_argument("--env-factory", metavar="MODULE:FUNCTION", help="an environment "
+                            "factory of your own that launch.json may name (besides "
+                            "hpcpolicy's)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if os.environ.get(PIN_CPUS_ENV) == "1":
         pin_to_own_cpus()
-    main(args.run_dir, resume=args.resume)
+    extra = {"env_factory": args.env_factory} if env_factory_option else {}
+    try:
+        main(args.run_dir, resume=args.resume, **extra)
+    except HpcPolicyError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        sys.exit(1)
     # Every output is written and the group is left: end now. On a loaded machine the
     # interpreter's own shutdown can still catch a gloo thread mid-teardown and abort the
     # process ("terminate called without an active exception"), failing a finished run.
@@ -428,9 +493,10 @@ def worker_entry(module: str, description: str, main: Callable[..., Any],
 
 
 def _main(argv: list[str] | None = None) -> None:
-    """``python -m hpcpolicy.rl.ddppo RUN_DIR [--resume]``: one worker, started by torchrun."""
+    """``python -m hpcpolicy.rl.ddppo RUN_DIR [--resume] [--env-factory MODULE:FUNCTION]``: one
+    worker, started by torchrun."""
     worker_entry("hpcpolicy.rl.ddppo", "One DD-PPO worker; start it with torchrun.",
-                 worker_main, argv)
+                 worker_main, argv, env_factory_option=True)
 
 
 if __name__ == "__main__":

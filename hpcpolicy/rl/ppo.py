@@ -22,7 +22,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,7 +44,8 @@ from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.rl.vector import EpisodeStats, Obs, SyncEnvs
 
 __all__ = ["Comm", "Rollout", "SingleProcess", "TrainResult", "compute_gae", "episode_stats",
-           "optimise", "run_training", "setup_objects_frozen", "train", "update_row"]
+           "optimise", "run_training", "save_run_checkpoint", "setup_objects_frozen", "train",
+           "update_row"]
 
 EnvFactory = Callable[[], Any]
 Progress = Callable[[Mapping[str, float]], None]
@@ -321,16 +322,56 @@ def episode_stats(episodes: list[EpisodeStats], names: tuple[str, ...]) -> list[
     return out
 
 
-def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm: Comm,
-                 device: torch.device, *, resume: bool = False,
-                 provenance: Mapping[str, Any] | None = None,
-                 progress: Progress | None = None,
-                 initial_scorer: Mapping[str, torch.Tensor] | None = None) -> TrainResult:
-    """The training loop shared by PPO and DD-PPO; :func:`train` is the public entry point."""
-    from hpcpolicy.artifact import export_policy
+@dataclass
+class _Session:
+    """What one training process carries from update to update (and checkpoints)."""
 
-    paths = RunPaths(run_dir)
-    writer = comm.rank == 0
+    cfg: PPOConfig
+    comm: Comm
+    paths: RunPaths
+    envs: SyncEnvs
+    agent: ActorCritic
+    optimizer: torch.optim.Optimizer
+    gen: torch.Generator
+    metrics: MetricsLog
+    obs: Obs
+    global_step: int = 0
+    update: int = 0
+    wall_before: float = 0.0
+    """Training time of the sessions before this one (a resumed run's)."""
+    started: float = field(default_factory=time.perf_counter)
+
+    def wall(self) -> float:
+        """Training time so far, earlier sessions included."""
+        return self.wall_before + time.perf_counter() - self.started
+
+    def checkpoint(self) -> None:
+        """Save the model, the optimiser, the counters and every worker's generator and
+        environment state."""
+        save_run_checkpoint(self.comm, self.paths, self.metrics, {
+            "generator": self.gen.get_state(), "envs": self.envs.state_dict()}, {
+            "config": self.cfg.to_dict(), "model": self.agent.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "counters": {"global_step": self.global_step, "update": self.update,
+                         "wall_time_s": self.wall()}})
+
+
+def save_run_checkpoint(comm: Comm, paths: RunPaths, metrics: MetricsLog, mine: dict[str, Any],
+                        shared: dict[str, Any]) -> None:
+    """The run's checkpoint: ``shared`` (identical in every worker) and, under ``workers``,
+    each worker's own state ``mine``; gathered and written by rank 0, with the metrics so far
+    (every worker calls this)."""
+    states = comm.gather(mine)
+    if comm.rank == 0 and states is not None:
+        metrics.flush()
+        save_checkpoint(paths.checkpoint, {**shared, "workers": states})
+
+
+def _open_session(cfg: PPOConfig, make_env: EnvFactory, paths: RunPaths, comm: Comm,
+                  device: torch.device, resume: bool,
+                  initial_scorer: Mapping[str, torch.Tensor] | None) -> _Session:
+    """Seed, build the environments, networks and optimiser; then continue from the run's
+    checkpoint (``resume``) or start the run (rank 0 writes its config)."""
     torch.set_num_threads(cfg.torch_threads)
     seed_everything(cfg.seed)
     envs = SyncEnvs(make_env, cfg.num_envs, derive_seed(cfg.seed, comm.rank, 0))
@@ -342,88 +383,86 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
     optimizer = torch.optim.Adam(agent.parameters(), lr=cfg.learning_rate, eps=1e-5)
     gen = worker_generator(cfg.seed, comm.rank, device.type)
     metrics = MetricsLog(paths.metrics)
-    global_step, update, wall_before = 0, 0, 0.0
-
-    if resume:
-        done = resume_from(paths, cfg, comm.world_size, comm.rank)
-        agent.load_state_dict(done.checkpoint["model"])
-        optimizer.load_state_dict(done.checkpoint["optimizer"])
-        global_step, update, wall_before = done.global_step, done.update, done.wall_time_s
-        gen.set_state(done.mine["generator"])
-        obs = envs.load_state_dict(done.mine["envs"])
-        metrics.load(update)
-    else:
-        if writer:
+    if not resume:
+        if comm.rank == 0:
             paths.check_new()
             paths.write_config(cfg)
-        obs = envs.reset()
+        return _Session(cfg, comm, paths, envs, agent, optimizer, gen, metrics, envs.reset())
+    done = resume_from(paths, cfg, comm.world_size, comm.rank)
+    agent.load_state_dict(done.checkpoint["model"])
+    optimizer.load_state_dict(done.checkpoint["optimizer"])
+    gen.set_state(done.mine["generator"])
+    obs = envs.load_state_dict(done.mine["envs"])
+    metrics.load(done.update)
+    return _Session(cfg, comm, paths, envs, agent, optimizer, gen, metrics, obs,
+                    done.global_step, done.update, done.wall_time_s)
 
-    session_start = time.perf_counter()
 
-    def checkpoint() -> None:
-        states = comm.gather({"generator": gen.get_state(), "envs": envs.state_dict()})
-        if writer and states is not None:
-            metrics.flush()
-            save_checkpoint(paths.checkpoint, {
-                "config": cfg.to_dict(), "model": agent.state_dict(),
-                "optimizer": optimizer.state_dict(), "workers": states,
-                "counters": {"global_step": global_step, "update": update,
-                             "wall_time_s": wall_before + time.perf_counter() - session_start}})
+def _update(s: _Session, buf: Rollout, stop: StopOnSignal,
+            device: torch.device) -> tuple[dict[str, float], bool]:
+    """One update: anneal the learning rate, collect a rollout in every worker, optimise on
+    all of it. Its metrics row, and whether a worker was asked to stop."""
+    cfg, comm = s.cfg, s.comm
+    t0 = time.perf_counter()
+    lr = cfg.learning_rate * (1.0 - s.global_step / cfg.total_steps if cfg.anneal_lr else 1.0)
+    s.optimizer.param_groups[0]["lr"] = lr
+    steps, s.obs, episodes = _collect(s.agent, s.envs, s.obs, buf, cfg, comm, s.update, s.gen,
+                                      device)
+    sums = comm.all_sum(torch.tensor(
+        [steps * cfg.num_envs, float(stop.requested), float(steps < cfg.num_steps),
+         *episode_stats(episodes, cfg.episode_metric_names)], dtype=torch.float64)).tolist()
+    collected, stopped = int(sums[0]), sums[1] > 0
+    with torch.no_grad():
+        next_value = s.agent.get_value(*_tensors(s.obs, device))
+    advantages, returns = compute_gae(buf.rewards[:steps], buf.values[:steps], buf.dones[:steps],
+                                      next_value, cfg.gamma, cfg.gae_lambda)
+    losses = optimise(s.agent, s.optimizer, buf, steps, advantages, returns, cfg, comm,
+                      steps * cfg.num_envs / collected, s.gen, slots_in_use(buf.mask[:steps]))
+    s.global_step += collected
+    s.update += 1
+    row = update_row(s.update, s.global_step, s.wall(), collected / (time.perf_counter() - t0),
+                     lr, losses, sums[3:6], cfg.episode_metric_names, sums[6:],
+                     {"ddppo/workers_cut": sums[2]} if comm.world_size > 1 else {})
+    row.update(comm.extra_metrics(s.update, s.agent))
+    return row, stopped
 
-    buf = Rollout(cfg, envs, device)
-    names = cfg.episode_metric_names
-    row: dict[str, float] = dict(metrics.rows[-1]) if metrics.rows else {}
+
+def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm: Comm,
+                 device: torch.device, *, resume: bool = False,
+                 provenance: Mapping[str, Any] | None = None,
+                 progress: Progress | None = None,
+                 initial_scorer: Mapping[str, torch.Tensor] | None = None) -> TrainResult:
+    """The training loop shared by PPO and DD-PPO; :func:`train` is the public entry point."""
+    from hpcpolicy.artifact import export_policy
+
+    paths = RunPaths(run_dir)
+    writer = comm.rank == 0
+    s = _open_session(cfg, make_env, paths, comm, device, resume, initial_scorer)
+    buf = Rollout(cfg, s.envs, device)
+    row: dict[str, float] = dict(s.metrics.rows[-1]) if s.metrics.rows else {}
     stopped = False
     try:
         with StopOnSignal(paths.stop_request) as stop, setup_objects_frozen():
-            while global_step < cfg.total_steps and not stopped:
-                t0 = time.perf_counter()
-                lr = cfg.learning_rate * (1.0 - global_step / cfg.total_steps if cfg.anneal_lr
-                                          else 1.0)
-                optimizer.param_groups[0]["lr"] = lr
-
-                steps, obs, episodes = _collect(agent, envs, obs, buf, cfg, comm, update, gen,
-                                                device)
-                sums = comm.all_sum(torch.tensor(
-                    [steps * cfg.num_envs, float(stop.requested), float(steps < cfg.num_steps),
-                     *episode_stats(episodes, names)], dtype=torch.float64)).tolist()
-                collected, stopped = int(sums[0]), sums[1] > 0
-                with torch.no_grad():
-                    next_value = agent.get_value(*_tensors(obs, device))
-                advantages, returns = compute_gae(buf.rewards[:steps], buf.values[:steps],
-                                                  buf.dones[:steps], next_value, cfg.gamma,
-                                                  cfg.gae_lambda)
-                losses = optimise(agent, optimizer, buf, steps, advantages, returns, cfg, comm,
-                                   steps * cfg.num_envs / collected, gen,
-                                   slots_in_use(buf.mask[:steps]))
-                global_step += collected
-                update += 1
-
-                row = update_row(
-                    update, global_step, wall_before + time.perf_counter() - session_start,
-                    collected / (time.perf_counter() - t0), lr, losses, sums[3:6], names,
-                    sums[6:],
-                    {"ddppo/workers_cut": sums[2]} if comm.world_size > 1 else {})
-                row.update(comm.extra_metrics(update, agent))
+            while s.global_step < cfg.total_steps and not stopped:
+                row, stopped = _update(s, buf, stop, device)
                 if writer:
-                    metrics.append(row)
+                    s.metrics.append(row)
                     if progress is not None:
                         progress(row)
-                if writer and cfg.snapshot_every and update % cfg.snapshot_every == 0:
-                    export_policy(agent, paths.snapshot(update), config=cfg.to_dict(),
-                                  metrics=row, provenance=provenance, k=envs.k)
-                if update % cfg.checkpoint_every == 0 or stopped \
-                        or global_step >= cfg.total_steps:
-                    checkpoint()
+                if writer and cfg.snapshot_every and s.update % cfg.snapshot_every == 0:
+                    export_policy(s.agent, paths.snapshot(s.update), config=cfg.to_dict(),
+                                  metrics=row, provenance=provenance, k=s.envs.k)
+                if s.update % cfg.checkpoint_every == 0 or stopped \
+                        or s.global_step >= cfg.total_steps:
+                    s.checkpoint()
     finally:
-        envs.close()
+        s.envs.close()
 
-    wall = wall_before + time.perf_counter() - session_start
-    result = TrainResult(paths.root, global_step, update, stopped and global_step < cfg.total_steps,
-                         wall, row)
+    result = TrainResult(paths.root, s.global_step, s.update,
+                         stopped and s.global_step < cfg.total_steps, s.wall(), row)
     if writer:
-        export_policy(agent, paths.policy, config=cfg.to_dict(), metrics=row,
-                      provenance=provenance, k=envs.k)
+        export_policy(s.agent, paths.policy, config=cfg.to_dict(), metrics=row,
+                      provenance=provenance, k=s.envs.k)
         write_json(paths.root / "result.json", result.to_dict())
         paths.stop_request.unlink(missing_ok=True)  # served
     return result

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import csv
+import json
 import math
 import signal
 import threading
@@ -199,6 +200,7 @@ def check_resume_config(saved: dict[str, Any], cfg: PPOConfig,
         ConfigError: A field other than ``allowed`` differs; the message names them.
     """
     new = cfg.to_dict()
+    saved = json.loads(json.dumps(saved))  # older checkpoints hold tuples where to_dict has lists
     changed = sorted(k for k in set(saved) | set(new)
                      if k not in allowed and saved.get(k) != new.get(k))
     if changed:

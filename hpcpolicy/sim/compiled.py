@@ -72,7 +72,7 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
 
     # Arrays a run does not use are allocated with one element.
     total = n + m
-    rls = cfg.compat == "rlscheduler"
+    rls = cfg.preset.peer_engine
     static = kind == fast.STATIC and not rls
     by_heap = static and cfg.backfill == "none" and not cfg.limits.active  # fast._by_heap
     leaves = 1 << max(n - 1, 0).bit_length() if static and not by_heap else 1
@@ -107,7 +107,7 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
         js[fast.FIN, j] = prep.pre_end[i]
         js[fast.PEND, j] = prep.pre_req_end[i]
         js[fast.GRP, j] = prep.pre_group[i]
-        if cfg.compat == "rlscheduler":
+        if rls:
             state.plan[1, sc[fast.RLEN]] = j
             sc[fast.RLEN] += 1
             continue
@@ -122,7 +122,7 @@ def _functions(cfg: SimConfig) -> tuple[Callable[..., Any], Callable[..., Any],
                                         Callable[..., Any]]:
     """(run_to_end, next_decision, decide) of the engine ``cfg`` selects. The RLScheduler
     engine has one implementation (compiled), used whatever ``cfg.engine`` says."""
-    mod: Any = compat if cfg.compat == "rlscheduler" else fast
+    mod: Any = compat if cfg.preset.peer_engine else fast
     return mod.run_to_end, mod.next_decision, mod.decide
 
 
@@ -213,7 +213,7 @@ class Stepper:
         fits = ((need[:, :, 0] >= 0) & (need <= st.free[None]).all(axis=2)).any(axis=1)
         usage, total = st.fs[:-1], st.fs[-1]
         share = usage / total if total > 0 else np.zeros_like(usage)
-        if self.cfg.compat == "rlscheduler":
+        if self.cfg.preset.peer_engine:
             ids = st.plan[1, :st.sc[fast.RLEN]]
         else:
             ids = st.heap[1, :st.sc[fast.HLEN]]

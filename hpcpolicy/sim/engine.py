@@ -82,18 +82,19 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
         return _simulate_gpu(workload, cluster, cfg, scorer, placer, running)
     prep = prepare(workload, cluster, cfg, running)
     tic = time.perf_counter()
-    if cfg.engine == "reference" and cfg.compat != "rlscheduler":
+    peer = cfg.preset
+    if cfg.engine == "reference" and not peer.peer_engine:
         outcome = ReferenceEngine(prep, cfg, scorer, workload).run()
         name = "reference"
     elif isinstance(scorer, ScoreKernel):
         outcome = run_compiled(prep, cfg, scorer, workload.job_id)
-        name = "rlscheduler" if cfg.compat == "rlscheduler" else cfg.engine
+        name = str(peer.name) if peer.peer_engine else cfg.engine
     else:
         stepper = Stepper(workload, cluster, cfg, running=running)
         while (view := stepper.next_decision()) is not None:
             stepper.decide(scorer.scores(view))
         outcome = stepper.outcome()
-        name = "rlscheduler-stepped" if cfg.compat == "rlscheduler" else "fast-stepped"
+        name = f"{peer.name}-stepped" if peer.peer_engine else "fast-stepped"
     outcome["stats"]["wall_s"] = time.perf_counter() - tic
     result = assemble(prep, workload, outcome, name)
     if cfg.check:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.compat import COMPAT_NAMES, CompatPreset, compat_preset
+from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
 
 __all__ = [
     "ALLOCATORS",
     "BACKFILL_MODES",
     "ENGINES",
-    "ENGINE_COMPAT",
     "FairshareConfig",
     "RunLimits",
     "RunningJobs",
@@ -24,9 +25,6 @@ __all__ = [
 
 BACKFILL_MODES = ("none", "easy", "conservative")
 ENGINES = ("fast", "reference")
-ENGINE_COMPAT = ("rlscheduler", "hpcopt")
-"""Peers whose engine semantics ``SimConfig.compat`` can select. ``hpcopt`` selects the
-project's own semantics (its strict FCFS is the same); only ``rlscheduler`` changes the engine."""
 ALLOCATORS = ("first-fit", "first-available", "best-fit", "topology-aware")
 """``first-fit`` places jobs in node groups by their totals (the compiled engines); the others
 place GPUs on nodes (:mod:`hpcpolicy.gpu`, a plain-Python engine)."""
@@ -35,13 +33,15 @@ I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
-class FairshareConfig:
+class FairshareConfig(Config):
     """Parameters of the Slurm-style multifactor priority (policy ``fairshare``).
 
     priority = ``weight_fairshare`` x 2^(-U/S) + ``weight_age`` x min(wait / ``max_age_s``, 1)
     + ``weight_size`` x procs / cluster cores, where U is the user's share of the decayed usage
     of all users and S = 1 / (number of users in the workload): equal shares.
     """
+
+    label: ClassVar[str] = "fairshare"
 
     half_life_s: int = 7 * 86400
     """Half-life of past usage (Slurm ``PriorityDecayHalfLife``, default 7 days)."""
@@ -54,17 +54,13 @@ class FairshareConfig:
     weight_size: float = 1000.0
     """Weight of the job-size factor, which favours large jobs (``PriorityWeightJobSize``)."""
 
-    def __post_init__(self) -> None:
-        for name in ("half_life_s", "max_age_s"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"fairshare {name} must be > 0 seconds")
-        for name in ("weight_fairshare", "weight_age", "weight_size"):
-            if not getattr(self, name) >= 0:
-                raise ConfigError(f"fairshare {name} must be >= 0")
+    def validate(self) -> None:
+        self._at_least(1, "half_life_s", "max_age_s")
+        self._at_least(0, "weight_fairshare", "weight_age", "weight_size")
 
 
 @dataclass(frozen=True)
-class RunLimits:
+class RunLimits(Config):
     """Running limits per user, as a site enforces them (Slurm ``MaxJobsPerUser``,
     ``MaxTRESPerUser=cpu=N``): a job whose user is at a limit waits without holding a
     reservation, and the scheduler looks past it. Compiled engine only.
@@ -74,18 +70,16 @@ class RunLimits:
         True
     """
 
+    label: ClassVar[str] = "limits"
+
     user_jobs: int = 0
     """Most jobs one user may have running at once; 0 = no limit."""
     user_cores: int = 0
     """Most cores one user may hold at once; 0 = no limit. A user with nothing running may
     start one larger job (rather than hold it forever)."""
 
-    def __post_init__(self) -> None:
-        for name in ("user_jobs", "user_cores"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"limits {name} must be a whole number >= 0 (0 = no limit), "
-                                  f"not {value!r}")
+    def validate(self) -> None:
+        self._at_least(0, "user_jobs", "user_cores")
 
     @property
     def active(self) -> bool:
@@ -94,7 +88,7 @@ class RunLimits:
 
 
 @dataclass(frozen=True)
-class SimConfig:
+class SimConfig(Config):
     """How to replay a workload.
 
     Example:
@@ -102,23 +96,25 @@ class SimConfig:
         'easy'
     """
 
+    label: ClassVar[str] = "sim"
+
     policy: str = "fcfs"
     """Name of a registered policy (see ``hpcpolicy.policies``)."""
-    backfill: str = "none"
+    backfill: str = choice("none", BACKFILL_MODES)
     """none, easy or conservative."""
     kill_at_limit: bool = False
     """End a job at its requested walltime when its logged run time is longer."""
-    compat: str | None = None
+    compat: str | None = choice(None, COMPAT_NAMES)
     """Engine semantics of a peer (``rlscheduler``) instead of the project's own; see README."""
     check: bool = False
     """Check invariants while running (capacity, start >= submit, once-only starts, ...)."""
-    engine: str = "fast"
+    engine: str = choice("fast", ENGINES)
     """fast (compiled) or reference (plain Python); both give identical schedules. The
     ``rlscheduler`` semantics have one (compiled) implementation, used for either."""
     exclusive_nodes: bool = False
     """Jobs occupy whole nodes: max(requested nodes, ceil(procs / cores per node), ...) nodes,
     with all their cores and GPUs (RLScheduler's model; Slurm ``--exclusive``)."""
-    allocator: str = "first-fit"
+    allocator: str = choice("first-fit", ALLOCATORS)
     """Which node group a job is placed in; ``first-fit``: the first group (in the cluster
     spec's order) where it fits now. ``first-available``, ``best-fit`` and ``topology-aware``
     also choose the nodes a job's GPUs are on (:mod:`hpcpolicy.gpu.placement`)."""
@@ -131,32 +127,21 @@ class SimConfig:
     may run in); the name ``*`` stands for every partition not named. Jobs of partitions
     not covered run in any group; empty = no pools."""
 
-    def __post_init__(self) -> None:
-        if self.backfill not in BACKFILL_MODES:
-            raise ConfigError(f"backfill {self.backfill!r} is not one of "
-                              f"{', '.join(BACKFILL_MODES)}")
-        if self.engine not in ENGINES:
-            raise ConfigError(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
-        if self.compat is not None and self.compat not in ENGINE_COMPAT:
-            raise ConfigError(f"compat {self.compat!r} is not one of {', '.join(ENGINE_COMPAT)}")
-        if self.compat == "rlscheduler" and self.backfill == "conservative":
-            raise ConfigError("compat 'rlscheduler' has no conservative backfilling; use "
-                              "--backfill none or easy with it, or drop --compat")
-        if self.allocator not in ALLOCATORS:
-            raise ConfigError(f"allocator {self.allocator!r} is not one of "
-                              f"{', '.join(ALLOCATORS)}")
-        if not isinstance(self.fairshare, FairshareConfig):
-            raise ConfigError("fairshare must be a FairshareConfig")
-        if self.limits.active and (self.engine != "fast" or self.compat == "rlscheduler"
-                                   or self.allocator != "first-fit"):
-            raise ConfigError("running limits need the fast engine with the project's "
-                              "semantics and the first-fit allocator; drop --engine reference, "
-                              "--compat rlscheduler or the node-level --allocator, or the "
-                              "site model's [limits]")
+    def validate(self) -> None:
+        self._require(self.preset.conservative_backfill or self.backfill != "conservative",
+                      "backfill", f"compat {self.compat!r} has no conservative backfilling; "
+                      "use --backfill none or easy with it, or drop --compat")
+        self._require(not self.limits.active or (
+            self.engine == "fast" and not self.preset.peer_engine
+            and self.allocator == "first-fit"), "limits",
+            "running limits need the fast engine with the project's semantics and the "
+            "first-fit allocator; drop --engine reference, --compat or the node-level "
+            "--allocator, or the site model's [limits]")
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        return asdict(self)
+    @property
+    def preset(self) -> CompatPreset:
+        """The behaviours :attr:`compat` selects (:mod:`hpcpolicy.compat`)."""
+        return compat_preset(self.compat)
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim import metrics
 from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
@@ -58,13 +59,15 @@ WARMUP_CONFIG = SimConfig(policy="fcfs", backfill="easy")
 
 
 @dataclass(frozen=True)
-class WindowConfig:
+class WindowConfig(Config):
     """Which windows to replay, and from which machine state.
 
     Example:
         >>> WindowConfig(size=4, starts=(2, 0)).starts
         (2, 0)
     """
+
+    label: ClassVar[str] = "window"
 
     size: int = 1024
     """Jobs per window."""
@@ -79,7 +82,7 @@ class WindowConfig:
     warmup_jobs: int | None = None
     """Jobs before the window replayed to find what is running (warm only); default ``size``."""
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if self.size < 1:
             raise ConfigError(f"window size must be >= 1 job, not {self.size}")
         if self.count < 1:

@@ -15,10 +15,11 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.site.report import with_site, world_sentence
 from hpcpolicy.whatif import breakdowns, compare, verdicts
@@ -45,8 +46,10 @@ Step = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
-class WhatifConfig:
+class WhatifConfig(Config):
     """What to compare, under which scenarios, and how to measure the uncertainty."""
+
+    label: ClassVar[str] = "whatif"
 
     baseline: str = "fcfs+easy"
     """Today's policy as best known, ``POLICY[+BACKFILL]``."""
@@ -67,7 +70,7 @@ class WhatifConfig:
     max_bins: int = 400
     """Most bins of the utilisation and queue-length time series."""
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         if not self.candidates:
             raise ConfigError("give at least one --candidate to compare with the baseline")
         if self.period_s < 3600:

@@ -8,19 +8,21 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
 
 __all__ = ["TuneConfig"]
 
 
 @dataclass(frozen=True)
-class TuneConfig:
+class TuneConfig(Config):
     """Population-based training of PPO / DD-PPO runs (``hpcpolicy tune``)."""
+
+    label: ClassVar[str] = "tune"
 
     population: int = 4
     """Members trained side by side (``--population``); at least 2."""
@@ -49,7 +51,7 @@ class TuneConfig:
     val_window_size: int = 256
     """Jobs per validation window (``--val-window-size``)."""
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         def check(ok: bool, option: str, message: str) -> None:
             if not ok:
                 raise ConfigError(f"{option} {message}")
@@ -81,14 +83,3 @@ class TuneConfig:
     def round_steps(self, round_: int) -> int:
         """Steps every member has trained at the end of round ``round_`` (1-based)."""
         return min(round_ * self.interval, self.total_steps)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict."""
-        data = dataclasses.asdict(self)
-        data["factors"] = list(self.factors)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TuneConfig:
-        """Rebuild from :meth:`to_dict` output."""
-        return cls(**{**data, "factors": tuple(data["factors"])})
