@@ -33,7 +33,7 @@ TRACES = {
     "KTH-SP2": ("KTH-SP2-1996-2.1-cln.swf.gz", None),
     "HPC2N": ("HPC2N-2002-2.2-cln.swf.gz", None),
     "RICC": ("RICC-2010-2.swf.gz", 8192),
-    "Genomique": ("genomique-2026-sacct-format-all.csv", 1),
+    "Genomique": ("genomique-2026-sacct-format-all.csv", None),
 }
 POLICIES = ("fcfs", "sjf", "f1")
 
@@ -86,7 +86,7 @@ def measure(name: str, table: Path) -> dict[str, Any]:
     tic = time.perf_counter()
     try:
         w = Workload.from_table(table)
-        cluster = resolve_cluster(table=table)
+        cluster = resolve_cluster(procs=TRACES[name][1], table=table)
         delay = logged_delay(table, w)
         cal = calibrate(w, cluster, delay=delay, source=str(table))
     except HpcPolicyError as exc:

@@ -30,6 +30,8 @@ __all__ = ["CalibrateConfig", "Calibration", "calibrate", "objective"]
 
 I64 = npt.NDArray[np.int64]
 
+MIN_AVAILABILITY = 0.5
+"""Lowest availability the search tries: below it queues (and replay times) explode."""
 MAX_OUTAGES = 50
 """Most outage intervals written to site.toml (the longest)."""
 
@@ -99,7 +101,7 @@ class _Search:
         rel = best[1]["mean_wait_rel_error"]
         if rel is None or rel >= 0:
             return best
-        lo, hi = 0.3, 1.0
+        lo, hi = MIN_AVAILABILITY, 1.0
         for _ in range(self.steps):
             mid = (lo + hi) / 2
             trial = replace(site, availability=round(mid, 4))
@@ -123,8 +125,6 @@ def _candidates(w: Workload, cluster: ClusterSpec, split: int,
         ("priority", ev.Candidate({"priority": "fairshare"}, "multifactor priority (age, "
                                   "size, fair share with a 7-day half-life) tried against "
                                   "FCFS")),
-        ("cadence", ev.Candidate({"backfill": "conservative"}, "conservative backfilling "
-                                 "tried against EASY")),
         ("cadence", ev.Candidate({"backfill": "none"}, "no backfilling tried against EASY")),
     ]
     if delay is not None and (delay[:split] > 0).mean() >= 0.01:
