@@ -12,6 +12,7 @@ import typer
 
 from hpcpolicy import __version__
 from hpcpolicy.commands import (
+    advise,
     calibrate,
     dataset,
     demo,
@@ -33,7 +34,7 @@ app = typer.Typer(
     name="hpcpolicy",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # click's help: wraps at word boundaries, never cuts a word
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -76,6 +77,7 @@ app.command("tune")(tune.main)
 app.command("evaluate")(evaluate.main)
 app.add_typer(dataset.app, name="dataset")
 app.command("whatif")(whatif.main)
+app.command("advise")(advise.main)
 
 
 def main() -> None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import errno
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
-from hpcpolicy.textfmt import duration
+from hpcpolicy.textfmt import duration, visible
 
 __all__ = [
     "console",
@@ -18,7 +20,12 @@ __all__ = [
     "err_console",
     "fail_cleanly",
     "is_quiet",
+    "os_error_line",
+    "plain",
+    "print_note",
     "set_verbosity",
+    "short_names",
+    "whole_values",
     "with_progress",
 ]
 
@@ -37,9 +44,42 @@ def is_quiet() -> bool:
     return _state["quiet"]
 
 
+def plain(text: object, style: str = "") -> Text:
+    """``text`` (a path, a name or message from the user's files) as Rich text shown as it
+    is: never read as markup, invisible and control characters escaped (:func:`visible`),
+    nothing cut, so a path can be copied.
+
+    Example:
+        >>> plain("[bold]x\x1b[31m").plain
+        '[bold]x\\u001b[31m'
+    """
+    return Text(visible(text, longest=None), style=style)
+
+
+_OS_FIX = {
+    errno.ENOSPC: "free some space, or write the output elsewhere",
+    errno.EDQUOT: "free some space, or write the output elsewhere",
+    errno.EACCES: "check the permissions, or choose another folder",
+    errno.EPERM: "check the permissions, or choose another folder",
+    errno.EROFS: "the file system is read-only; choose another folder",
+    errno.EISDIR: "give the name of a file, not of a folder",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """An error of the machine (full disk, permissions, a folder where a file belongs) as
+    one line: where, what, and how to fix it."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    what = exc.strerror or str(exc)
+    fix = _OS_FIX.get(exc.errno or 0)
+    return f"{where}{what}" + (f"; {fix}" if fix else "")
+
+
 @contextlib.contextmanager
 def fail_cleanly() -> Iterator[None]:
-    """Turn an :class:`HpcPolicyError` into a one-line message on stderr and exit code 1.
+    """Turn an :class:`HpcPolicyError`, or an :class:`OSError` (the machine failed: a full
+    disk, a folder that may not be written), into a one-line message on stderr and exit code 1.
 
     Any other exception is a bug and keeps its traceback.
     """
@@ -47,10 +87,56 @@ def fail_cleanly() -> Iterator[None]:
 
     try:
         yield
-    except HpcPolicyError as exc:
+    except (HpcPolicyError, OSError) as exc:
+        text = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
         # Messages hold text from the user's files: print it as text, never as markup.
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        message = visible(text, longest=400)
+        err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def print_note(note: str) -> None:
+    """One note of a workload or report, as plain visible text (:func:`visible`):
+    ``note: ...`` in yellow, or, for a note that starts ``warning: ``, the whole line in bold
+    red so it is not missed."""
+    if note.startswith("warning: "):
+        console.print(Text(visible(note), "bold red"), soft_wrap=True)
+    else:
+        console.print(Text.assemble(("note: ", "yellow"), visible(note)), soft_wrap=True)
+
+
+def short_names(names: Sequence[str], width: int = 16) -> tuple[dict[str, str], list[str]]:
+    """Labels for a table column: a policy folder path longer than ``width`` becomes
+    ``parent/name`` (the parent cut to fit), so that the table fits 80 columns without
+    cutting a number or breaking a name mid-word; the second value holds the
+    ``label = full path`` lines to print under the table."""
+    labels: dict[str, str] = {}
+    legend: list[str] = []
+    for name in dict.fromkeys(names):
+        parts = name.replace("\\", "/").rstrip("/").split("/")
+        if len(name) <= width or len(parts) < 3:
+            labels[name] = visible(name)
+            continue
+        parent = parts[-2] if len(parts[-2]) + len(parts[-1]) < width else \
+            parts[-2][: max(4, width - len(parts[-1]) - 2)] + "…"
+        label = f"{parent}/{parts[-1]}"
+        while label in labels.values():
+            label += "'"
+        labels[name] = visible(label)
+        legend.append(f"{labels[name]} = {visible(name, longest=None)}")
+    return labels, legend
+
+
+def whole_values(table: Table, rows: Sequence[Sequence[str | Text]]) -> None:
+    """Add ``rows`` to ``table`` with every column unwrapped and as wide as its widest value
+    (headers of two words go on two lines), so that an 80-column table never cuts a number
+    or breaks a name mid-word."""
+    for column in table.columns:
+        column.no_wrap = True
+        if isinstance(column.header, str):
+            column.header = column.header.replace(" ", "\n", 1)
+    for row in rows:
+        table.add_row(*row)
 
 
 Step = Callable[[str, int, int], None]

@@ -22,13 +22,40 @@ __all__ = [
     "RewardOpt",
     "SeedOpt",
     "SiteOpt",
+    "UnknownRunTimeOpt",
     "WalltimeFallbackOpt",
     "WarmOpt",
     "WindowSizeOpt",
     "WorkersOpt",
+    "a_file",
+    "a_folder",
+    "lower_choice",
     "parse_window_starts",
+    "policy_choice",
     "workload_options",
 ]
+
+def lower_choice(value: str | list[str] | None) -> str | list[str] | None:
+    """Typer callback: a named choice in lower case, so ``-b EASY`` means ``-b easy``.
+
+    Only for options whose every value is a name; a path (a trained policy folder) keeps its
+    case, which is why ``--policy`` and the what-if specs lower-case names themselves.
+    """
+    if isinstance(value, list):
+        return [v.lower() for v in value]
+    return value.lower() if isinstance(value, str) else value
+
+
+def policy_choice(value: list[str] | None) -> list[str] | None:
+    """Typer callback: heuristic names in lower case (``-p SJF`` is sjf); comma-joined lists
+    are split, and policy folders keep their case."""
+    if value is None:
+        return None
+    from hpcpolicy.policies.heuristics import HEURISTICS
+
+    return [",".join(part.strip().lower() if part.strip().lower() in HEURISTICS else part
+                     for part in item.split(",")) for item in value]
+
 
 SeedOpt = Annotated[
     int, typer.Option("--seed", help="Random seed; the same inputs and seed give the same output.")
@@ -36,31 +63,63 @@ SeedOpt = Annotated[
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite", help="Replace output files that already exist.")
 ]
+
+
+def _refuse(message: str) -> None:
+    """The one-line error and exit 1 of every command (Typer's own path checks would print
+    a usage box and exit 2)."""
+    from hpcpolicy.commands._console import fail_cleanly
+    from hpcpolicy.errors import ConfigError
+
+    with fail_cleanly():
+        raise ConfigError(message)
+
+
+def a_file(value: Path | None) -> Path | None:
+    """Option callback: ``value`` names a file (or nothing yet), not a folder."""
+    if value is not None and value.is_dir():
+        _refuse(f"{value} is a folder; give the name of a file")
+    return value
+
+
+def a_folder(value: Path | None) -> Path | None:
+    """Option callback: ``value`` names a folder (or nothing yet), not a file."""
+    if value is not None and value.exists() and not value.is_dir():
+        _refuse(f"{value} is a file; give the name of a folder")
+    return value
+
+
 JsonOutOpt = Annotated[
     Path | None,
-    typer.Option("--json", help="Also write the result as JSON to this file.", dir_okay=False),
+    typer.Option("--json", help="Also write the result as JSON to this file.", callback=a_file),
 ]
 
 # Workload and machine options, spelled the same in simulate, evaluate and train.
 ClusterOpt = Annotated[Path | None, typer.Option(
     "--cluster", help="Cluster spec (TOML/JSON, see examples/); default: the log header's "
-    "MaxProcs/MaxNodes.", dir_okay=False)]
+    "MaxProcs/MaxNodes.", callback=a_file)]
 ProcsOpt = Annotated[int | None, typer.Option(
     "--procs", help="Replay on a machine of N processors instead.")]
 ProcsFromOpt = Annotated[str | None, typer.Option(
     "--procs-from", help="Job size from requested, allocated or max (of the two) processors; "
-    "default requested.")]
+    "default requested.",
+    callback=lower_choice)]
 WalltimeFallbackOpt = Annotated[str | None, typer.Option(
     "--walltime-fallback", help="Planning time of jobs without a requested walltime: runtime "
     "(perfect estimates), max (longest request in the partition), error, or SECONDS; default "
-    "auto: max, or an error when no job has a request.")]
+    "auto: max, or an error when no job has a request.",
+    callback=lower_choice)]
+UnknownRunTimeOpt = Annotated[int | None, typer.Option(
+    "--unknown-run-time", help="Replay jobs whose log has no run time (never started, or "
+    "still running) with this many SECONDS; default: drop them, counted.", min=0)]
 AllocatorOpt = Annotated[list[str] | None, typer.Option(
     "--allocator", help="How jobs are placed: first-fit (the default: node groups by their "
     "totals; the compiled engine) or, placing GPUs on nodes, first-available "
     "(lowest-numbered free GPUs), best-fit (tightest node, else fewest nodes) or "
     "topology-aware (closest GPUs: one node, else one rack). The node-level ones apply the "
     "cluster's GPU speeds and spread penalty and report GPU fragmentation. Repeat to "
-    "compare.")]
+    "compare.",
+    callback=lower_choice)]
 SpreadPenaltyOpt = Annotated[float | None, typer.Option(
     "--spread-penalty", help="With a node-level --allocator: a job whose GPUs are on several "
     "nodes runs 1 + P x D times longer (D: 1 within a rack, 2 across racks, unless the "
@@ -71,16 +130,19 @@ SiteOpt = Annotated[Path | None, typer.Option(
     dir_okay=False)]
 CompatOpt = Annotated[str | None, typer.Option(
     "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
-    "options override; see README).")]
+    "options override; see README).",
+    callback=lower_choice)]
 
 # Training options, spelled the same in train and tune.
 WorkersOpt = Annotated[int, typer.Option(
     "--workers", help="DD-PPO worker processes on this machine.")]
 RewardOpt = Annotated[str, typer.Option(
     "--reward", help="bsld, wait, response, utilization, or a mix such as "
-    "bsld:1,utilization:50.")]
+    "bsld:1,utilization:50.",
+    callback=lower_choice)]
 BackfillOpt = Annotated[str, typer.Option(
-    "--backfill", "-b", help="Backfilling after each choice: none, easy or conservative.")]
+    "--backfill", "-b", help="Backfilling after each choice: none, easy or conservative.",
+    callback=lower_choice)]
 WindowSizeOpt = Annotated[int, typer.Option(
     "--window-size", help="Consecutive jobs per training episode.")]
 NumEnvsOpt = Annotated[int | None, typer.Option(
@@ -90,12 +152,13 @@ WarmOpt = Annotated[bool, typer.Option(
 
 
 def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,
-                     drop_zero_runtime: bool | None = None) -> WorkloadOptions:
+                     drop_zero_runtime: bool | None = None,
+                     unknown_run_time: int | None = None) -> WorkloadOptions:
     """The workload conventions the options above select (see
     :func:`hpcpolicy.workload.workload_options`)."""
     from hpcpolicy.workload import workload_options as select
 
-    return select(compat, procs_from, walltime_fallback, drop_zero_runtime)
+    return select(compat, procs_from, walltime_fallback, drop_zero_runtime, unknown_run_time)
 
 
 def parse_window_starts(text: str | None) -> tuple[int, ...] | None:

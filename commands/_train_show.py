@@ -14,15 +14,17 @@ if TYPE_CHECKING:
 
 __all__ = ["SHOWN", "SUMMARIES", "ProgressLine"]
 
-SHOWN = (("charts/episodic_return", "return", "{:.4g}"), ("env/bsld", "bsld", "{:.2f}"),
-         ("env/best_heuristic_bsld", "best heuristic", "{:.2f}"),
-         ("env/bsld_vs_best", "vs best", "{:.3f}"))
-"""Metrics shown while training and in the summary: column, label, format."""
+SHOWN = (("charts/episodic_return", "return", "{:.4g}".format),
+         ("env/bsld", "bsld", "{:.2f}".format),
+         ("env/best_heuristic_bsld", "best heuristic", "{:.2f}".format),
+         # bsld / best bsld, shown as evaluate's "vs best": a change, negative is better
+         ("env/bsld_vs_best", "vs best", lambda ratio: f"{ratio - 1:+.1%}"))
+"""Metrics shown while training and in the summary: column, label, formatter."""
 STOPPED = "stopped before the budget was spent; continue with the same command and --resume"
 
 
 def _format(row: Mapping[str, float]) -> str:
-    parts = [f"{label} {fmt.format(row[key])}" for key, label, fmt in SHOWN
+    parts = [f"{label} {fmt(row[key])}" for key, label, fmt in SHOWN
              if key in row and row[key] == row[key]]
     return "  ".join(parts)
 
@@ -96,7 +98,7 @@ def _online(trained: Trained) -> None:
                          f"{result.wall_time_s:,.1f} s")
     for key, label, fmt in SHOWN:
         if key in row:
-            out.add_row(f"last {label}", fmt.format(row[key]))
+            out.add_row(f"last {label}", fmt(row[key]))
     out.add_row("policy", str(trained.policy))
     console.print(out)
     if result.interrupted:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, with_progress
 from hpcpolicy.commands._options import (
     ClusterOpt,
     OverwriteOpt,
@@ -16,6 +16,9 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SiteOpt,
     WalltimeFallbackOpt,
+    a_file,
+    a_folder,
+    lower_choice,
     workload_options,
 )
 from hpcpolicy.commands.evaluate import TrainFracOpt
@@ -33,18 +36,19 @@ app = typer.Typer(no_args_is_help=True, help="Replay datasets for offline RL: bu
 @app.command("build")
 def build(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset directory to write.",
-                                      show_default=False, file_okay=False)],
+                                      show_default=False, callback=a_folder)],
     source: Annotated[str, typer.Option(
         "--source", help="logged (the real scheduler's decisions, rebuilt from the log), "
         "heuristics (rollouts of --heuristics, greedy and epsilon-random), random, or mix "
-        "(all of them).")] = "mix",
+        "(all of them).", callback=lower_choice)] = "mix",
     k: Annotated[int, typer.Option("--k", help="Job slots per observation.")] = 32,
     window_size: Annotated[int, typer.Option(
         "--window-size", help="Consecutive jobs per episode.")] = 256,
     backfill: Annotated[str, typer.Option(
-        "--backfill", "-b", help="Backfilling of the rollouts: none, easy or conservative.")
+        "--backfill", "-b", help="Backfilling of the rollouts: none, easy or conservative.",
+        callback=lower_choice)
     ] = "easy",
     reward: Annotated[str, typer.Option(
         "--reward", help="bsld, wait, response, utilization, or a mix.")] = "bsld",
@@ -52,9 +56,10 @@ def build(
         "--logged-action", help="How a logged start becomes an action: started (the slot of "
         "the job that started) or head (a job that started while the oldest waiting job did "
         "not fit is read as backfilled around it, and the action reserves the oldest job, "
-        "as the environment's action under backfilling does).")] = "started",
+        "as the environment's action under backfilling does).", callback=lower_choice)] = "started",
     heuristics: Annotated[str, typer.Option(
-        "--heuristics", help="Heuristics to roll out, comma-separated.")] = "fcfs,sjf,f1",
+        "--heuristics", help="Heuristics to roll out, comma-separated.",
+        callback=lower_choice)] = "fcfs,sjf,f1",
     epsilon: Annotated[float, typer.Option(
         "--epsilon", help="Chance of a random slot in the epsilon-random variants (0: none).")
     ] = 0.2,
@@ -127,7 +132,7 @@ def build(
                         "procs": procs}})
         stored = load_dataset(out)
     if is_quiet():
-        console.print(str(out))
+        console.print(plain(out), soft_wrap=True)
         return
     _show(stored)
 
@@ -135,7 +140,7 @@ def build(
 @app.command("inspect")
 def inspect(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory (`dataset build -o`).",
-                                            show_default=False, file_okay=False)],
+                                            show_default=False, callback=a_folder)],
 ) -> None:
     """Print a dataset's size, episodes, action distribution and coverage.
 
@@ -160,9 +165,10 @@ def _show(stored: StoredDataset) -> None:
     m = stored.manifest
     size = sum(f.stat().st_size for f in stored.path.glob("*.h5"))
     cfg = m["config"]
-    console.print(f"{stored.path}: source {m['source']} ({', '.join(m['sources'])}); "
+    console.print(plain(f"{stored.path}: source {m['source']} ({', '.join(m['sources'])}); "
                   f"K {stored.k}, windows of {cfg['window_size']} jobs, backfill "
-                  f"{cfg['backfill']}, reward {cfg['reward']}; {size / 2**20:,.1f} MiB")
+                  f"{cfg['backfill']}, reward {cfg['reward']}; {size / 2**20:,.1f} MiB"),
+                  soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("split", "windows", "episodes", "decisions", "by source (episodes, "
                    "mean return)", "actions by slot"):

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import SeedOpt
+from hpcpolicy.commands._options import SeedOpt, a_folder
 
 __all__ = ["main"]
 
@@ -17,7 +17,7 @@ __all__ = ["main"]
 def main(
     out_dir: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for the demo's files; a rerun replaces "
-                           "them.", file_okay=False)
+                           "them.", callback=a_folder)
     ] = Path("demo"),
     jobs: Annotated[int, typer.Option("--jobs", help="Jobs in the generated workload.")] = 5000,
     procs: Annotated[

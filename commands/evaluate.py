@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import (
+    console,
+    duration,
+    fail_cleanly,
+    is_quiet,
+    plain,
+    print_note,
+    short_names,
+    whole_values,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
@@ -19,8 +29,12 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SiteOpt,
     SpreadPenaltyOpt,
+    UnknownRunTimeOpt,
     WalltimeFallbackOpt,
+    a_file,
+    lower_choice,
     parse_window_starts,
+    policy_choice,
     workload_options,
 )
 
@@ -31,7 +45,7 @@ __all__ = ["SplitOpt", "TrainFracOpt", "main"]
 
 SplitOpt = Annotated[str, typer.Option(
     "--split", help="Part of the chronological split: test (the later jobs), train (the "
-    "earlier train-frac), or all.")]
+    "earlier train-frac), or all.", callback=lower_choice)]
 TrainFracOpt = Annotated[float, typer.Option(
     "--train-frac", help="Share of the jobs, earliest first, in the training part.")]
 
@@ -42,12 +56,16 @@ def _listed(values: list[str] | None, default: list[str]) -> tuple[str, ...]:
     return tuple(item for item in items if item)
 
 
-def _cell(value: Any, spread: dict[str, Any], digits: int) -> str:
-    """The mean, and under it ``±std`` over windows."""
+def _cell(value: Any, spread: dict[str, Any], digits: int | None) -> str:
+    """The mean, and under it ``±std`` over windows; ``digits`` None: a duration (3.4h)."""
     if value is None:
         return "-"
     std = spread.get("std")
-    return f"{value:,.{digits}f}" + ("" if std is None else f"\n[dim]±{std:,.{digits}f}[/]")
+
+    def shown(x: float) -> str:
+        return duration(x) if digits is None else f"{x:,.{digits}f}"
+
+    return shown(value) + ("" if std is None else f"\n[dim]±{shown(std)}[/]")
 
 
 def _ratio(value: float | None) -> str:
@@ -62,36 +80,40 @@ def _print(ev: Evaluation) -> None:
     gpu = any(run.gpu is not None for run in ev.runs)
     table = Table(title="evaluate: mean over windows, ±std across windows", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    cols = (["policy", "allocator", "backfill", "bsld", "wait s", "GPU util", "GPU frag",
+    cols = (["policy", "allocator", "backfill", "bsld", "wait", "GPU util", "GPU frag",
              "vs best", "vs best GPU util"] if gpu else
-            ["policy", "backfill", "bsld", "wait s", "response s", "util", "vs best"])
+            ["policy", "backfill", "bsld", "wait", "response", "util", "vs best"])
     for col in cols:
         text = col in ("policy", "allocator", "backfill")
-        table.add_column(col, justify="left" if text else "right",
-                         overflow="fold" if col == "policy" else "ellipsis")
+        table.add_column(col, justify="left" if text else "right")
+    labels, legend = short_names([run.config.policy for run in ev.runs])
     best = ev.best_heuristics()
     best_util = ev.best_heuristics("gpu_utilization")
+    rows: list[list[str | Text]] = []
     for run in ev.runs:
         s, spread = run.summary, ev.spread(run)
         label, backfill = ev.label(run), run.config.backfill
         marks = ("*" if best.get(backfill, ("",))[0] == label else "") + (
             "†" if gpu and best_util.get(backfill, ("",))[0] == label else "")
-        name = Text(run.config.policy + (f" {marks}" if marks else ""))
+        name = Text(labels[run.config.policy] + (f" {marks}" if marks else ""))
         bsld = _cell(s["mean_bsld"], spread["mean_bsld"], 2)
-        wait = _cell(s["mean_wait_s"], spread["mean_wait_s"], 0)
+        wait = _cell(s["mean_wait_s"], spread["mean_wait_s"], None)
         if not gpu:
-            table.add_row(name, backfill, bsld, wait,
-                          _cell(s["mean_response_s"], spread["mean_response_s"], 0),
-                          _cell(s["utilization"], spread["utilization"], 2),
-                          _ratio(ev.versus_best(run)))
+            rows.append([name, backfill, bsld, wait,
+                         _cell(s["mean_response_s"], spread["mean_response_s"], None),
+                         _cell(s["utilization"], spread["utilization"], 2),
+                         _ratio(ev.versus_best(run))])
             continue
         frag = (run.gpu or {}).get("gpu_fragmentation")
-        table.add_row(name, "learned" if run.config.policy in ev.placers
-                      else run.config.allocator, backfill, bsld, wait,
-                      _cell(s["gpu_utilization"], spread["gpu_utilization"], 3),
-                      "-" if frag is None else f"{frag:.3f}", _ratio(ev.versus_best(run)),
-                      _ratio(ev.versus_best(run, "gpu_utilization")))
+        rows.append([name, "learned" if run.config.policy in ev.placers
+                     else run.config.allocator, backfill, bsld, wait,
+                     _cell(s["gpu_utilization"], spread["gpu_utilization"], 3),
+                     "-" if frag is None else f"{frag:.3f}", _ratio(ev.versus_best(run)),
+                     _ratio(ev.versus_best(run, "gpu_utilization"))])
+    whole_values(table, rows)
     console.print(table)
+    for line in legend:
+        console.print(line, markup=False, soft_wrap=True)
     if gpu:
         console.print("† best heuristic GPU utilisation; vs best GPU util: change against it "
                       "(positive is better)")
@@ -105,13 +127,14 @@ def _print(ev: Evaluation) -> None:
 
 def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Heuristics and trained policy directories, comma-separated "
-        "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).")] = None,
+        "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).",
+        callback=policy_choice)] = None,
     backfill: Annotated[list[str] | None, typer.Option(
         "--backfill", "-b", help="Backfilling modes, comma-separated or repeated "
-        "(none, easy, conservative).")] = None,
+        "(none, easy, conservative).", callback=lower_choice)] = None,
     windows: Annotated[int, typer.Option(
         "--windows", help="Number of random windows.")] = 10,
     window_size: Annotated[int, typer.Option(
@@ -129,6 +152,7 @@ def main(
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
+    unknown_run_time: UnknownRunTimeOpt = None,
     compat: CompatOpt = None,
     site: SiteOpt = None,
     allocator: AllocatorOpt = None,
@@ -158,7 +182,6 @@ def main(
         hpcpolicy evaluate gpu.parquet --cluster examples/gpu-partition.toml --gpu-baselines
             -p runs/marl/policy
     """
-    from rich.text import Text
 
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import with_spread_penalty
@@ -184,7 +207,8 @@ def main(
             train_frac=train_frac, starts=parse_window_starts(window_starts), warm=warm,
             compat=compat, kill_at_limit=kill_at_limit,
             exclusive_nodes=compat_preset(compat).exclusive_nodes)
-        options = workload_options(compat, procs_from, walltime_fallback)
+        options = workload_options(compat, procs_from, walltime_fallback,
+                                   unknown_run_time=unknown_run_time)
         workload, machine = load(table, options.to_dict(),
                                  None if cluster is None else str(cluster), procs)
         machine = with_spread_penalty(machine, spread_penalty, allocators)
@@ -199,8 +223,12 @@ def main(
                                                 cluster=machine))
     if is_quiet():
         if json_out is not None:
-            console.print(str(json_out))
+            console.print(plain(json_out), soft_wrap=True)
         return
     for note in workload.notes:
-        console.print(Text.assemble(("note: ", "yellow"), note), soft_wrap=True)
+        print_note(note)
     _print(ev)
+    from hpcpolicy.sim.windows import backfill_note
+
+    for note in filter(None, map(backfill_note, ev.runs)):
+        print_note(note)

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import OverwriteOpt, SeedOpt
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain
+from hpcpolicy.commands._options import OverwriteOpt, SeedOpt, a_file, lower_choice
 
 __all__ = ["main"]
 
@@ -16,11 +16,12 @@ __all__ = ["main"]
 def main(
     out: Annotated[
         Path,
-        typer.Option("--out", "-o", help="SWF file to write (e.g. trace.swf).", dir_okay=False),
+        typer.Option("--out", "-o", help="SWF file to write (e.g. trace.swf).", callback=a_file),
     ] = Path("trace.swf"),
     model: Annotated[
         str, typer.Option("--model", "-m", help="lublin (whole-sample parameters) or "
-                          "lublin-split (batch and interactive streams).")
+                          "lublin-split (batch and interactive streams).",
+                          callback=lower_choice)
     ] = "lublin",
     jobs: Annotated[int, typer.Option("--jobs", "-n", help="Number of jobs.")] = 5000,
     procs: Annotated[
@@ -55,9 +56,9 @@ def main(
         return
     days = result.span_s / 86400
     console.print(
-        f"wrote {result.path} ({cfg.jobs:,} jobs, model {cfg.model}, seed {cfg.seed}): "
+        plain(f"wrote {result.path} ({cfg.jobs:,} jobs, model {cfg.model}, seed {cfg.seed}): "
         f"{days:.1f} days of arrivals on {cfg.procs:,} processors, mean size "
         f"{result.mean_size:.1f}, mean runtime {result.mean_run_s / 3600:.2f} h, offered "
-        f"load {result.offered_load:.2f}",
+        f"load {result.offered_load:.2f}"),
         markup=False, highlight=False, soft_wrap=True,
     )

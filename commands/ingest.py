@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import OverwriteOpt
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, print_note
+from hpcpolicy.commands._options import OverwriteOpt, a_file, lower_choice
 
 __all__ = ["main"]
 
@@ -24,11 +24,12 @@ def main(
     out: Annotated[
         Path,
         typer.Option("--out", "-o", help="Job table to write, NAME.parquet. NAME.rejects.parquet "
-                     "and NAME.ingest.json are written beside it.", dir_okay=False),
+                     "and NAME.ingest.json are written beside it.", callback=a_file),
     ] = Path("jobs.parquet"),
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="auto (recognised from the first lines), swf, "
-                          "sacct, alibaba (Alibaba GPU trace 2023 pod list), helios or philly.")
+                          "sacct, alibaba (Alibaba GPU trace 2023 pod list), helios or philly.",
+                          callback=lower_choice)
     ] = "auto",
     tz: Annotated[
         str, typer.Option("--tz", help="Time zone of the log's zone-less timestamps (sacct "
@@ -57,7 +58,7 @@ def main(
         Path | None, typer.Option("--node-list", help="Alibaba GPU trace: its node list "
                                   "(openb_node_list_all_node.csv), written as the cluster spec "
                                   "NAME.cluster.toml. By default the file of that name beside "
-                                  "the pod list, if there is one.", dir_okay=False,
+                                  "the pod list, if there is one.", callback=a_file,
                                   show_default=False)
     ] = None,
     overwrite: OverwriteOpt = False,
@@ -100,11 +101,13 @@ def main(
                 report = ingest(inputs, out, cfg,
                                 on_stage=lambda msg: status.update(f"ingest: {msg}"))
     if is_quiet():
-        console.print(report.output)
+        console.print(plain(report.output), soft_wrap=True)
         if report.cluster_spec:
-            console.print(report.cluster_spec)
+            console.print(plain(report.cluster_spec), soft_wrap=True)
         return
-    table = Table(title=f"ingest -> {report.output}", show_header=False, title_justify="left")
+    # Paths and notes quote the user's files and logs: Text, never markup.
+    table = Table(title=plain(f"ingest -> {report.output}"), show_header=False,
+                  title_justify="left")
     table.add_row("rows read", f"{report.rows_read:,}")
     table.add_row("jobs kept", f"{report.jobs_kept:,}")
     table.add_row("step rows folded", f"{report.steps_folded:,}")
@@ -117,8 +120,8 @@ def main(
     span = report.time_span
     table.add_row("submit span", f"{span['first_submit']} .. {span['last_submit']}")
     if report.cluster_spec:
-        table.add_row("cluster spec", report.cluster_spec)
+        table.add_row("cluster spec", plain(report.cluster_spec))
     table.add_row("time", f"{report.timings_s['total']:.2f} s")
     console.print(table)
     for note in report.notes:
-        console.print(f"[yellow]note:[/] {note}", markup=True, highlight=False)
+        print_note(note)

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, duration, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import (
+    console,
+    duration,
+    fail_cleanly,
+    is_quiet,
+    plain,
+    print_note,
+    short_names,
+    whole_values,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
@@ -20,8 +30,12 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SiteOpt,
     SpreadPenaltyOpt,
+    UnknownRunTimeOpt,
     WalltimeFallbackOpt,
+    a_file,
+    lower_choice,
     parse_window_starts,
+    policy_choice,
     workload_options,
 )
 
@@ -58,17 +72,21 @@ def render_runs(runs: list[Replay], windowed: bool) -> None:
         cols[1:1] = ["allocator"]
     for col in cols:
         text = col in ("policy", "backfill", "allocator")
-        table.add_column(col, justify="left" if text else "right", no_wrap=text,
-                         min_width=12 if col == "backfill" and not gpu else None)
+        table.add_column(col, justify="left" if text else "right")
+    labels, legend = short_names([run.config.policy for run in runs])
+    rows = []
     for run in runs:
         s = run.summary
-        row = [run.config.policy, run.config.backfill, f"{s['jobs']:,}",
+        row = [labels[run.config.policy], run.config.backfill, f"{s['jobs']:,}",
                _wait(s["mean_wait_s"]), _wait(s["p95_wait_s"]), _bsld(s["mean_bsld"]),
                _bsld(s["p95_bsld"]), _fmt(s["utilization"], 3)]
         if gpu:
             row[1:1] = [run.config.allocator]
-        table.add_row(*row)
+        rows.append(row)
+    whole_values(table, rows)
     console.print(table)
+    for line in legend:
+        console.print(line, markup=False, soft_wrap=True)
     if gpu:
         _render_gpu(runs, box)
     engine_s = sum(w.wall_s for run in runs for w in run.windows)
@@ -101,19 +119,21 @@ def _render_gpu(runs: list[Replay], box: Any) -> None:
 
 def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Policy to replay: a heuristic name or a trained policy folder "
-        "(runs/NAME/policy); repeat to compare several.")] = None,
+        "(runs/NAME/policy); repeat to compare several.",
+        callback=policy_choice)] = None,
     backfill: Annotated[list[str] | None, typer.Option(
         "--backfill", "-b", help="none, easy or conservative; repeat to compare (every "
-        "policy x backfill combination runs on the same jobs).")] = None,
+        "policy x backfill combination runs on the same jobs).", callback=lower_choice)] = None,
     cluster: ClusterOpt = None,
     allocator: AllocatorOpt = None,
     spread_penalty: SpreadPenaltyOpt = None,
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
+    unknown_run_time: UnknownRunTimeOpt = None,
     drop_zero_runtime: Annotated[bool | None, typer.Option(
         "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
         "0; default keep.", show_default=False)] = None,
@@ -136,11 +156,12 @@ def main(
     check: Annotated[bool, typer.Option(
         "--check", help="Check the engine's invariants while running (slower).")] = False,
     engine: Annotated[str, typer.Option(
-        "--engine", help="fast (compiled) or reference (plain Python).")] = "fast",
+        "--engine", help="fast (compiled) or reference (plain Python).",
+        callback=lower_choice)] = "fast",
     json_out: JsonOutOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the per-job outcomes of every run to this Parquet file.",
-        dir_okay=False)] = None,
+        callback=a_file)] = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Replay a job table on a simulated machine and report waits, slowdowns and utilisation.
@@ -186,9 +207,11 @@ def main(
         windowed = windows is not None or starts is not None
         if not windowed and (window_size is not None or warm):
             raise ConfigError("--window-size and --warm need --windows N or --window-starts")
-        wcfg = WindowConfig(size=window_size or 1024, count=windows or 10, seed=seed,
+        wcfg = WindowConfig(size=1024 if window_size is None else window_size,
+                            count=10 if windows is None else windows, seed=seed,
                             starts=starts, warm=warm) if windowed else None
-        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime)
+        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime,
+                                   unknown_run_time)
         peer = compat_preset(compat)
         allocators = allocator or ["first-fit"]
         configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
@@ -218,17 +241,21 @@ def main(
                 "hpcpolicy.workload_options": json.dumps(options.to_dict())})
     if is_quiet():
         for path in (p for p in (json_out, out) if p is not None):
-            console.print(str(path))
+            console.print(plain(path), soft_wrap=True)
         return
     render_runs(runs, wcfg is not None)
     _report(runs, wcfg, check)
 
 
 def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
+    from hpcpolicy.sim.windows import backfill_note
+
     never = runs[0].never_fits()
     if never:
-        _note(f"{len(never):,} jobs need more than the machine has and never started "
-              f"(e.g. {', '.join(never[:5])})")
+        print_note(f"{len(never):,} jobs need more than the machine has and never started "
+                   f"(e.g. {', '.join(never[:5])})")
+    for note in filter(None, map(backfill_note, runs)):
+        print_note(note)
     if wcfg is not None:
         kind = "warm (pre-loaded)" if wcfg.warm else "cold (empty machine)"
         console.print(f"windows of {wcfg.size} jobs, {kind}, starting at job "
@@ -237,21 +264,15 @@ def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
         console.print("invariants checked: no violation")
 
 
-def _note(text: str) -> None:
-    from rich.text import Text
-
-    console.print(Text.assemble(("note: ", "yellow"), text), soft_wrap=True)
-
-
 def _describe(table: Path, workload: Any, machine: Any) -> None:
     dropped = sum(len(ids) for ids in workload.dropped.values())
-    console.print(f"{table}: {len(workload):,} jobs"
+    console.print(plain(f"{table}: {len(workload):,} jobs"
                   + (f" ({dropped:,} dropped)" if dropped else "")
                   + f"; machine {machine.name}: {machine.total_cores:,} cores, "
                   f"{machine.total_nodes:,} nodes"
                   + (f", {machine.total_gpus:,} GPUs" if machine.total_gpus else "")
-                  + f" (from {machine.source})")
+                  + f" (from {machine.source})"), soft_wrap=True)
     for note in (*workload.notes, *machine.notes):
-        _note(note)
+        print_note(note)
 
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import JsonOutOpt
+from hpcpolicy.commands._options import JsonOutOpt, a_file
 from hpcpolicy.textfmt import duration
 
 __all__ = ["main", "render_profile"]
@@ -164,7 +164,7 @@ def main(
     cluster: Annotated[
         Path | None, typer.Option("--cluster", help="Cluster spec file (TOML/JSON, see "
                                   "examples/) giving cores and GPUs; instead of --procs.",
-                                  dir_okay=False)
+                                  callback=a_file)
     ] = None,
     tz: Annotated[
         str | None, typer.Option("--tz", help="Time zone for arrivals by hour and weekday; "

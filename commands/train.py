@@ -22,6 +22,7 @@ from hpcpolicy.commands._options import (
     WarmOpt,
     WindowSizeOpt,
     WorkersOpt,
+    lower_choice,
 )
 from hpcpolicy.commands._train_show import SUMMARIES, ProgressLine
 from hpcpolicy.commands.evaluate import TrainFracOpt
@@ -75,7 +76,8 @@ def main(
         "--algo", help="Online: ppo (this process) or ddppo (torchrun workers). Offline "
         "(d3rlpy): cql, bcq, bc or dqn. On a GPU partition (a job table with --cluster): marl, "
         "the two-agent job selector + GPU allocator (PPO; --workers N for DD-PPO), or dqn, "
-        "online GPU-type assignment (d3rlpy double DQN) on several GPU types.")] = "ppo",
+        "online GPU-type assignment (d3rlpy double DQN) on several GPU types.",
+        callback=lower_choice)] = "ppo",
     workers: WorkersOpt = _D.workers,
     steps: Annotated[int | None, typer.Option(
         "--steps", help="Online: environment steps (decisions), all workers together; "
@@ -104,7 +106,8 @@ def main(
     num_envs: NumEnvsOpt = None,
     split: Annotated[str, typer.Option(
         "--split", help="Part episodes come from: train (the first --train-frac of the jobs) "
-        "or all (RLScheduler's protocol; then no later period is left unseen).")] = _D.split,
+        "or all (RLScheduler's protocol; then no later period is left unseen).",
+        callback=lower_choice)] = _D.split,
     train_frac: TrainFracOpt = _D.train_frac,
     warm: WarmOpt = _D.warm,
     cluster: ClusterOpt = None,

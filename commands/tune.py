@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet, plain
 from hpcpolicy.commands._options import (
     BackfillOpt,
     ClusterOpt,
@@ -21,6 +21,8 @@ from hpcpolicy.commands._options import (
     WarmOpt,
     WindowSizeOpt,
     WorkersOpt,
+    a_file,
+    a_folder,
     workload_options,
 )
 from hpcpolicy.commands.evaluate import TrainFracOpt
@@ -111,7 +113,7 @@ def _summary(result: TuneResult, cfg: TuneConfig, table: Path, backfill: str) ->
 
 def main(
     table: Annotated[Path, typer.Argument(
-        help="Job table written by `hpcpolicy ingest`.", show_default=False, dir_okay=False)],
+        help="Job table written by `hpcpolicy ingest`.", show_default=False, callback=a_file)],
     population: Annotated[int, typer.Option(
         "--population", help="Members trained side by side (at least 2).")] = 4,
     steps: Annotated[int, typer.Option(
@@ -126,7 +128,7 @@ def main(
     workers: WorkersOpt = 1,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Tune directory; default runs/tune__ALGO__SEED__TIMESTAMP.",
-        file_okay=False)] = None,
+        callback=a_folder)] = None,
     seed: SeedOpt = 1,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the tune in --out where it stopped.")] = False,
@@ -153,7 +155,7 @@ def main(
     compat: CompatOpt = None,
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of PPO / DD-PPO config fields every member starts from "
-        "(see hpcpolicy.rl.config; anneal_lr must stay false).", dir_okay=False)] = None,
+        "(see hpcpolicy.rl.config; anneal_lr must stay false).", callback=a_file)] = None,
 ) -> None:
     """Tune a policy by population-based training (PBT) of PPO or DD-PPO runs.
 
@@ -201,10 +203,11 @@ def main(
         options = workload_options(compat, procs_from, walltime_fallback)
         env = env_kwargs(table, env_cfg, workload=options, cluster=cluster, procs=procs)
         if not is_quiet():
-            console.print(f"{table}: tune of {population} {algo} members, {steps:,} steps each "
-                          f"in {cfg.rounds} round(s); {run}")
+            console.print(plain(f"{table}: tune of {population} {algo} members, {steps:,} "
+                                f"steps each in {cfg.rounds} round(s); {run}"), soft_wrap=True)
         result = _run(cfg, base, env, run, resume)
     if is_quiet():
-        console.print(str(result.root / ("tune.json" if result.interrupted else "policy")))
+        console.print(plain(result.root / ("tune.json" if result.interrupted else "policy")),
+                      soft_wrap=True)
         return
     _summary(result, cfg, table, backfill)

@@ -8,7 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import (
+    console,
+    fail_cleanly,
+    is_quiet,
+    print_note,
+    short_names,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     ClusterOpt,
     OverwriteOpt,
@@ -17,16 +24,21 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SiteOpt,
     SpreadPenaltyOpt,
+    UnknownRunTimeOpt,
     WalltimeFallbackOpt,
+    a_file,
+    a_folder,
+    lower_choice,
     workload_options,
 )
+from hpcpolicy.textfmt import visible
 
 __all__ = ["main", "parse_period", "render_whatif"]
 
 _PERIOD = re.compile(r"^(\d+)\s*([smhdw]?)$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "mixed": "bold yellow",
-                  "no clear difference": "bold"}
+                  "likely better": "green", "likely worse": "red", "no clear difference": "bold"}
 
 
 def parse_period(text: str) -> int:
@@ -55,33 +67,51 @@ def render_whatif(doc: dict[str, Any]) -> None:
         format_value,
         relative_change,
         relative_interval,
+        verdict_phrase,
     )
 
-    # Every text below may hold names from the log: Text objects, never markup.
-    console.print(Text.assemble(("verdict: ", "bold"), doc["verdict"]), soft_wrap=True)
+    # Every text below may hold names from the log: visible Text, never markup.
+    console.print(Text.assemble(("verdict: ", "bold"), visible(doc["verdict"])), soft_wrap=True)
+    for note in doc["notes"]:
+        if note.startswith("warning: "):
+            print_note(note)
+    runs = {r["id"]: r for r in doc["runs"]}
+    labels, legend = short_names([r["policy"] for r in doc["runs"]])
+    for line in legend:
+        console.print(line, markup=False, soft_wrap=True)
+
+    def name(run_id: str) -> str:
+        run = runs[run_id]
+        spec = str(run["spec"]).replace(run["policy"], labels[run["policy"]], 1)
+        return f"{run['scenario']}/{spec}"
+
     for c in doc["comparisons"]:
-        table = Table(title=Text(f"{c['candidate_run']} vs {c['baseline_run']}"),
+        table = Table(title=Text(f"{name(c['candidate_run'])} vs {name(c['baseline_run'])}"),
                       title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("metric", "baseline", "candidate", "change", "CI", "verdict"):
-            table.add_column(col, justify="left" if col in ("metric", "verdict") else "right")
+        table.add_column("metric", ratio=1, min_width=12)
+        for col in ("baseline", "candidate", "change", "CI"):
+            table.add_column(col, justify="right", no_wrap=True)  # numbers are never cut
+        table.add_column("verdict", ratio=1, min_width=9)
         for r in c["metrics"]:
             m = get_metric(r["key"])
             table.add_row(m.label, format_value(m, r["baseline"]),
                           format_value(m, r["candidate"]), relative_change(r),
                           relative_interval(r), Text(r["verdict"], _VERDICT_STYLE[r["verdict"]]))
         console.print(table)
-        console.print(Text.assemble(("→ ", "dim"), (c["verdict"], _VERDICT_STYLE[c["verdict"]]),
-                                    f" over {c['windows']} windows"), soft_wrap=True)
+        primary = next(r for r in c["metrics"] if r["key"] == doc["config"]["metric"])
+        console.print(Text.assemble(
+            ("→ ", "dim"), (verdict_phrase(c["verdict"], primary), _VERDICT_STYLE[c["verdict"]]),
+            f" over {c['windows']} windows"), soft_wrap=True)
         for t in c["tradeoffs"]:
-            console.print(Text.assemble(("  trade-off: ", "yellow"), t), soft_wrap=True)
+            console.print(Text.assemble(("  trade-off: ", "yellow"), visible(t)), soft_wrap=True)
     f = doc["fidelity"]
     text = f["explanation"] if f["available"] else f"not available: {f['reason']}"
-    console.print(Text.assemble(("fidelity: ", "bold"), text), soft_wrap=True)
+    console.print(Text.assemble(("fidelity: ", "bold"), visible(text)), soft_wrap=True)
 
 
 def main(
     table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+                                          show_default=False, callback=a_file)],
     baseline: Annotated[str, typer.Option(
         "--baseline", help="Today's policy as best known: POLICY+BACKFILL (fcfs+easy, "
         "fairshare+easy, ...).")] = "fcfs+easy",
@@ -95,12 +125,13 @@ def main(
         "(comma-join changes for one scenario; repeat for several).")] = None,
     out: Annotated[Path, typer.Option(
         "--out", "-o", help="Report folder (report.html, report.json, report.md, "
-        "outcomes.parquet).", file_okay=False)] = Path("report"),
+        "outcomes.parquet).", callback=a_folder)] = Path("report"),
     period: Annotated[str, typer.Option(
         "--period", help="Window of the paired comparison: 7d, 1w, 1d, 12h...")] = "7d",
     metric: Annotated[str, typer.Option(
         "--metric", help="Primary metric, which decides each verdict: mean_bsld, mean_wait_s, "
-        "p95_wait_s, p95_bsld, mean_response_s or utilization.")] = "mean_bsld",
+        "p95_wait_s, p95_bsld, mean_response_s or utilization.",
+        callback=lower_choice)] = "mean_bsld",
     bootstrap: Annotated[int, typer.Option(
         "--bootstrap", help="Bootstrap replicates for the confidence intervals.")] = 2000,
     confidence: Annotated[float, typer.Option(
@@ -110,6 +141,7 @@ def main(
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
+    unknown_run_time: UnknownRunTimeOpt = None,
     seed: SeedOpt = 0,
     site: SiteOpt = None,
     overwrite: OverwriteOpt = False,
@@ -147,7 +179,8 @@ def main(
         machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
                                       spread_penalty, [s.allocator for s in (base, *cands)])
         workload = Workload.from_table(
-            table, options=workload_options(None, procs_from, walltime_fallback))
+            table, options=workload_options(None, procs_from, walltime_fallback,
+                                     unknown_run_time=unknown_run_time))
         source_format = open_job_table(table).metadata.get("source_format")
         world = None if site is None else load_world(site, table, workload, machine)
         result = with_progress(
@@ -157,8 +190,9 @@ def main(
             "replaying")
         paths = write_report(result, out, overwrite=overwrite)
     if is_quiet():
-        console.print(str(paths["html"]), markup=False, soft_wrap=True)
+        console.print(visible(paths["html"], longest=None), markup=False, soft_wrap=True)
         return
     render_whatif(result.doc)
-    console.print(f"report: {paths['html']}  (also report.json, report.md, outcomes.parquet)",
+    shown = visible(paths["html"], longest=None)
+    console.print(f"report: {shown}  (also report.json, report.md, outcomes.parquet)",
                   markup=False, soft_wrap=True)

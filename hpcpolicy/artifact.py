@@ -29,7 +29,6 @@ import math
 import os
 import shutil
 import subprocess
-import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy import __version__
-from hpcpolicy.atomic import file_sha256, replace_dir, write_json
+from hpcpolicy.atomic import build_dir, file_sha256, replace_dir, write_json
 from hpcpolicy.errors import ArtifactError
 
 if TYPE_CHECKING:
@@ -130,7 +129,7 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
                torch.ones(1, k, dtype=torch.bool))
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    build = build_dir(out_dir)
     build.chmod(0o755)  # mkdtemp makes it private; a policy is meant to be shared
     try:
         # Both exporters are deprecated in torch 2.9+ in favour of torch.export; the dynamo

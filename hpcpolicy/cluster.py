@@ -131,12 +131,20 @@ class ClusterSpec:
     @classmethod
     def homogeneous(cls, procs: int, nodes: int | None = None, *, source: str = "explicit",
                     name: str = "cluster") -> ClusterSpec:
-        """``procs`` cores, on ``nodes`` equal nodes if given, else one core per node.
+        """``procs`` cores, on ``nodes`` nodes if given (as equal as the totals allow), else one
+        core per node.
 
         Example:
             >>> ClusterSpec.homogeneous(256).total_cores
             256
         """
-        if nodes is None or nodes < 1 or procs % nodes:
+        if nodes is None or nodes < 1 or nodes > procs:
             return cls((NodeGroup("cpu", procs, 1),), name=name, source=source)
-        return cls((NodeGroup("cpu", nodes, procs // nodes),), name=name, source=source)
+        per, extra = divmod(procs, nodes)
+        if not extra:
+            return cls((NodeGroup("cpu", nodes, per),), name=name, source=source)
+        # not a multiple: the header's node count, nodes as equal as the totals allow
+        return cls((NodeGroup("cpu", extra, per + 1), NodeGroup("cpu-small", nodes - extra, per)),
+                   name=name, source=source,
+                   notes=(f"{procs} processors is not a multiple of {nodes} nodes: replayed on "
+                          f"{extra} nodes of {per + 1} and {nodes - extra} of {per} processors",))

@@ -203,6 +203,24 @@ def header_facts(table: str | Path) -> dict[str, int]:
     return facts
 
 
+def _partial_machine(table: str | Path) -> list[str]:
+    """A warning for each header size that says it counts only part of the machine
+    (``MaxNodes: 338 (batch partition; 512 total)``): the jobs of the other partitions ran on
+    nodes the replay does not have."""
+    from hpcpolicy.table import open_job_table
+
+    found = []
+    for header in open_job_table(table).headers:
+        for key in ("MaxNodes", "MaxProcs"):
+            text = header.get(f"{key}_text")
+            if isinstance(text, str) and re.search(r"partition|total|of\s+\d", text, re.I):
+                found.append(f"warning: the log header says {key}: {text}; the replay "
+                             "has only that part, so any job that ran on nodes outside it "
+                             "(another partition) competes for it here; describe the whole "
+                             "machine with --cluster FILE")
+    return found
+
+
 def resolve_cluster(
     *,
     spec: str | Path | None = None,
@@ -238,8 +256,9 @@ def resolve_cluster(
         facts = header_facts(table)
         if "MaxProcs" in facts:
             n = facts["MaxProcs"]
-            return ClusterSpec.homogeneous(n, facts.get("MaxNodes"), source="swf-header",
-                                           name=f"{n} processors (log header)")
+            machine = ClusterSpec.homogeneous(n, facts.get("MaxNodes"), source="swf-header",
+                                              name=f"{n} processors (log header)")
+            return dataclasses.replace(machine, notes=(*machine.notes, *_partial_machine(table)))
         if "MaxNodes" in facts:
             n = facts["MaxNodes"]
             return ClusterSpec(

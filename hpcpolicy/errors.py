@@ -14,6 +14,7 @@ __all__ = [
     "InputFormatError",
     "SchemaValidationError",
     "SimulationError",
+    "SlurmError",
 ]
 
 
@@ -39,3 +40,7 @@ class ArtifactError(HpcPolicyError):
 
 class SimulationError(HpcPolicyError):
     """The simulator met a state it cannot continue from (the message names event and time)."""
+
+
+class SlurmError(HpcPolicyError):
+    """A Slurm command failed, is missing, or lacks a feature (the message names the command)."""

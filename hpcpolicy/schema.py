@@ -27,6 +27,7 @@ import polars as pl
 __all__ = [
     "JOB_COLUMNS",
     "JOB_STATES",
+    "LAST_EPOCH_S",
     "METADATA_PREFIX",
     "SCHEMA_VERSION",
     "STATE_DTYPE",
@@ -60,6 +61,9 @@ JOB_STATES: tuple[str, ...] = (
 
 STATE_DTYPE = pl.Enum(JOB_STATES)
 TIMESTAMP_DTYPE = pl.Datetime("ms", time_zone="UTC")
+LAST_EPOCH_S = 253402300799
+"""9999-12-31T23:59:59Z in Unix seconds: the latest time a job table holds (Python's
+``datetime``, through which reports and JSON pass, ends there); later is ``absurd_value``."""
 
 Kind = Literal["identity", "submit", "outcome"]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from hpcpolicy.atomic import finish_commit, journal_for
 from hpcpolicy.errors import InputFormatError, SchemaValidationError
 from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION, polars_schema
 
@@ -45,6 +46,39 @@ def _json_list(text: str | None) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+_FORMAT_NAMES = {"swf": "an SWF", "sacct": "a Slurm sacct", "alibaba": "an Alibaba GPU-trace",
+                 "helios": "a Helios", "philly": "a Philly"}
+_LOG_SUFFIXES = (".gz", ".swf", ".csv", ".txt", ".log", ".sacct", ".parquet")
+
+
+def _table_name(path: Path) -> Path:
+    """A job-table name beside ``path`` that is not ``path`` itself: the log's name without
+    its log suffixes, ``.parquet`` (``KTH.swf.gz`` -> ``KTH.parquet``)."""
+    name = path.name
+    while (suffix := Path(name).suffix.lower()) in _LOG_SUFFIXES and suffix:
+        name = name[: -len(suffix)]
+    candidate = path.with_name(f"{name or 'jobs'}.parquet")
+    return candidate if candidate != path else path.with_name(f"{name}.jobs.parquet")
+
+
+def _refuse_raw_log(path: Path) -> None:
+    """Raise the message for a raw log given where a job table belongs, when ``path`` is one.
+
+    Raises:
+        InputFormatError: ``path`` is a log that ``hpcpolicy ingest`` reads.
+    """
+    from hpcpolicy.ingest.detect import detect_format
+
+    try:
+        fmt = detect_format(path)
+    except InputFormatError:
+        return
+    table = _table_name(path)
+    raise InputFormatError(
+        f"{path}: {_FORMAT_NAMES.get(fmt, 'a raw')} log, not a job table; make the table first "
+        f"with `hpcpolicy ingest {path} -o {table}`, then give {table} here")
+
+
 def open_job_table(path: str | Path) -> JobTable:
     """Open a job table written by ``hpcpolicy ingest`` and check it is one this version reads.
 
@@ -52,12 +86,15 @@ def open_job_table(path: str | Path) -> JobTable:
         path: the ``NAME.parquet`` file.
 
     Returns:
-        The lazy table and its metadata; nothing but the footer has been read.
+        The lazy table and its metadata; nothing but the footer and the submit-time
+        column has been read.
 
     Raises:
-        InputFormatError: the file is missing or is a folder.
+        InputFormatError: the file is missing, is a folder, or is a raw log (the message gives
+            the ingest command that makes its table).
         SchemaValidationError: not a Parquet file, not a job table, a table of another major
-            schema version, or canonical columns missing or of the wrong type.
+            schema version, canonical columns missing or of the wrong type, or a job without
+            a submit time.
 
     Example:
         >>> table = open_job_table("jobs.parquet")  # doctest: +SKIP
@@ -65,15 +102,17 @@ def open_job_table(path: str | Path) -> JobTable:
         '1.0'
     """
     path = Path(path)
+    finish_commit(journal_for(path))  # an ingest killed while renaming: finish it first
     if not path.exists():
         raise InputFormatError(f"{path}: no such file; make one with `hpcpolicy ingest LOG -o "
                                f"{path}`")
     if path.is_dir():
         raise InputFormatError(f"{path}: is a folder; give the NAME.parquet job table inside it")
-    remake = f"make one with `hpcpolicy ingest LOG -o {path.name}`"
+    remake = f"make one from your log with `hpcpolicy ingest LOG -o {_table_name(path)}`"
     try:
         raw = pl.read_parquet_metadata(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
+        _refuse_raw_log(path)
         raise SchemaValidationError(
             f"{path}: not a Parquet file ({str(exc).splitlines()[0]}); {remake}"
         ) from None
@@ -90,7 +129,7 @@ def open_job_table(path: str | Path) -> JobTable:
             f"{SCHEMA_VERSION.split('.')[0]}.x; re-ingest the log with this version "
             f"(`hpcpolicy ingest LOG -o {path.name} --overwrite`)"
         )
-    frame = pl.scan_parquet(path)
+    frame = pl.scan_parquet(path, glob=False)  # a name such as out[2].parquet is no pattern
     found = frame.collect_schema()
     minor = int(version.split(".")[1]) if version.count(".") == 1 and (
         version.split(".")[1].isdigit()) else 0
@@ -108,4 +147,9 @@ def open_job_table(path: str | Path) -> JobTable:
             f"{path}: not a valid job table (schema {version}): columns {', '.join(wrong)}; "
             f"{remake} --overwrite"
         )
+    nulls = frame.select(pl.col("submit_time").null_count()).collect().item()
+    if nulls:  # every tool places a job in time by its submit: a table never lacks one
+        raise SchemaValidationError(
+            f"{path}: {nulls} job(s) with a null submit_time; a job table places every job "
+            f"in time; {remake} --overwrite")
     return JobTable(path=path, frame=frame, metadata=meta)

@@ -1,4 +1,4 @@
-"""Numbers as short text for people: durations and signed percentages.
+"""Short text for people: durations, signed percentages, and names from a log made visible.
 
 Example:
     >>> duration(5400), signed_percent(-0.384)
@@ -7,7 +7,19 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["duration", "signed_percent", "time_unit"]
+import re
+import unicodedata
+
+__all__ = ["LONGEST_WORD", "duration", "signed_percent", "time_unit", "visible"]
+
+LONGEST_WORD = 120
+"""Longest run of non-blank characters :func:`visible` shows whole by default (a long path
+fits; a 5,000-character name does not)."""
+_KEEP = 40
+"""Characters kept of a run that is cut."""
+_HIDDEN = frozenset(("Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"))
+"""Unicode categories that print as nothing or move other text: controls, format characters
+(bidirectional overrides, zero-width joiners and spaces), private use, unassigned."""
 
 _TIME_UNITS = ((86400, "d"), (3600, "h"), (60, "min"))
 
@@ -39,3 +51,25 @@ def signed_percent(share: float) -> str:
     if abs(share) < 0.01:
         return f"{share:+.1%}"
     return f"{share:+.0%}"
+
+
+def visible(text: object, longest: int | None = LONGEST_WORD) -> str:
+    r"""Text from a log as a reader may safely see it: every invisible or direction-changing
+    character written as its escape (``\u202e``), and every run of more than
+    :data:`LONGEST_WORD` (``longest``; None: no limit) non-blank characters cut, saying how
+    much was left out.
+
+    Escaping for HTML or Markdown is still the caller's job; this makes the text honest.
+
+    Example:
+        >>> visible("root\u202etxt.exe")
+        'root\\u202etxt.exe'
+        >>> visible("x" * 100, longest=80)
+        'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx…(+60 chars)'
+    """
+    shown = "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) in _HIDDEN else c
+                    for c in str(text))
+    if longest is None:
+        return shown
+    return re.sub(rf"\S{{{longest + 1},}}",
+                  lambda m: f"{m[0][:_KEEP]}…(+{len(m[0]) - _KEEP:,} chars)", shown)

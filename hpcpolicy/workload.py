@@ -23,6 +23,7 @@ import numpy.typing as npt
 from hpcpolicy.compat import COMPAT_NAMES, compat_preset
 from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
+from hpcpolicy.textfmt import duration
 
 if TYPE_CHECKING:
     import polars as pl
@@ -96,7 +97,8 @@ WALLTIME_FALLBACKS = ("auto", "runtime", "max", "error")
 
 DROP_REASONS: dict[str, str] = {
     "no_run_time": "the log has no run time (the job never started, or was still running "
-    "when the log was taken); set unknown_run_time_s to replay it anyway",
+    "when the log was taken); replay such jobs anyway with --unknown-run-time SECONDS "
+    "(simulate, evaluate, whatif)",
     "zero_run_time": "run time 0 (dropped only under drop_zero_runtime, as RLScheduler does)",
     "no_procs": "neither requested nor allocated processors are known (or both are 0)",
     "no_logged_start": "the log has no wait/start time (dropped only under "
@@ -367,14 +369,13 @@ def _resolve(frame: pl.LazyFrame, opts: WorkloadOptions) -> pl.LazyFrame:
     ).with_columns(reason.alias("reason"))
 
 
-def _walltime(kept: pl.DataFrame, label: str, opts: WorkloadOptions) -> tuple[pl.Series, str]:
-    """Planning walltimes with the fallback applied, and a note saying what was done."""
-    import polars as pl
-
+def _walltime(kept: pl.DataFrame, label: str,
+              opts: WorkloadOptions) -> tuple[pl.Series, list[str]]:
+    """Planning walltimes with the fallback applied, and notes saying what was done."""
     have = kept["walltime"]
     missing = int(have.null_count())
     if missing == 0:
-        return have, ""
+        return have, []
     n = kept.height
     choice = opts.walltime_fallback
     ask = ("choose --walltime-fallback runtime (perfect estimates: the actual run time), max "
@@ -383,18 +384,54 @@ def _walltime(kept: pl.DataFrame, label: str, opts: WorkloadOptions) -> tuple[pl
         raise ConfigError(f"{label}: {missing} of {n} jobs have no requested walltime "
                           f"(req_walltime_s), which backfilling and SJF need; {ask}")
     if choice == "runtime":
-        return have.fill_null(kept["run"]), (
+        return have.fill_null(kept["run"]), [
             f"{missing} of {n} jobs have no requested walltime: planned with their actual run "
-            "time (perfect estimates)")
+            "time (perfect estimates)"]
     if isinstance(choice, int):
-        return have.fill_null(choice), (
-            f"{missing} of {n} jobs have no requested walltime: planned with {choice} s")
-    longest = kept.select(
-        pl.col("walltime").max().over("partition").fill_null(pl.col("walltime").max())
-    ).to_series()
-    return have.fill_null(longest), (
-        f"{missing} of {n} jobs have no requested walltime: planned with the longest request "
-        "in their partition (walltime fallback 'max')")
+        return have.fill_null(choice), [
+            f"{missing} of {n} jobs have no requested walltime: planned with {choice} s"]
+    return _longest_request(kept)
+
+
+def _longest_request(kept: pl.DataFrame) -> tuple[pl.Series, list[str]]:
+    """Fallback ``max``: a job without a request is planned with the longest request of its
+    partition, or, where its partition has none at all, of the whole log. The second is a
+    guess from another partition's limit, so it is a warning that counts the jobs that ran
+    past it."""
+    import polars as pl
+
+    n = kept.height
+    frame = kept.select(
+        "run", "partition", pl.col("walltime").is_null().alias("filled"),
+        pl.col("walltime").max().over("partition").alias("own"))
+    top = kept.filter(pl.col("walltime").is_not_null()).sort(
+        "walltime", descending=True).row(0, named=True)
+    longest, source = int(top["walltime"]), str(top["partition"])
+    planned = kept["walltime"].fill_null(frame["own"]).fill_null(longest)
+    notes = []
+    own = frame.filter(pl.col("filled") & pl.col("own").is_not_null())
+    if own.height:
+        past = int((own["run"] > own["own"]).sum())
+        notes.append(f"{own.height:,} of {n:,} jobs have no requested walltime: planned with "
+                     "their partition's longest request (walltime fallback 'max')"
+                     + (f"; {past:,} of them ran longer than that" if past else ""))
+    guessed = frame.filter(pl.col("filled") & pl.col("own").is_null())
+    if guessed.height:
+        names = sorted(guessed["partition"].unique().to_list())
+        parts = ("partition " if len(names) == 1 else "partitions ") + ", ".join(names)
+        over = guessed.filter(pl.col("run") > longest)
+        most = over["run"].max()
+        ran = (f"{over.height:,} of them ran longer than that (up to "
+               f"{duration(float(most))}), "  # type: ignore[arg-type]
+               if over.height else "")
+        notes.append(
+            f"warning: {guessed.height:,} of {n:,} jobs ({guessed.height / n:.0%}) have no "
+            f"requested walltime and neither has any job of their partition ({parts}): planned "
+            f"with the longest request in the whole log, {duration(longest)} "
+            f"({longest:,} s, from partition {source}); {ran}so backfilling plans them wrongly. "
+            "Give the partition's real limit with --walltime-fallback SECONDS, or plan with "
+            "the actual run times with --walltime-fallback runtime (perfect estimates)")
+    return planned, notes
 
 
 def _codes(values: pl.Series) -> tuple[I32, tuple[str, ...]]:
@@ -429,7 +466,7 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         counts = ", ".join(f"{k}: {len(v)}" for k, v in dropped.items())
         raise ConfigError(f"{label}: all {table.height} jobs were dropped ({counts}); "
                           "see `hpcpolicy simulate --help` for the options that keep them")
-    walltime, wall_note = _walltime(kept, label, opts)
+    walltime, wall_notes = _walltime(kept, label, opts)
     origin = int(kept["submit"][0])
     users, user_names = _codes(kept["user"])
     parts, part_names = _codes(kept["partition"])
@@ -444,8 +481,7 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
     if filled:
         notes.append(f"{filled} jobs without a logged run time replayed with "
                      f"{opts.unknown_run_time_s} s")
-    if wall_note:
-        notes.append(wall_note)
+    notes += wall_notes
     notes += [f"dropped {len(ids)} jobs: {DROP_REASONS[r]}" for r, ids in dropped.items()]
 
     def i64(column: pl.Series) -> I64:
@@ -485,7 +521,8 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
 
 
 def workload_options(compat: str | None, procs_from: str | None, walltime_fallback: str | None,
-                     drop_zero_runtime: bool | None = None) -> WorkloadOptions:
+                     drop_zero_runtime: bool | None = None,
+                     unknown_run_time: int | None = None) -> WorkloadOptions:
     """The workload conventions that the command-line options select (None: not given).
 
     Example:
@@ -494,5 +531,6 @@ def workload_options(compat: str | None, procs_from: str | None, walltime_fallba
     """
     return WorkloadOptions.preset(
         compat, procs_from=procs_from, drop_zero_runtime=drop_zero_runtime,
+        unknown_run_time_s=unknown_run_time,
         walltime_fallback=None if walltime_fallback is None
         else WorkloadOptions.parse_walltime_fallback(walltime_fallback))

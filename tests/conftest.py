@@ -7,6 +7,7 @@ Tests that need ``../shared/data`` skip with a reason when it is absent, unless
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,29 @@ def shared_file(name: str) -> Path:
 def shared() -> object:
     """The :func:`shared_file` lookup, as a fixture."""
     return shared_file
+
+
+def _ci() -> bool:
+    return (os.environ.get("CI", "").lower() in ("1", "true")
+            or os.environ.get("HPCPOLICY_REQUIRE_SHARED_DATA") == "1")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[object]:
+    """The real test Slurm of ``tests/slurm/cluster.py``, up for the session (and stopped at
+    its end unless it was already running). Tests using it are marked ``slurm``; without root
+    or the packages they skip, except in CI (CI=true or HPCPOLICY_REQUIRE_SHARED_DATA=1),
+    where they fail."""
+    from slurm.cluster import LocalSlurm, missing_requirements
+
+    why = missing_requirements()
+    if why is not None:
+        if _ci():
+            pytest.fail(f"the Slurm tests must run in CI, but {why}")
+        pytest.skip(f"no test Slurm: {why}")
+    cluster = LocalSlurm(Path(os.environ.get("HPCPOLICY_SLURM_DIR", "/tmp/hpcpolicy-slurm")))
+    was_up = cluster.pid("slurmctld") is not None
+    cluster.up()
+    yield cluster
+    if not was_up:
+        cluster.down()

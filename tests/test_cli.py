@@ -237,4 +237,5 @@ def test_ingest_help_lists_options() -> None:
 def test_json_option_refuses_a_folder(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["stats", str(_plain_parquet(tmp_path)), "--json",
                                       str(tmp_path)])
-    assert result.exit_code == 2 and "directory" in result.output.lower()
+    # the one-line error and exit 1 of every command, not a usage box (issue 28)
+    assert result.exit_code == 1 and "is a folder; give the name of a file" in result.output

@@ -77,7 +77,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "1": dict(submit_time=_utc(ORIGIN), start_time=_utc(ORIGIN + 10),
               end_time=_utc(ORIGIN + 110), wait_time_s=10, run_time_s=100, alloc_cpus=4,
               req_cpus=4, req_walltime_s=200, req_mem_mib=8, state="completed", user="7",
-              group="3", qos="1", partition="2"),
+              group="3", qos="batch", partition="2"),
     # job 2 (tab-separated): wait unknown, so no start or end; status 0 = failed
     "2": dict(submit_time=_utc(ORIGIN + 5), start_time=None, end_time=None,
               wait_time_s=None, run_time_s=50, alloc_cpus=None, req_cpus=None,
@@ -87,23 +87,23 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "3": dict(submit_time=_utc(ORIGIN + 20), start_time=_utc(ORIGIN + 20),
               end_time=_utc(ORIGIN + 20), wait_time_s=0, run_time_s=0, alloc_cpus=8,
               req_cpus=8, req_walltime_s=None, req_mem_mib=8, state="cancelled", user="7",
-              group="3", qos="2", partition="1"),
+              group="3", qos="interactive", partition="1"),
     # job 4: wait 2.5 -> 2 (ties to even), run 60.4 -> 60; 0 requested procs -> unknown, so
     # memory uses the 2 allocated: 1024 x 2 / 1024 = 2 MiB; status -1 = unknown
     "4": dict(submit_time=_utc(ORIGIN + 30), start_time=_utc(ORIGIN + 32),
               end_time=_utc(ORIGIN + 92), wait_time_s=2, run_time_s=60, alloc_cpus=2,
               req_cpus=None, req_walltime_s=300, req_mem_mib=2, state="unknown", user="9",
-              group="3", qos="1", partition="1"),
+              group="3", qos="batch", partition="1"),
     # job 5: requested procs unknown: 512 KB x 16 allocated / 1024 = 8 MiB
     "5": dict(submit_time=_utc(ORIGIN + 40), start_time=_utc(ORIGIN + 41),
               end_time=_utc(ORIGIN + 51), wait_time_s=1, run_time_s=10, alloc_cpus=16,
               req_cpus=None, req_walltime_s=100, req_mem_mib=8, state="completed", user="9",
-              group="3", qos="1", partition="1"),
+              group="3", qos="batch", partition="1"),
     # job 6: the summary line; its two partial executions (status 2, 3) are folded
     "6": dict(submit_time=_utc(ORIGIN + 50), start_time=_utc(ORIGIN + 50),
               end_time=_utc(ORIGIN + 150), wait_time_s=0, run_time_s=100, alloc_cpus=4,
               req_cpus=4, req_walltime_s=200, req_mem_mib=None, state="completed", user="7",
-              group="3", qos="1", partition="1"),
+              group="3", qos="batch", partition="1"),
 }
 
 

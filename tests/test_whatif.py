@@ -227,7 +227,7 @@ def test_fidelity_unavailable_without_logged_starts() -> None:
     frame = _fid_frame([0] * 60, [5] * 60).with_columns(
         pl.lit(None, dtype=pl.Int64).alias("logged_start"))
     f = fidelity(frame, 0, "r")
-    assert not f["available"] and "no start times" in f["reason"] and f["trust"] is None
+    assert not f["available"] and "has a start or wait time" in f["reason"] and f["trust"] is None
 
 
 def test_trust_levels() -> None:

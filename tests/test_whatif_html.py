@@ -56,7 +56,21 @@ PROBE = """JSON.stringify((() => {
     return {id: f.id, svg: true, width: box.width, height: box.height, painted, broken};
   });
   const all = [...document.querySelectorAll('*')];
+  const clashes = (svg, selector, what) => {
+    const boxes = [...svg.querySelectorAll(selector)].map(e => e.getBoundingClientRect())
+      .filter(b => b.width > 0 && b.height > 0);
+    const found = [];
+    boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1
+          && b.top < a.bottom - 1) found.push(`${svg.parentElement.id}: ${what}`);
+    }));
+    return found;
+  };
+  const overlaps = [...document.querySelectorAll('figure.plot > svg')].flatMap(svg => [
+    ...clashes(svg, 'g[id*="tick_"] > g[id*="-text_"]', 'tick labels'),
+    ...clashes(svg, 'g[id*="matplotlib.axis"] > g[id*="-text_"]', 'axis titles')]);
   return {
+    overlaps,
     plots,
     missing: [...document.querySelectorAll('figure.plot-missing')].map(f => f.id),
     text: document.body.innerText,
@@ -66,7 +80,8 @@ PROBE = """JSON.stringify((() => {
   };
 })())"""
 """What the page holds once loaded: per plot, its size, painted data marks and broken
-references; the body's text; any script, img or on* handler (there must be none)."""
+references; tick labels or axis titles of a plot whose boxes overlap; the body's text; any
+script, img or on* handler (there must be none)."""
 
 
 @pytest.fixture(scope="module")
@@ -240,5 +255,21 @@ def test_page_renders_in_headless_chromium(chromium: str, page: str, tmp_path: P
         assert plot["svg"] and plot["width"] > 400 and plot["height"] > 150, plot
         assert plot["painted"] > 0 and plot["broken"] == 0, plot
     assert probe["missing"] == []
+    assert probe["overlaps"] == [], "tick labels or axis titles drawn over each other"
     for name in (wf.SCRIPT_JOB, wf.IMG_USER, wf.ODD_PARTITION, "<b>not bold</b>"):
         assert name in probe["text"]
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_side_by_side_panels_keep_labels_apart(chromium: str, tmp_path: Path,
+                                               width: int) -> None:
+    """Three scenarios put three narrow panels side by side: duration ticks (``10 s``,
+    ``1 min``, ``10 min``, ``1 h``) and the long slowdown axis title must still stand apart."""
+    result = run_whatif(synthetic(n=1500), ClusterSpec.homogeneous(48),
+                        WhatifConfig(candidates=("sjf+easy", "f1+easy"),
+                                     scenarios=("load=1.3", "nodes=+25%"), bootstrap=200),
+                        source="site.parquet")
+    target = write_html(tmp_path / "report.html", result.doc, result.outcomes())
+    probe = open_page(chromium, target, PROBE, width=width).probe
+    assert [p["id"] for p in probe["plots"]][:2] == ["fig-wait_ecdf", "fig-bsld_ecdf"]
+    assert probe["overlaps"] == []

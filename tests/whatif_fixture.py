@@ -204,7 +204,7 @@ def _run_entry(frame: pl.DataFrame, spec: tuple[Any, ...]) -> dict[str, Any]:
 
 def _scenario(sid: str, label: str, changes: dict[str, str], jobs: int) -> dict[str, Any]:
     """A ``scenarios`` entry."""
-    return {"id": sid, "label": label, "changes": changes, "jobs": jobs,
+    return {"id": sid, "label": label, "changes": changes, "jobs": jobs, "offered_load": 0.8,
             "cluster": {"name": "SP2 & co", "cores": CORES[sid], "nodes": CORES[sid] // 8,
                         "gpus": 0, "source": "swf header"}}
 
@@ -274,6 +274,7 @@ def _metric_stats(metric: dict[str, Any], base_run: dict[str, Any], cand_run: di
     return {"key": key, "baseline": b, "candidate": c, "diff": c - b, "rel_diff": (c - b) / b,
             "ci_low": lo, "ci_high": hi, "rel_ci_low": lo / base_mean,
             "rel_ci_high": hi / base_mean, "verdict": verdict,
+            "share_better": float((sign * diffs > 0).mean()),
             "windows_better": int((sign * diffs > 0).sum())}
 
 

@@ -16,6 +16,7 @@ This is another contract than the job-scorer artifact of :mod:`hpcpolicy.artifac
 and hash-checked by the same code.
 
 Example:
+    >>> import tempfile
     >>> net = PoolQ(2, (8,), "relu")
     >>> d = export_gpu_policy(net, tempfile.mkdtemp() + "/policy", pools=(("a", 1.0),
     ...     ("b", 2.0)), config={"seed": 1}, reward={}, metrics={})
@@ -29,7 +30,6 @@ import datetime as dt
 import json
 import math
 import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from hpcpolicy import __version__
 from hpcpolicy.artifact import MANIFEST_FILE, ONNX_FILE, ONNX_OPSET, TORCHSCRIPT_FILE
-from hpcpolicy.atomic import file_sha256, replace_dir, write_json
+from hpcpolicy.atomic import build_dir, file_sha256, replace_dir, write_json
 from hpcpolicy.errors import ArtifactError
 from hpcpolicy.hetero.config import ALGO
 from hpcpolicy.hetero.observe import feature_names
@@ -85,7 +85,7 @@ def export_gpu_policy(net: PoolQ, out_dir: str | Path, *, pools: tuple[tuple[str
     example = torch.zeros(1, net.dim)
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    build = build_dir(out)
     build.chmod(0o755)
     try:
         with warnings.catch_warnings():

@@ -126,14 +126,18 @@ def _decoded(lines: list[bytes]) -> tuple[list[str], list[bool] | None]:
 
 
 def _fields(raw: pl.Series) -> pl.Series:
-    """Each line's fields (quoted lines split as CSV, the others at every comma)."""
+    """Each line's fields (quoted lines split as CSV, the others at every comma); a line the
+    CSV rules cannot split has none (a ``field_count`` reject)."""
     fields = raw.str.split(",")
     quoted = raw.str.contains('"', literal=True)
     if not quoted.any():
         return fields
     parsed: list[list[str] | None] = [None] * len(raw)
     for i in quoted.arg_true():
-        parsed[i] = next(csv.reader([raw[i]]))
+        try:
+            parsed[i] = next(csv.reader([raw[i]]))
+        except csv.Error:  # a bare \r outside quotes: no CSV row, so none of its fields
+            parsed[i] = []
     return pl.select(pl.when(quoted).then(pl.Series(parsed, dtype=pl.List(pl.String)))
                      .otherwise(fields)).to_series()
 

@@ -2,9 +2,10 @@
 
 One streaming pass (``polars.collect_all`` over lazy sinks that share the reader's scan) writes
 ``NAME.parquet`` and ``NAME.rejects.parquet`` to temporary files and counts rows by reason;
-only when the counts balance are the temporaries renamed and ``NAME.ingest.json`` written.
-An input that describes its machine (the Alibaba trace's node list) also gets
-``NAME.cluster.toml``, written before the report.
+only when the counts balance is ``NAME.ingest.json`` written, and then the files replace the
+old ones together (:func:`hpcpolicy.atomic.replace_together`): a killed ingest leaves all the
+old files or all the new ones. An input that describes its machine (the Alibaba trace's node
+list) also gets ``NAME.cluster.toml``, in the same set.
 A reader whose rules need the whole file may ask for a second pass (``ReaderPlan.after_pass``).
 The SHA-256 of each input is computed in a background thread while the pass runs (hashlib
 works without the GIL); the Parquet metadata that holds it is written when the pass ends.
@@ -16,11 +17,10 @@ took 2.07 CPU-seconds and 78 MB, Polars' default level 3 2.38 s and 75 MB, lz4 1
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,13 +30,19 @@ from typing import Any
 import polars as pl
 
 from hpcpolicy import __version__
-from hpcpolicy.atomic import atomic_path, file_sha256, write_json, write_text
+from hpcpolicy.atomic import file_sha256, json_text, replace_together
 from hpcpolicy.errors import ConfigError, InputFormatError
 from hpcpolicy.ingest.cluster_toml import ClusterDoc
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.detect import detect_format, head_text
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, ROWS, STEP_FOLDED, PassCheck, ReaderPlan
-from hpcpolicy.schema import JOB_COLUMNS, METADATA_PREFIX, SCHEMA_VERSION
+from hpcpolicy.schema import (
+    JOB_COLUMNS,
+    LAST_EPOCH_S,
+    METADATA_PREFIX,
+    SCHEMA_VERSION,
+    TIMESTAMP_DTYPE,
+)
 
 __all__ = ["READERS", "IngestReport", "cluster_path", "ingest", "output_paths"]
 
@@ -52,6 +58,9 @@ READERS: dict[str, str] = {
 REJECT_COLUMNS = ("source_file", "line", "job_id", "reason", "raw")
 ZSTD_LEVEL = 1
 """zstd level of the job table (see the module docstring for the trade-off)."""
+DUPLICATE = "duplicate_superseded"
+_LINE_SPAN = 1 << 40
+"""Line numbers stay below this, so ``_input * _LINE_SPAN + _line`` names one row."""
 
 
 @dataclass
@@ -102,6 +111,19 @@ def _reader(fmt: str) -> Callable[[Path, IngestConfig], ReaderPlan]:
     return getattr(importlib.import_module(module), func)  # type: ignore[no-any-return]
 
 
+def _time_checked(reason: pl.Expr) -> pl.Expr:
+    """``reason``, or for a row a reader would keep: ``no_submit_time`` without a submit time
+    and ``absurd_value`` for a time outside 1970..9999 (every reader, whatever it parses)."""
+    times = ("submit_time", "eligible_time", "start_time", "end_time")
+    lo, hi = pl.lit(0).cast(TIMESTAMP_DTYPE), pl.lit(LAST_EPOCH_S * 1000).cast(TIMESTAMP_DTYPE)
+    absurd = pl.any_horizontal([~pl.col(t).cast(TIMESTAMP_DTYPE).is_between(lo, hi)
+                                for t in times]).fill_null(False)
+    return (pl.when(reason.is_not_null()).then(reason)
+            .when(pl.col("submit_time").is_null()).then(pl.lit("no_submit_time"))
+            .when(absurd).then(pl.lit("absurd_value"))
+            .otherwise(reason))
+
+
 def _conform(plan: ReaderPlan) -> pl.LazyFrame:
     """The plan's frame with exactly the canonical columns (cast) + internal + repair flags."""
     names = plan.frame.collect_schema().names()
@@ -114,7 +136,7 @@ def _conform(plan: ReaderPlan) -> pl.LazyFrame:
         pl.col("_file").cast(pl.String),
         pl.col("_line").cast(pl.Int64),
         pl.col("_raw").cast(pl.String),
-        pl.col("_reason").cast(pl.String),
+        _time_checked(pl.col("_reason").cast(pl.String)).alias("_reason"),
         (pl.col(ROWS) if ROWS in names else pl.lit(1)).cast(pl.Int64).alias(ROWS),
         *[pl.col(r).cast(pl.Boolean) for r in repairs],
     )
@@ -135,13 +157,6 @@ def _metadata(plans: Sequence[ReaderPlan], inputs: list[dict[str, Any]],
 
 def _iso(value: Any) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else None
-
-
-@contextlib.contextmanager
-def _staged(paths: dict[str, Path]) -> Iterator[dict[str, Path]]:
-    """Temporary paths for jobs and rejects, renamed into place together on success."""
-    with atomic_path(paths["jobs"]) as jobs_tmp, atomic_path(paths["rejects"]) as rej_tmp:
-        yield {"jobs": jobs_tmp, "rejects": rej_tmp}
 
 
 def ingest(
@@ -194,27 +209,41 @@ def ingest(
     try:
         hashes = [hasher.submit(file_sha256, Path(p)) for p in inputs]
         plans, sources = _plans(inputs, cfg, stage)
-        cluster = _cluster_of(plans, cfg, cluster_path(Path(out)))
+        cluster_file = cluster_path(Path(out))
+        cluster = _cluster_of(plans, cfg, cluster_file)
         timings["plan"] = time.perf_counter() - t0
 
         t1 = time.perf_counter()
         stage("reading, cleaning and writing (one streaming pass)")
-        with _staged(paths) as tmp:
+        targets = [paths["jobs"], paths["rejects"], paths["report"]]
+        stale = cluster is None and cfg.overwrite and cluster_file.exists()
+        with replace_together(targets + ([cluster_file] if cluster else []),
+                              remove=[cluster_file] if stale else []) as staged:
+            tmp = {"jobs": staged[0], "rejects": staged[1]}
             count_df, checks = _write(plans, sources, hashes, cfg, tmp, inputs)
             if any(c.rerun for c in checks):
                 stage("reading again: records of a job found later in the file")
                 plans = [c.rerun or p for c, p in zip(checks, plans, strict=True)]
                 count_df, again = _write(plans, sources, hashes, cfg, tmp, inputs)
                 checks += again
+            superseded = _superseded(plans, tmp["jobs"])
+            if superseded is not None:
+                stage("reading again: job ids given more than once")
+                count_df, again = _write(plans, sources, hashes, cfg, tmp, inputs, superseded)
+                checks += [*again, PassCheck(notes=(
+                    f"{len(superseded):,} records of job ids that appear again later (in a "
+                    "later input, or repeated within an SWF or GPU log) are rejected as "
+                    f"{DUPLICATE}: the last record of each job is kept",))]
             timings["read_clean_write"] = time.perf_counter() - t1
             notes = [n for c in checks for n in c.notes]
             report = _report(paths, count_df, sources, plans, cfg, notes)
             _check_rejects(report, inputs, cfg)
+            _cluster_note(cluster, cluster_file, report, staged[3:], stale)
+            report.timings_s = {**timings, "total": time.perf_counter() - t0}
+            # written last: the counts are final only now
+            staged[2].write_text(json_text(report.to_dict()), encoding="utf-8")
     finally:
         hasher.shutdown(cancel_futures=True)
-    _write_cluster(cluster, cluster_path(Path(out)), report, cfg.overwrite)
-    report.timings_s = {**timings, "total": time.perf_counter() - t0}
-    write_json(paths["report"], report.to_dict())
     return report
 
 
@@ -236,15 +265,14 @@ def _cluster_of(plans: list[ReaderPlan], cfg: IngestConfig, target: Path) -> Clu
     return docs[0] if docs else None
 
 
-def _write_cluster(doc: ClusterDoc | None, target: Path, report: IngestReport,
-                   overwrite: bool) -> None:
-    """Write the cluster spec; with ``overwrite``, remove an older one these inputs do not
-    describe (it would be taken for theirs)."""
+def _cluster_note(doc: ClusterDoc | None, target: Path, report: IngestReport,
+                  staged: list[Path], stale: bool) -> None:
+    """Write the cluster spec to its staged file; note an older one that these inputs do not
+    describe (removed with the commit under ``overwrite``: it would be taken for theirs)."""
     if doc is not None:
-        write_text(target, doc.to_toml())
+        staged[0].write_text(doc.to_toml(), encoding="utf-8")
         report.cluster_spec = str(target)
-    elif target.exists() and overwrite:
-        target.unlink()
+    elif stale:
         report.notes.append(f"removed {target}, written by an earlier ingest: these inputs "
                             "describe no machine")
     elif target.exists():
@@ -276,6 +304,38 @@ def _plans(inputs: Sequence[str | Path], cfg: IngestConfig,
     return plans, sources
 
 
+def _combined(plans: list[ReaderPlan], superseded: pl.Series | None) -> pl.LazyFrame:
+    """Every plan's conformed frame, in input order, with the input's index (``_input``);
+    the rows of ``superseded`` (keys of :func:`_superseded`) rejected as duplicates."""
+    frames = [_conform(p).with_columns(pl.lit(i, dtype=pl.Int64).alias("_input"))
+              for i, p in enumerate(plans)]
+    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    if superseded is None:
+        return frame
+    key = pl.col("_input") * _LINE_SPAN + pl.col("_line")
+    return frame.with_columns(
+        pl.when(pl.col("_reason").is_null() & key.is_in(superseded.implode()))
+        .then(pl.lit(DUPLICATE)).otherwise(pl.col("_reason")).alias("_reason"))
+
+
+def _superseded(plans: list[ReaderPlan], jobs: Path) -> pl.Series | None:
+    """Keys (``_input * 2**40 + _line``) of kept rows whose job id a later kept row has (a
+    file given twice, an SWF log that repeats a job, SWF plus sacct of one machine), or None
+    when the written table ``jobs`` holds each id once (checked on its job-id column alone;
+    only then is the input read again to find the rows)."""
+    ids = (pl.scan_parquet(jobs, glob=False).select("job_id")
+           .filter(pl.col("job_id").is_duplicated()).unique().collect()["job_id"])
+    if ids.is_empty():
+        return None
+    rows = (_combined(plans, None)
+            .filter(pl.col("_reason").is_null() & pl.col("job_id").is_in(ids.implode()))
+            .select("job_id", "_input", "_line").collect()
+            .sort("_input", "_line"))
+    earlier = pl.int_range(pl.len()).over("job_id") < pl.len().over("job_id") - 1
+    return rows.filter(earlier).select(
+        (pl.col("_input") * _LINE_SPAN + pl.col("_line")).alias("key"))["key"]
+
+
 def _write(
     plans: list[ReaderPlan],
     sources: list[dict[str, Any]],
@@ -283,11 +343,11 @@ def _write(
     cfg: IngestConfig,
     tmp: dict[str, Path],
     inputs: Sequence[str | Path],
+    superseded: pl.Series | None = None,
 ) -> tuple[pl.DataFrame, list[PassCheck]]:
     """One streaming pass: write jobs and rejects to ``tmp``; return the counts by file and
     reason (with time span and repairs) and each reader's check of the pass."""
-    frames = [_conform(p) for p in plans]
-    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    frame = _combined(plans, superseded)
     repair_cols = [n for n in frame.collect_schema().names() if n.startswith(REPAIR_PREFIX)]
     kept = frame.filter(pl.col("_reason").is_null())
     rejected = frame.filter(pl.col("_reason").is_not_null() & (pl.col("_reason") != STEP_FOLDED))
@@ -298,6 +358,8 @@ def _write(
         pl.col("submit_time").min().alias("first_submit"),
         pl.col("submit_time").max().alias("last_submit"),
         pl.col("end_time").max().alias("last_end"),
+        (pl.col("start_time").is_not_null() | pl.col("wait_time_s").is_not_null()).sum()
+        .alias("with_start"),
         *[pl.col(r).fill_null(False).sum().alias(r) for r in repair_cols],
     )
 
@@ -333,6 +395,17 @@ def _hashed(sources: list[dict[str, Any]], hashes: list[Future[str]]) -> list[di
     for src, digest in zip(sources, hashes, strict=True):
         src["sha256"] = digest.result()
     return sources
+
+
+def _unknown_waits(kept: int, with_start: int) -> str:
+    """The note on kept jobs whose wait is unknown (SWF wait -1, sacct start ``Unknown``)."""
+    if with_start == 0:
+        return (f"warning: none of the {kept:,} jobs has a start or wait time (the log's wait "
+                "field is unknown throughout): their waits are unknown, so a replay cannot be "
+                "checked against the log (no fidelity in what-if reports); the run times, "
+                "sizes and submits are used as usual")
+    return (f"{kept - with_start:,} of {kept:,} jobs have no start or wait time: their waits "
+            "are unknown, and what-if fidelity uses the other jobs")
 
 
 def _report(
@@ -374,6 +447,9 @@ def _report(
         config=cfg.to_dict(),
         notes=list(dict.fromkeys([n for p in plans for n in p.notes] + pass_notes)),
     )
+    with_start = int(count_df.filter(pl.col("_reason").is_null())["with_start"].sum())
+    if report.jobs_kept and with_start < report.jobs_kept:
+        report.notes.append(_unknown_waits(report.jobs_kept, with_start))
     assert report.rows_read == report.jobs_kept + report.rows_rejected + report.steps_folded
     return report
 

@@ -20,8 +20,9 @@ REJECT_REASONS: dict[str, str] = {
     "start_before_submit": "the start time is before the submit time",
     "absurd_value": "a value is outside any plausible range (e.g. negative or > 10^12)",
     "no_job_id": "the job id is missing or malformed",
-    "duplicate_superseded": "an earlier record of a job that appears again later (requeue, "
-    "sacct --duplicates); the last record is kept",
+    "duplicate_superseded": "an earlier record of a job id that appears again later in the "
+    "log (requeue, sacct --duplicates, a job repeated in an SWF or GPU log, a file given "
+    "twice, SWF and sacct of one machine); the last record is kept",
     "orphan_step": "a step row whose job row is not in the file",
     "non_utf8": "the row holds bytes that are not valid UTF-8",
     "control_chars": "the row holds nearly every ASCII control character (binary data, not a "
@@ -41,6 +42,9 @@ REPAIR_RULES: dict[str, str] = {
     "swf_zero_request": "an SWF request of 0 processors or 0 seconds was read as unknown",
     "swf_mem_by_alloc": "SWF memory per processor was multiplied by the allocated processors, "
     "the requested count being unknown",
+    "sacct_name_rejoined": "a |-separated row had more fields than the header, and the "
+    "export's one free-text column (JobName, ...) comes after the job id: the extra fields "
+    "were joined back into that text, its | kept",
     "sacct_array_grouped": "a pending job array printed as one row (123_[5-9%2]) is kept as "
     "one job; its tasks are not expanded",
     "sacct_walltime_unset": "Timelimit UNLIMITED, Partition_Limit, INVALID or 0: "

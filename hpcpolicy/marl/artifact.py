@@ -33,7 +33,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +46,7 @@ from hpcpolicy.artifact import (
     manifest_format,
     read_manifest,
 )
-from hpcpolicy.atomic import replace_dir, write_json
+from hpcpolicy.atomic import build_dir, replace_dir, write_json
 from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.errors import ArtifactError
 from hpcpolicy.marl.features import (
@@ -99,7 +98,7 @@ def export_marl(nets: TwoAgents, out_dir: str | os.PathLike[str], *, cfg: MarlCo
     """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    build = build_dir(out_dir)
     build.chmod(0o755)
     facts = {**(provenance or {}), "reward": cfg.reward}
     try:

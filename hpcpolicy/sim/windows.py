@@ -45,6 +45,7 @@ __all__ = [
     "Replay",
     "WindowConfig",
     "WindowRun",
+    "backfill_note",
     "choose_starts",
     "replay",
     "running_at",
@@ -84,9 +85,9 @@ class WindowConfig(Config):
 
     def validate(self) -> None:
         if self.size < 1:
-            raise ConfigError(f"window size must be >= 1 job, not {self.size}")
+            raise ConfigError(f"--window-size: window size must be >= 1 job, not {self.size}")
         if self.count < 1:
-            raise ConfigError(f"window count must be >= 1, not {self.count}")
+            raise ConfigError(f"--windows: window count must be >= 1, not {self.count}")
         if self.starts is not None:
             if not self.starts:
                 raise ConfigError("window starts: give at least one index")
@@ -189,6 +190,24 @@ class WindowRun:
     def outcomes(self) -> pl.DataFrame:
         """The window's outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
         return metrics.outcome_table(self.jobs, self.result)
+
+
+def backfill_note(run: Replay) -> str | None:
+    """A note when a run with backfilling started no job by backfilling; None otherwise.
+
+    Backfilling acts only when the head of the queue does not fit: it plans the head's start
+    and starts later jobs around it. A policy that only ever makes a job that fits the head
+    (as a trained policy learns to: it sees which jobs fit now) leaves it nothing to do, and
+    the run is the same, job for job, as without backfilling.
+    """
+    cfg = run.config
+    if cfg.backfill == "none" or any(w.result.stats.get("backfilled", 0) for w in run.windows):
+        return None
+    name = cfg.policy
+    return (f"{name}+{cfg.backfill}: backfilling started no job, because the head of the "
+            "queue always fitted when it was chosen (a trained policy learns to choose among "
+            "the jobs that fit now, which is backfilling of its own): this run is the same "
+            f"as {name}+none")
 
 
 @dataclass

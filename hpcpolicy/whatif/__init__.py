@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from hpcpolicy.errors import ConfigError
@@ -54,23 +55,40 @@ def check_report_dir(out_dir: str | Path, *, overwrite: bool = False) -> Path:
 
 def write_report(result: WhatifResult, out_dir: str | Path, *,
                  overwrite: bool = False) -> dict[str, Path]:
-    """Write the report folder (each file atomically); returns file label -> path.
+    """Write the report folder's files, replacing an older report's together; returns file
+    label -> path.
+
+    The four files are written to temporary names, then renamed into place together
+    (:func:`hpcpolicy.atomic.replace_together`): a killed run leaves the old report or the
+    new one, never a mix, and a failed one (a full disk) leaves the old report as it was and
+    no folder it created.
 
     Raises:
         ConfigError: ``out_dir`` is a file, or already holds a report and ``overwrite`` is off.
+        OSError: the folder cannot be written (permissions, a full disk).
     """
-    from hpcpolicy.atomic import write_json, write_text
-    from hpcpolicy.sim.metrics import write_outcomes
-    from hpcpolicy.whatif.html import write_html
+    from hpcpolicy.atomic import json_text, replace_together
+    from hpcpolicy.whatif.html import render_html
     from hpcpolicy.whatif.markdown import render_markdown
 
     out = check_report_dir(out_dir, overwrite=overwrite)
-    out.mkdir(parents=True, exist_ok=True)
+    created = not out.exists()
     paths = {"json": out / "report.json", "markdown": out / "report.md",
              "html": out / "report.html", "outcomes": out / "outcomes.parquet"}
     outcomes = result.outcomes()
-    write_outcomes(outcomes, paths["outcomes"], {"hpcpolicy.whatif": result.doc["title"]})
-    write_json(paths["json"], result.doc)
-    write_text(paths["markdown"], render_markdown(result.doc))
-    write_html(paths["html"], result.doc, outcomes)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        # report.json first: the commit journal is named after it (.report.json.commit)
+        with replace_together([paths["json"], paths["outcomes"], paths["markdown"],
+                               paths["html"]]) as (json_tmp, outcomes_tmp, md_tmp, html_tmp):
+            outcomes.write_parquet(outcomes_tmp,
+                                   metadata={"hpcpolicy.whatif": result.doc["title"]})
+            md_tmp.write_text(render_markdown(result.doc), encoding="utf-8")
+            html_tmp.write_text(render_html(result.doc, outcomes), encoding="utf-8")
+            json_tmp.write_text(json_text(result.doc), encoding="utf-8")
+    except BaseException:
+        if created:  # leave no empty folder behind
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        raise
     return paths

@@ -13,8 +13,17 @@ it never passes -100 %):
   sums, so the interval is centred on the whole-log difference;
 * percentiles (``p95_wait_s``, ``p95_bsld``) are read off resampled histograms with
   :data:`HIST_BINS` log-spaced bins (within about 2 % of the exact value);
-* ``utilization`` is busy core-seconds inside each window (of the same time grid) over the
-  window's capacity, also a ratio of sums.
+* ``utilization`` is busy core-seconds inside each window over the window's capacity, both
+  counted only until the last submit (:func:`window_stats`'s ``until``), also a ratio of
+  sums. It is the share of the machine used *while jobs arrive*: over a span that also
+  holds the drain after the last submit, every policy does the same work and scores the
+  same, and over each run's own makespan (``hpcpolicy simulate``'s utilisation) a policy that
+  leaves one big job to the end looks worse without having done less.
+
+The whole-log figure of each metric is the value its bootstrap is centred on: means and
+utilisation are the ratio of sums over all windows; a percentile is the exact value, and each
+replicate of it is corrected by the difference between the exact value and the histogram's
+reading of the whole sample, so the two agree.
 
 A metric is **better** (or **worse**) only where the whole interval lies on that side of zero;
 otherwise there is **no clear difference**. With fewer than :data:`MIN_WINDOWS` windows no
@@ -72,7 +81,7 @@ METRICS = (
     Metric("p95_wait_s", "p95 wait", "s", "lower", "wait", 0.95),
     Metric("p95_bsld", "p95 bounded slowdown", "", "lower", "bsld", 0.95),
     Metric("mean_response_s", "mean response time", "s", "lower", "response"),
-    Metric("utilization", "core utilisation", "share", "higher", None),
+    Metric("utilization", "utilisation to last submit", "share", "higher", None),
 )
 """Every compared metric, in display order."""
 
@@ -104,7 +113,12 @@ class WindowStats:
     busy: F64
     """Busy core-seconds inside each window."""
     capacity: F64
-    """Core-seconds the machine offers inside each window."""
+    """Core-seconds the machine offers inside each window (until the last submit)."""
+
+    def utilization(self) -> float | None:
+        """Busy core-seconds over capacity, all windows pooled (None without capacity)."""
+        capacity = float(self.capacity.sum())
+        return float(self.busy.sum()) / capacity if capacity > 0 else None
 
 
 def _edges(top: float) -> F64:
@@ -113,7 +127,7 @@ def _edges(top: float) -> F64:
 
 
 def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_windows: int,
-                 hist_top: dict[str, float]) -> WindowStats:
+                 hist_top: dict[str, float], until: int | None = None) -> WindowStats:
     """Per-window sums, histograms and exact values of one replay's outcome table.
 
     Args:
@@ -123,6 +137,7 @@ def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_w
         period_s: window length ``p``.
         n_windows: windows on the grid (enough to hold every submit and every end).
         hist_top: column -> largest value over the compared runs (shared histogram bins).
+        until: end of the utilisation span (the last submit); None: the end of the grid.
     """
     import polars as pl
 
@@ -148,10 +163,13 @@ def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_w
         hists[metric.column] = hist
         values[metric.key] = _window_quantiles(win, x, metric.quantile, n_windows)
     edges_t = t0 + period_s * np.arange(n_windows + 1, dtype=np.float64)
+    if until is not None:
+        edges_t = np.minimum(edges_t, float(until))
     busy = np.diff(cumulative_area(done["start"].to_numpy(), done["end"].to_numpy(),
                                    done["alloc_cores"].to_numpy(), edges_t))
-    capacity = np.full(n_windows, float(cores) * period_s)
-    values["utilization"] = busy / capacity
+    capacity = float(cores) * np.diff(edges_t)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values["utilization"] = np.where(capacity > 0, busy / capacity, np.nan)
     return WindowStats(jobs, sums, hists, values, busy, capacity)
 
 
@@ -181,8 +199,9 @@ def _hist_quantile(hist: F64, edges: F64, q: float) -> F64:
 
 
 def _replicate_values(stats: WindowStats, counts: F64, metric: Metric,
-                      edges: F64 | None) -> F64:
-    """The metric over the pooled jobs of each bootstrap replicate (rows of ``counts``)."""
+                      edges: F64 | None, whole: float | None) -> F64:
+    """The metric over the pooled jobs of each bootstrap replicate (rows of ``counts``); a
+    percentile's replicates are shifted so that the whole sample reads ``whole`` exactly."""
     with np.errstate(invalid="ignore", divide="ignore"):
         if metric.key == "utilization":
             return np.asarray((counts @ stats.busy) / (counts @ stats.capacity))
@@ -190,7 +209,12 @@ def _replicate_values(stats: WindowStats, counts: F64, metric: Metric,
         if metric.quantile is None:
             return np.asarray((counts @ stats.sums[metric.column]) / (counts @ stats.jobs))
         assert edges is not None
-        return _hist_quantile(counts @ stats.hists[metric.column], edges, metric.quantile)
+        hist = stats.hists[metric.column]
+        reps = _hist_quantile(counts @ hist, edges, metric.quantile)
+        if whole is not None:
+            reps += whole - _hist_quantile(hist.sum(axis=0, keepdims=True), edges,
+                                           metric.quantile)[0]
+        return reps
 
 
 def _verdict(metric: Metric, low: float | None, high: float | None) -> str:
@@ -232,16 +256,19 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
     for metric in metrics:
         b_val, c_val = whole_base.get(metric.key), whole_cand.get(metric.key)
         diff = None if b_val is None or c_val is None else c_val - b_val
-        low = high = rel_low = rel_high = None
+        low = high = rel_low = rel_high = share = None
         if counts is not None:
             edges = _edges(hist_top[metric.column]) if metric.quantile is not None and \
                 metric.column is not None else None
-            b_reps = _replicate_values(base_active, counts, metric, edges)
-            c_reps = _replicate_values(cand_active, counts, metric, edges)
+            b_reps = _replicate_values(base_active, counts, metric, edges, b_val)
+            c_reps = _replicate_values(cand_active, counts, metric, edges, c_val)
             with np.errstate(invalid="ignore", divide="ignore"):
                 diffs, ratios = c_reps - b_reps, c_reps / b_reps - 1
             if np.isfinite(diffs).any():
                 low, high = _interval(diffs, alpha)
+                finite = diffs[np.isfinite(diffs)]
+                good = finite < 0 if metric.better == "lower" else finite > 0
+                share = float(good.mean())
             if np.isfinite(ratios).any():
                 rel_low, rel_high = _interval(ratios, alpha)
         bw, cw = base_active.values[metric.key], cand_active.values[metric.key]
@@ -251,7 +278,7 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
             "key": metric.key, "baseline": b_val, "candidate": c_val, "diff": diff,
             "rel_diff": diff / b_val if diff is not None and b_val else None,
             "ci_low": low, "ci_high": high, "rel_ci_low": rel_low, "rel_ci_high": rel_high,
-            "verdict": _verdict(metric, low, high),
+            "verdict": _verdict(metric, low, high), "share_better": share,
             "windows_better": int(better.sum()),
         })
     return rows

@@ -152,8 +152,13 @@ def fidelity(outcomes: pl.DataFrame, origin: int, run_id: str) -> dict[str, Any]
         "not_modelled": list(NOT_MODELLED),
     }
     both = outcomes.filter(pl.col("logged_start").is_not_null() & pl.col("start").is_not_null())
+    if both.height == 0 and outcomes["logged_start"].null_count() < outcomes.height:
+        reason = ("no job with a logged start was started by the replay (none fits the "
+                  "machine), so there is nothing to compare")
+        return empty | {"reason": reason, "jobs": 0, "explanation": reason}
     if both.height < MIN_JOBS:
-        reason = ("the log records no start times (a model or synthetic trace), so there is "
+        reason = ("no job of the log has a start or wait time (unknown in the log, as in a "
+                  "model trace or a log whose wait field is -1 throughout), so there is "
                   "nothing to compare the replay with" if both.height == 0 else
                   f"only {both.height} jobs have a logged start; at least {MIN_JOBS} are needed")
         return empty | {"reason": reason, "jobs": both.height, "explanation": reason}

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.atomic import write_text
-from hpcpolicy.textfmt import time_unit
+from hpcpolicy.textfmt import time_unit, visible
 from hpcpolicy.whatif.plots import draw_plots, metric_info, run_colours, scenario_labels
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ AFFECTED_JOBS = 5
 TEMPLATE = "report.html.j2"
 
 _VERDICT_CLASS = {"better": "better", "worse": "worse", "mixed": "mixed",
+                  "likely better": "better", "likely worse": "worse",
                   "no clear difference": "neutral"}
 """CSS class of each comparison verdict."""
 
@@ -82,10 +83,21 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_shown,
     )
     env.filters.update(duration=duration, signed_duration=signed_duration, value=metric_value,
                        change=metric_change, rel=relative, number=number, when=when)
     return env
+
+
+def _shown(value: Any) -> Any:
+    """Every text the template prints, made visible and cut (:func:`visible`) before Jinja
+    escapes it; markup we generated (the SVG figures) passes unchanged."""
+    import markupsafe
+
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible(value)
+    return value
 
 
 def _context(doc: dict[str, Any], outcomes: pl.DataFrame) -> dict[str, Any]:

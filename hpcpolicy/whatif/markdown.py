@@ -1,7 +1,10 @@
 """``report.md``: the what-if report as Markdown, for a wiki page or a ticket.
 
-Names from the log (users, partitions, job ids) are untrusted: every text taken from the
-document is escaped (:func:`escape`) so that it cannot open HTML or break a table.
+Names from the log (users, partitions, job ids, paths) are untrusted. Every text taken from
+the document is first made visible (:func:`hpcpolicy.textfmt.visible`: invisible and
+direction-changing characters escaped, overlong names cut), then escaped for Markdown
+(:func:`escape`), but only where a character could start markup, so that the file still reads
+as plain text: ``fcfs+easy (-52%)`` stays as it is. Paths go in code spans (:func:`code_span`).
 """
 
 from __future__ import annotations
@@ -9,20 +12,48 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hpcpolicy.textfmt import duration, signed_percent
+from hpcpolicy.textfmt import duration, signed_percent, visible
 from hpcpolicy.whatif.compare import get_metric
-from hpcpolicy.whatif.verdicts import format_value, relative_change, relative_interval
+from hpcpolicy.whatif.verdicts import (
+    format_value,
+    relative_change,
+    relative_interval,
+    verdict_phrase,
+)
 
-__all__ = ["escape", "render_markdown"]
+__all__ = ["code_span", "escape", "render_markdown"]
 
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>&~])")
+_ALWAYS = re.compile(r"([\\`*\[\]<|~]|&(?=#?\w+;)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+"""Characters that open markup wherever they are: backslash, code, emphasis, links, HTML,
+table cells, strike-through, an entity reference, and ``_`` except inside a word."""
+_LEADING = re.compile(r"^([#>=+-]|\d+[.)])")
+"""What opens a block at the start of a line: heading, quote, list, setext underline."""
 
 
 def escape(text: object) -> str:
-    """Text safe inside Markdown (and the HTML a Markdown renderer may pass through)."""
-    flat = " ".join(str(text).split())
-    return _SPECIAL.sub(lambda m: f"&#{ord(m.group(1))};" if m.group(1) in "<>&" else
-                        "\\" + m.group(1), flat)
+    r"""Text safe inside Markdown (and the HTML a Markdown renderer may pass through), on one
+    line, readable as plain text.
+
+    Example:
+        >>> escape("fcfs+easy (-52%) -> <b>*bold*</b>")
+        'fcfs+easy (-52%) -> \\<b>\\*bold\\*\\</b>'
+    """
+    flat = " ".join(visible(text).split())
+    flat = _ALWAYS.sub(lambda m: "\\" + m.group(1), flat)
+    return _LEADING.sub(lambda m: "\\" + m.group(1), flat)
+
+
+def code_span(text: object) -> str:
+    """``text`` as one Markdown code span, fenced by more backticks than it holds in a row.
+
+    Example:
+        >>> code_span("a`b")
+        '``a`b``'
+    """
+    flat = " ".join(visible(text, longest=400).split())
+    fence = "`" * (max((len(run) for run in re.findall("`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -35,9 +66,9 @@ def _rel(value: float | None, base: float | None) -> str:
     return "-" if value is None or not base else signed_percent(value / base)
 
 
-def _comparison(c: dict[str, Any], confidence: float) -> list[str]:
+def _comparison(c: dict[str, Any], confidence: float, primary: str) -> list[str]:
     lines = [f"### {escape(c['candidate_run'])} vs {escape(c['baseline_run'])}", "",
-             f"**{escape(c['verdict'])}** -- {escape(c['summary'])} Paired over "
+             f"**{escape(_phrase(c, primary))}** -- {escape(c['summary'])} Paired over "
              f"{c['windows']} windows.", ""]
     rows = []
     for r in c["metrics"]:
@@ -60,6 +91,11 @@ def _comparison(c: dict[str, Any], confidence: float) -> list[str]:
              _dur(g["candidate_mean_wait_s"]),
              _rel(g["diff_mean_wait_s"], g["baseline_mean_wait_s"])] for g in groups])
     return lines
+
+
+def _phrase(c: dict[str, Any], primary: str) -> str:
+    """The comparison's verdict as :func:`~hpcpolicy.whatif.verdicts.verdict_phrase` says it."""
+    return verdict_phrase(c["verdict"], next(r for r in c["metrics"] if r["key"] == primary))
 
 
 def _dur(value: float | None) -> str:
@@ -101,7 +137,9 @@ def render_markdown(doc: dict[str, Any]) -> str:
     """The whole report as Markdown text."""
     cfg, inp = doc["config"], doc["input"]
     lines = [f"# {escape(doc['title'])}", "", f"**Verdict.** {escape(doc['verdict'])}", "",
-             f"Input: `{escape(inp['path'])}`, {inp['jobs']:,} jobs submitted "
+             *[f"**Warning.** {escape(n.removeprefix('warning: '))}\n" for n in doc["notes"]
+               if n.startswith("warning: ")],
+             f"Input: {code_span(inp['path'])}, {inp['jobs']:,} jobs submitted "
              f"{inp['first_submit']} .. {inp['last_submit']}. Baseline "
              f"{escape(cfg['baseline'])}; primary metric {get_metric(cfg['metric']).label}; "
              f"windows of {duration(cfg['period_s'])}; {cfg['bootstrap']:,} bootstrap "
@@ -109,7 +147,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
              f"{cfg['confidence']:.0%} confidence interval excludes zero.", ""]
     lines += ["## Runs", ""]
     lines += _table(["run", "machine", "jobs", "mean wait", "p95 wait", "mean bsld",
-                     "utilisation"], [
+                     "utilisation to last end"], [
         [escape(r["id"]), escape(next(s["cluster"]["name"] for s in doc["scenarios"]
                                       if s["id"] == r["scenario"])),
          f"{r['summary']['jobs']:,}", _dur(r["summary"]["mean_wait_s"]),
@@ -119,7 +157,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         for r in doc["runs"]])
     lines += ["## Comparisons", ""]
     for c in doc["comparisons"]:
-        lines += _comparison(c, cfg["confidence"])
+        lines += _comparison(c, cfg["confidence"], cfg["metric"])
     lines += _fidelity(doc["fidelity"])
     if doc["notes"]:
         lines += ["## Notes", "", *[f"- {escape(n)}" for n in doc["notes"]], ""]

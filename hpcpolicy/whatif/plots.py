@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy.textfmt import time_unit
+from hpcpolicy.textfmt import time_unit, visible
 
 if TYPE_CHECKING:
     import polars as pl
@@ -209,10 +210,61 @@ def _figure(rows: int = 1, cols: int = 1, *, height: float = _PANEL_H, **kw: Any
 
 def _svg(fig: Figure, key: str) -> str:
     """The figure as SVG markup ready to inline in HTML (see :func:`_inline`)."""
+    _declutter(fig)
     _tag_marks(fig)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata=_SVG_METADATA, dpi=_RASTER_DPI)
     return _inline(buf.getvalue(), key)
+
+
+_GAP_PX = 10.0
+"""Least room between two tick labels, or two axis titles, at the figure's own size."""
+
+
+def _declutter(fig: Figure) -> None:
+    """Lay the figure out and make sure nothing is drawn over anything else: every axis
+    keeps one tick label in 2, 3, ... until its labels stand apart (the ticks stay), and an
+    axis title wider than its panel wraps onto more lines, so side-by-side panels' titles
+    do not run into each other."""
+    import textwrap
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.ticker import FixedFormatter, FixedLocator
+
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    fig.draw_without_rendering()
+    for ax in (a for a in fig.axes if a.get_visible()):
+        width = ax.get_window_extent(renderer).width
+        label = ax.xaxis.label
+        if label.get_text() and label.get_window_extent(renderer).width > width:
+            chars = max(12, int(len(label.get_text()) * width
+                                / label.get_window_extent(renderer).width) - 2)
+            label.set_text(textwrap.fill(label.get_text(), chars))
+        for axis, along in ((ax.xaxis, 0), (ax.yaxis, 1)):
+            locs = list(axis.get_majorticklocs())
+            texts = [t.get_text() for t in axis.get_ticklabels()]
+            boxes = [t.get_window_extent(renderer) for t in axis.get_ticklabels()]
+            if len(texts) != len(locs) or len(locs) < 2:
+                continue
+            lo, hi = sorted(axis.get_view_interval())
+            shown = [i for i, v in enumerate(locs) if lo <= v <= hi and texts[i]]
+            step = 1
+            while step < len(shown) and _touching([boxes[i] for i in shown[::step]], along):
+                step += 1
+            if step > 1:
+                kept = set(shown[::step])
+                axis.set_major_locator(FixedLocator(locs))
+                axis.set_major_formatter(FixedFormatter(
+                    [t if i in kept else "" for i, t in enumerate(texts)]))
+    fig.draw_without_rendering()
+
+
+def _touching(boxes: Sequence[Any], along: int) -> bool:
+    """Whether two neighbouring, non-empty boxes come closer than :data:`_GAP_PX` along x
+    (``along`` 0) or y (1)."""
+    spans = sorted((b.x0, b.x1) if along == 0 else (b.y0, b.y1)
+                   for b in boxes if b.width > 0 and b.height > 0)
+    return any(nxt[0] - cur[1] < _GAP_PX for cur, nxt in itertools.pairwise(spans))
 
 
 _REFERENCE = "_reference"
@@ -253,7 +305,7 @@ def _inline(svg: str, key: str) -> str:
 
 def _label(name: str, chars: int = LABEL_CHARS) -> str:
     """A name as a plot label: one line, at most ``chars`` characters."""
-    name = " ".join(str(name).split())
+    name = " ".join(visible(name).split())
     return name if len(name) <= chars else name[: chars - 1] + "…"
 
 
@@ -305,7 +357,7 @@ def _plain_log_axis(axis: Any, *, fine: bool = False) -> None:
     if fine:
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.set_minor_locator(NullLocator())
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -806,9 +858,8 @@ def _fidelity_months(ax: Axes, months: list[dict[str, Any]]) -> None:
     ax.plot(x, error, color=WORSE_COLOUR, marker="o", ms=3.5, lw=1.2,
             label="median |simulated \u2212 logged| wait")
     unit = _duration_axis(ax.yaxis, _finite_max(np.concatenate([logged, simulated, error])))
-    step = max(1, math.ceil(len(months) / 18))
-    ax.set_xticks(x[::step], [_label(m["month"], 8) for m in months[::step]], rotation=45,
-                  ha="right", rotation_mode="anchor")
+    # level labels, thinned by _declutter until they do not touch
+    ax.set_xticks(x, [_label(m["month"], 8) for m in months])
     ax.set_ylim(bottom=0)
     ax.set_ylabel(f"wait ({unit})")
     ax.set_title("per month")

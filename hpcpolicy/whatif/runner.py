@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from hpcpolicy.config import Config
-from hpcpolicy.errors import ConfigError
+from hpcpolicy.errors import ConfigError, SimulationError
 from hpcpolicy.site.report import with_site, world_sentence
 from hpcpolicy.whatif import breakdowns, compare, verdicts
 from hpcpolicy.whatif.fidelity import fidelity
 from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
 from hpcpolicy.whatif.spec import RunSpec, parse_run_spec
 from hpcpolicy.whatif.timeseries import bin_width, binned_mean
+from hpcpolicy.whatif.training import training_notes
 
 if TYPE_CHECKING:
     import polars as pl
@@ -37,10 +38,15 @@ if TYPE_CHECKING:
     from hpcpolicy.site.model import SiteModel
     from hpcpolicy.workload import Workload
 
-__all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "run_whatif"]
+__all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "offered_load",
+           "run_whatif"]
 
 SCHEMA_VERSION = "1.0"
 """Version of ``schemas/whatif.schema.json`` that :func:`run_whatif` writes."""
+
+MAX_WINDOWS = 20_000
+"""Most comparison windows: each holds a histogram per metric (1024 bins of 8 bytes), so more
+would not fit in memory (one job running 10^12 s asks for 1.6 M weekly windows, 139 GiB)."""
 
 Step = Callable[[str, int, int], None]
 
@@ -154,11 +160,11 @@ def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
 
 def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpec,
                      specs: list[RunSpec], policies: dict[str, Policy],
-                     step: Step, site: SiteModel | None = None) -> tuple[list[WhatifRun], Workload,
-                                                                        ClusterSpec]:
+                     step: Step, site: SiteModel | None = None,
+                     ) -> tuple[list[WhatifRun], Workload, ClusterSpec, list[str]]:
     from hpcpolicy.policies.learned import policy_simulator
     from hpcpolicy.sim.types import SimConfig
-    from hpcpolicy.sim.windows import replay
+    from hpcpolicy.sim.windows import backfill_note, replay
     from hpcpolicy.site.apply import site_config
 
     w, c = apply_scenario(scenario, workload, cluster)
@@ -168,13 +174,25 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
         configs = [site_config(site, cfg) for cfg in configs]
     replays = replay(w, c, configs, None, simulate=policy_simulator(policies),
                      on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0))
+    never = replays[0].never_fits()
+    if len(w) and len(never) == len(w):
+        raise SimulationError(_nothing_fits(scenario, w, c))
     runs = []
     for i, (spec, rep) in enumerate(zip(specs, replays, strict=True)):
         runs.append(WhatifRun(
             id=f"{scenario.id}/{spec.text}", scenario=scenario, spec=spec,
             role="baseline" if i == 0 else "candidate", outcomes=rep.windows[0].outcomes(),
             summary=rep.summary, never_fits=len(rep.never_fits()), cores=c.total_cores))
-    return runs, w, c
+    return runs, w, c, [n for n in map(backfill_note, replays) if n is not None]
+
+
+def _nothing_fits(scenario: Scenario, w: Workload, c: ClusterSpec) -> str:
+    """The error when no job of a scenario fits its machine (nothing to compare)."""
+    where = "" if scenario is AS_LOGGED else f" under scenario {scenario.id}"
+    smallest = int(w.procs.min())
+    return (f"none of the {len(w):,} jobs fits the machine{where} ({c.total_cores:,} cores; "
+            f"the smallest job asks for {smallest:,}), so there is nothing to compare; give "
+            "the machine the log ran on with --cluster or --procs")
 
 
 def _extreme(series: pl.Series, largest: bool = True) -> int | None:
@@ -192,27 +210,44 @@ def _span(runs: list[WhatifRun]) -> tuple[int, int]:
 
 
 def _grid(runs: list[WhatifRun], period_s: int) -> tuple[int, int]:
-    """Start and number of the comparison windows covering every submit and end."""
+    """Start and number of the comparison windows covering every submit and end.
+
+    Raises:
+        SimulationError: more than :data:`MAX_WINDOWS` windows (a run time of centuries).
+    """
     t0, t1 = _span(runs)
-    return t0, max(1, math.ceil((t1 - t0 + 1) / period_s))
+    n = max(1, math.ceil((t1 - t0 + 1) / period_s))
+    if n > MAX_WINDOWS:
+
+        job = runs[0].outcomes.sort("run", descending=True, nulls_last=True).row(0, named=True)
+        raise SimulationError(
+            f"the replay spans {(t1 - t0) / 86400 / 365.25:,.1f} years (job {job['job_id']} "
+            f"runs {job['run']:,} s): at --period {period_s:,} s that is {n:,} windows, more "
+            f"than {MAX_WINDOWS:,}; check that job's run time in the log, or give a longer "
+            "--period")
+    return t0, n
 
 
 def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
-             origin: int) -> tuple[dict[str, Any], str]:
-    """One comparison's document, and the sentence on its primary metric."""
+             origin: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One comparison's document, and its primary metric's row."""
     t0, n = _grid([base, cand], cfg.period_s)
     top = {col: max(float(r.outcomes[col].max() or 0.0)  # type: ignore[arg-type]
                     for r in (base, cand)) for col in ("wait", "bsld")}
-    stats = [compare.window_stats(r.outcomes, r.cores, t0, cfg.period_s, n, top)
+    until = max(_extreme(r.outcomes["submit"]) or 0 for r in (base, cand))
+    stats = [compare.window_stats(r.outcomes, r.cores, t0, cfg.period_s, n, top, until)
              for r in (base, cand)]
     metrics = list(compare.METRICS)
-    rows = compare.compare_runs(stats[0], stats[1], base.summary, cand.summary, metrics,
+    # utilisation while jobs arrive, on the windows' own grid (compare's docstring says why)
+    whole = [{**r.summary, "utilization": st.utilization()}
+             for r, st in zip((base, cand), stats, strict=True)]
+    rows = compare.compare_runs(stats[0], stats[1], whole[0], whole[1], metrics,
                                 bootstrap=cfg.bootstrap, confidence=cfg.confidence,
                                 seed=cfg.seed, hist_top=top)
     groups = breakdowns.group_changes(base.outcomes, cand.outcomes)
     primary = next(i for i, m in enumerate(metrics) if m.key == cfg.metric)
     found = verdicts.tradeoffs(metrics, rows, cfg.metric, groups, cfg.confidence)
-    verdict = verdicts.comparison_verdict(rows[primary]["verdict"], found)
+    verdict = verdicts.comparison_verdict(metrics, rows, cfg.metric)
     primary_text = verdicts.metric_sentence(metrics[primary], rows[primary], cfg.confidence)
     per_window = []
     for k in range(n):
@@ -227,10 +262,11 @@ def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
         "scenario": base.scenario.id, "baseline_run": base.id, "candidate_run": cand.id,
         "windows": len(per_window), "verdict": verdict,
         "summary": f"{cand.spec.text} vs {base.spec.text} ({base.scenario.label}): "
-                   f"{primary_text}: {verdict}.",
+                   f"{primary_text}: "
+                   f"{verdicts.verdict_phrase(verdict, rows[primary])}.",
         "tradeoffs": found, "metrics": rows, "per_window": per_window, "groups": groups,
     }
-    return doc, primary_text
+    return doc, rows[primary]
 
 
 def _finite(value: float) -> float | None:
@@ -252,6 +288,16 @@ def _timeseries(runs: list[WhatifRun], max_bins: int) -> dict[str, Any]:
         series[r.id] = {"utilization": [round(float(x), 6) for x in busy],
                         "queue_length": [round(float(x), 4) for x in queue]}
     return {"bin_s": width, "t0": t0, "runs": series}
+
+
+def offered_load(workload: Workload, cluster: ClusterSpec) -> float | None:
+    """The work the jobs bring (core-seconds) over what the machine offers between the first
+    and the last submit; above 1 no policy can keep up. None for a zero span or machine."""
+    span = int(workload.submit[-1] - workload.submit[0]) if len(workload) else 0
+    if span <= 0 or cluster.total_cores <= 0:
+        return None
+    work = float(np.dot(workload.procs.astype(np.float64), workload.run_time))
+    return work / (cluster.total_cores * span)
 
 
 def _cluster_doc(cluster: ClusterSpec) -> dict[str, Any]:
@@ -278,7 +324,8 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
 
     Raises:
         ConfigError: bad specs or scenarios; ArtifactError: a candidate policy that cannot
-            be loaded.
+            be loaded; SimulationError: no job fits the machine of a scenario, or the jobs
+            span more than :data:`MAX_WINDOWS` periods.
     """
     base_spec, cand_specs = cfg.run_specs()
     scenarios = cfg.scenario_list()
@@ -295,21 +342,31 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
 
     runs: list[WhatifRun] = []
     scenario_docs, comparisons, as_logged = [], [], []
+    overloads: list[str] = training_notes(cand_specs, policies, source)
     model = None
     if site is not None:
         workload, cluster, model = site.workload, site.cluster, site.site
     for scenario in scenarios:
-        s_runs, w, c = _replay_scenario(scenario, workload, cluster, specs, policies, step,
-                                        model)
+        s_runs, w, c, idle = _replay_scenario(scenario, workload, cluster, specs, policies,
+                                              step, model)
         runs += s_runs
+        if scenario is AS_LOGGED:
+            overloads += idle
+        load = offered_load(w, c)
         scenario_docs.append({"id": scenario.id, "label": scenario.label,
                               "changes": dict(scenario.changes), "jobs": len(w),
-                              "cluster": _cluster_doc(c)})
+                              "cluster": _cluster_doc(c), "offered_load": load})
+        if load is not None and load > 1:
+            who = "the log as it was" if scenario is AS_LOGGED else f"scenario {scenario.id}"
+            overloads.append(f"warning: {who} offers {load:.1%} of the machine's "
+                             "capacity over the submit span, past 100 %: the queue grows "
+                             "until the last submit whatever the policy, so waits there "
+                             "measure the log's length as much as the policy")
         for cand in s_runs[1:]:
-            doc, text = _compare(s_runs[0], cand, cfg, workload.origin)
+            doc, row = _compare(s_runs[0], cand, cfg, workload.origin)
             comparisons.append(doc)
             if scenario is AS_LOGGED:
-                as_logged.append((cand.spec.text, doc["verdict"], text))
+                as_logged.append((cand.spec.text, doc["verdict"], row))
     if on_step:
         on_step("done", total, total)
     first = int(workload.submit[0]) + workload.origin
@@ -318,8 +375,8 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "schema_version": SCHEMA_VERSION,
         "kind": "hpcpolicy.whatif",
         "title": f"What-if: {source.replace(chr(92), '/').rsplit('/', 1)[-1]}",
-        "verdict": verdicts.overall_verdict(base_spec.text, as_logged) + world_sentence(
-            model, site_path),
+        "verdict": verdicts.overall_verdict(base_spec.text, compare.get_metric(cfg.metric),
+                                            as_logged) + world_sentence(model, site_path),
         "input": {"path": source, "jobs": len(workload), "origin": workload.origin,
                   "first_submit": _iso(first), "last_submit": _iso(last),
                   "source_format": source_format},
@@ -333,6 +390,6 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "timeseries": _timeseries(runs, cfg.max_bins),
         "fidelity": with_site(fidelity(runs[0].outcomes, workload.origin, runs[0].id), model,
                               site_path),
-        "notes": [*workload.notes, *cluster.notes],
+        "notes": [*overloads, *workload.notes, *cluster.notes],
     }
     return WhatifResult(doc=doc, runs=runs)

@@ -1,10 +1,20 @@
 """The words of a comparison: its verdict, its one-sentence summary and its trade-offs.
 
 A comparison's verdict follows its primary metric (``--metric``, default mean bounded
-slowdown): better or worse only where the bootstrap interval excludes zero. A candidate that
-is better on the primary metric but worse on another compared metric, or that makes a group
-of jobs wait materially longer (:func:`hpcpolicy.whatif.breakdowns.notable_losers`), is
-**mixed**: the trade-offs are listed, never hidden.
+slowdown):
+
+* **better** / **worse**: the primary metric's interval lies wholly on that side of zero,
+  and no other compared metric is clearly on the opposite side;
+* **mixed**: clearly better on one of the two (the primary metric or another one) and
+  clearly worse on the other;
+* **likely better** / **likely worse**: the interval straddles zero, but at least
+  :data:`LIKELY` of the bootstrap resamples fall on that side;
+* **no clear difference**: otherwise.
+
+Groups of jobs that wait materially longer
+(:func:`hpcpolicy.whatif.breakdowns.notable_losers`) are listed as trade-offs beside any
+verdict, never hidden, but do not change it: nearly every change of policy makes some user
+wait longer.
 """
 
 from __future__ import annotations
@@ -16,8 +26,14 @@ from hpcpolicy.textfmt import duration, signed_percent
 from hpcpolicy.whatif.breakdowns import notable_losers
 from hpcpolicy.whatif.compare import Metric
 
-__all__ = ["comparison_verdict", "format_value", "metric_sentence", "overall_verdict",
-           "relative_change", "relative_interval", "tradeoffs"]
+__all__ = ["LIKELY", "VERDICTS", "comparison_verdict", "format_value", "metric_sentence",
+           "overall_verdict", "relative_change", "relative_interval", "tradeoffs",
+           "verdict_phrase"]
+
+LIKELY = 0.8
+"""Share of bootstrap resamples on one side that makes an unclear change *likely* so."""
+VERDICTS = ("better", "likely better", "mixed", "no clear difference", "likely worse", "worse")
+"""Every comparison verdict, from best to worst."""
 
 _GROUP_WORDS = {"user": ("user {}", "user"), "partition": ("partition {}", "partition"),
                 "size_class": ("jobs of {}", "job-size class"),
@@ -76,20 +92,47 @@ def tradeoffs(metrics: Sequence[Metric], rows: Sequence[dict[str, Any]], primary
         more = len(losers) - SHOWN_LOSERS
         if more > 0:
             plural = "" if more == 1 else "es" if kind.endswith("s") else "s"
-            found.append(f"{more} more {kind}{plural} also wait materially longer")
+            verb = "waits" if more == 1 else "wait"
+            found.append(f"{more} more {kind}{plural} also {verb} materially longer")
     return found
 
 
-def comparison_verdict(primary_verdict: str, found_tradeoffs: Sequence[str]) -> str:
-    """better / worse / no clear difference, or mixed (better, with trade-offs)."""
-    if primary_verdict == "better" and found_tradeoffs:
-        return "mixed"
-    return primary_verdict
+def comparison_verdict(metrics: Sequence[Metric], rows: Sequence[dict[str, Any]],
+                       primary: str) -> str:
+    """The comparison's verdict from its metric rows (the rules are in the module docstring)."""
+    main = next(r for m, r in zip(metrics, rows, strict=True) if m.key == primary)
+    others = {r["verdict"] for m, r in zip(metrics, rows, strict=True) if m.key != primary}
+    if main["verdict"] in ("better", "worse"):
+        opposite = "worse" if main["verdict"] == "better" else "better"
+        return "mixed" if opposite in others else str(main["verdict"])
+    share = main.get("share_better")
+    if share is not None and share >= LIKELY:
+        return "likely better"
+    if share is not None and 1 - share >= LIKELY:
+        return "likely worse"
+    return "no clear difference"
 
 
-def overall_verdict(baseline: str, results: Sequence[tuple[str, str, str]]) -> str:
-    """One sentence over the as-logged comparisons: (candidate, verdict, primary sentence)."""
+def verdict_phrase(verdict: str, primary_row: dict[str, Any]) -> str:
+    """The verdict as a reader should take it: ``most likely worse (in 92% of resamples)``."""
+    share = primary_row.get("share_better")
+    if verdict.startswith("likely ") and share is not None:
+        side = share if verdict == "likely better" else 1 - share
+        return f"most {verdict} (in {side:.0%} of resamples), though not certain"
+    return verdict
+
+
+def overall_verdict(baseline: str, primary: Metric,
+                    results: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
+    """One short sentence over the as-logged comparisons: (candidate, verdict, primary row).
+
+    Example:
+        >>> from hpcpolicy.whatif.compare import METRICS
+        >>> overall_verdict("fcfs+easy", METRICS[0], [("sjf+easy", "better",
+        ...     {"diff": -5.0, "baseline": 10.0})])
+        'Against fcfs+easy, as logged, on mean bounded slowdown: sjf+easy better (-50%).'
+    """
     if not results:
         return "no candidate was compared with the baseline"
-    parts = [f"{spec}: {verdict} ({text})" for spec, verdict, text in results]
-    return f"Against {baseline} on the log as it was: " + "; ".join(parts) + "."
+    parts = [f"{spec} {verdict} ({relative_change(row)})" for spec, verdict, row in results]
+    return f"Against {baseline}, as logged, on {primary.label}: " + "; ".join(parts) + "."

@@ -200,7 +200,12 @@ def _unfinished(path: Path, frame: pl.LazyFrame) -> PassCheck:
     notes = [f"{path.name}: {ran:,} Running pods deleted before the trace's last deletion time "
              f"({last:,} s) ran until deleted: state 'unknown', end_time = deletion"] if ran else []
     for row in summary.sort("state").iter_rows(named=True):
-        if row["state"] == "running":
+        running = row["state"] == "running"
+        if row["median"] is None:  # none of them has a deletion time to count to
+            notes.append(f"{path.name}: {row['n']:,} {'Running' if running else 'Pending'} "
+                         "pods have no deletion time: how long they "
+                         f"{'ran' if running else 'waited'} is unknown")
+        elif running:
             notes.append(
                 f"{path.name}: {row['n']:,} Running pods deleted at the trace's last deletion "
                 "time were still running: kept as 'running' with run_time_s null (the "

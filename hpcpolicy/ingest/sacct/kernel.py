@@ -14,7 +14,10 @@ kernel walks the bytes of a chunk of lines once (:mod:`hpcpolicy.ingest.text_chu
   records of a job (``sacct --duplicates``) are found once the file has been read;
 * sorts each other line out, first rule that applies: ``non_utf8`` (bytes that are not
   UTF-8), ``field_count`` (not the layout's number of fields; for CSV also a field whose
-  quoting is broken); else it is a job row to parse;
+  quoting is broken); else it is a job row to parse. A ``|`` row with too many fields, of a
+  layout whose only free-text column (``name_index``) comes after the job id, is a job name
+  holding ``|``: its extra fields are joined back into the name (code ``CODE_JOB_REJOINED``),
+  as there is one way only to read it;
 * writes, for each row Polars gets (job rows, rejected lines, and the orphan steps of a second
   pass), one line to ``out``: the row's raw text, then the fields in ``used`` (unquoted; only
   the job-id field for rejected rows), each followed by the separator ``sep``, then a newline.
@@ -37,16 +40,21 @@ from hpcpolicy.ingest.sacct.parse import EMPTY, OK, timestamp, tres_entry, tres_
 from hpcpolicy.ingest.utf8 import copy_replacing, is_valid
 
 __all__ = [
-    "CODE_FIELD_COUNT", "CODE_JOB", "CODE_NON_UTF8", "CODE_ORPHAN", "CSV", "ENTRY", "GPU", "INT",
-    "LAYOUT_FIELDS", "NONEMPTY", "PARSABLE", "PARSABLE2", "STATE_FIELDS", "TIME", "runs_of",
-    "scan_chunk",
+    "CODE_FIELD_COUNT", "CODE_JOB", "CODE_JOB_REJOINED", "CODE_NON_UTF8", "CODE_ORPHAN", "CSV",
+    "ENTRY", "GPU", "INT", "LAYOUT_FIELDS", "MAX_REJOINED", "NONEMPTY", "PARSABLE", "PARSABLE2",
+    "STATE_FIELDS", "TIME", "runs_of", "scan_chunk",
 ]
 
 PARSABLE2, PARSABLE, CSV = 0, 1, 2
 """Styles (``sacct --parsable2``, ``--parsable`` with its trailing ``|``, CSV)."""
 CODE_JOB, CODE_NON_UTF8, CODE_FIELD_COUNT, CODE_ORPHAN = 0, 1, 2, 3
-"""What a written row is: a job row to parse, or a line rejected by the scan."""
-LAYOUT_FIELDS = ("style", "n_fields", "id_index", "first_row", "sep", "cr_sub", "tsep")
+CODE_JOB_REJOINED = 6
+"""What a written row is: a job row to parse (one whose name held ``|``: rejoined), or a
+line rejected by the scan."""
+MAX_REJOINED = 64
+"""Most ``|`` in one job name that are joined back; a row with more is ``field_count``."""
+LAYOUT_FIELDS = ("style", "n_fields", "id_index", "first_row", "sep", "cr_sub", "tsep",
+                 "name_index")
 """Order of the ``layout`` array handed to :func:`scan_chunk`."""
 STATE_FIELDS = ("line", "orphan_at", "have_job", "job_h1", "job_h2")
 """Order of the ``state`` array (uint64) carried from one call to the next."""
@@ -363,9 +371,9 @@ def scan_chunk(
     folded, mask of the control bytes in the rows written, and -1, or the mask of the control
     bytes of the line it stopped at because it holds ``sep`` or ``cr_sub``).
     """
-    style, n_fields, id_index, first_row, sep, cr_sub, tsep = (
-        layout[0], layout[1], layout[2], layout[3], layout[4], layout[5], layout[6])
-    bounds = np.empty((n_fields, 3), dtype=np.int64)
+    style, n_fields, id_index, first_row, sep, cr_sub, tsep, name_index = (
+        layout[0], layout[1], layout[2], layout[3], layout[4], layout[5], layout[6], layout[7])
+    bounds = np.empty((n_fields + (MAX_REJOINED if name_index >= 0 else 0), 3), dtype=np.int64)
     widest = 2 * len(used) + 2 * len(parsed) + 4
     line = np.int64(state[0])
     orphan_at = np.int64(state[1])
@@ -449,6 +457,16 @@ def scan_chunk(
             state[2] = 1
             state[3] = h1
             state[4] = h2
+        rejoined = (name_index >= 0 and not broken and n_fields < nf <= len(bounds)
+                    and style != CSV)
+        if rejoined:  # the name's field runs to where the extra fields end; the rest move up
+            extra = nf - n_fields
+            bounds[name_index, 1] = bounds[name_index + extra, 1]
+            for k in range(name_index + 1, n_fields):
+                bounds[k, 0] = bounds[k + extra, 0]
+                bounds[k, 1] = bounds[k + extra, 1]
+                bounds[k, 2] = bounds[k + extra, 2]
+            nf = n_fields
         utf8 = not high or is_valid(buf, s, le)
         if not utf8:
             kind = CODE_NON_UTF8
@@ -458,15 +476,18 @@ def scan_chunk(
         else:
             kind = CODE_JOB
         cr = (ctrl >> _CR) & 1 == 1
-        if kind == CODE_JOB and style != CSV and not cr:
+        job = kind == CODE_JOB
+        if job and rejoined:
+            kind = CODE_JOB_REJOINED
+        if job and style != CSV and not cr:
             o = _write_plain_row(buf, s, le, bounds, runs, sep, out, o)
-        elif kind == CODE_JOB:
+        elif job:
             o = _write_row(buf, s, le, bounds, n_fields, used, -1, True, cr, sep, cr_sub, out,
                            o)
         else:  # the raw text, and the job id when the line has one
             o = _write_row(buf, s, le, bounds, id_index + 1 if id_seen else 0, used, id_index,
                            utf8, cr, sep, cr_sub, out, o)
-        o = _write_parsed(buf, bounds, kind == CODE_JOB, parsed, words, word_ends, n_missing,
+        o = _write_parsed(buf, bounds, job, parsed, words, word_ends, n_missing,
                           tsep, cr, sep, cr_sub, out, o, rows, nums, flags)
         out[o] = _NL
         o += 1

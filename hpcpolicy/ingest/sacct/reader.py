@@ -9,9 +9,13 @@ plain or gzipped. Every data line is one row; the rules, in the order they are a
   ``.`` in the job-id field) is folded into its job (``step_folded``), or rejected
   (``orphan_step``) when its job has no row.
 * A line with bytes that are not UTF-8 is rejected (``non_utf8``); one whose field count differs
-  from the header's (a ``|`` or a line break inside a job name; for CSV, broken quoting) is
-  rejected (``field_count``) with its text, never parsed with shifted fields; one holding nearly
-  every ASCII control character is binary data (``control_chars``).
+  from the header's (a line break inside a job name; for CSV, broken quoting) is rejected
+  (``field_count``) with its text, never parsed with shifted fields; one holding nearly every
+  ASCII control character is binary data (``control_chars``). A ``|`` row with too many
+  fields is read back, though, when the layout has one free-text column only (``JobName``,
+  or ``Comment``, ``WorkDir``, ...; :data:`hpcpolicy.ingest.sacct.scan.FREE_TEXT`) and it
+  comes after the job id: the extra ``|`` can only be the name's (repair
+  ``sacct_name_rejoined``).
 * Array tasks (``123_4``) and heterogeneous components (``123+1``) are jobs of their own; a
   pending array printed as one row (``123_[5-9%2]``) stays one row (repair ``sacct_array_grouped``).
 * Several records of one job (``sacct --duplicates`` prints every requeued run; also exactly
@@ -105,6 +109,7 @@ def plan_sacct(path: Path, cfg: IngestConfig, known: Known | None = None) -> Rea
     frame = frame.with_columns(_reason=_reason(cols, known))
     kept = pl.col("_reason").is_null()
     cols.repair("sacct_zero_request", (pl.col("req_cpus") == 0) | (pl.col("req_nodes") == 0))
+    cols.repair("sacct_name_rejoined", pl.col("_rejoined"))
     frame = frame.with_columns(
         *[pl.when(pl.col(c).is_between(low, sf.MAX_COUNT)).then(pl.col(c)).alias(c)
           for c, low in COUNT_MIN.items()],

@@ -56,8 +56,25 @@ from hpcpolicy.ingest.text_chunks import (
 __all__ = ["REASONS", "Known", "PassLog", "Settled", "scan_sacct", "settle"]
 
 REASONS: tuple[str | None, ...] = (None, "non_utf8", "field_count", "orphan_step", STEP_FOLDED,
-                                   "control_chars")
-"""``_scan_reason`` by the kernel's code (None: a job row, to be checked by the expressions)."""
+                                   "control_chars", None)
+"""``_scan_reason`` by the kernel's code (None: a job row, to be checked by the expressions;
+the last, a job row whose name held ``|``, also sets ``_rejoined``)."""
+
+FREE_TEXT = frozenset(c.lower() for c in (
+    "JobName", "Comment", "AdminComment", "SystemComment", "WorkDir", "SubmitLine",
+    "Constraints", "Reason", "StdIn", "StdOut", "StdErr", "Container", "Extra", "MCSLabel"))
+"""sacct columns whose text the user or an admin chooses freely, so may hold a ``|``."""
+
+
+def rejoin_index(layout: SacctLayout, id_index: int | None) -> int:
+    """The one free-text column a ``|`` row with too many fields can be read back with, or -1:
+    with several, the extra ``|`` could belong to either; before the job id, the id itself
+    would be read from the wrong field; CSV quotes its fields instead."""
+    free = [i for i, c in enumerate(layout.columns) if c.lower() in FREE_TEXT]
+    first_after = -1 if id_index is None else id_index
+    if layout.style == "csv" or len(free) != 1 or free[0] <= first_after:
+        return -1
+    return free[0]
 
 ROWS_PER_CALL = 1 << 16
 """Rows (and loose step keys) one kernel call writes at most: one frame."""
@@ -140,7 +157,8 @@ class _Batches:
         self.layout = np.array([_STYLES[layout.style], layout.n_fields,
                                 -1 if id_index is None else id_index, layout.first_row,
                                 _SEPARATORS[0], _SEPARATORS[1],
-                                ord(TIME_FORMATS[layout.time_format][8])], dtype=np.int64)
+                                ord(TIME_FORMATS[layout.time_format][8]),
+                                rejoin_index(layout, id_index)], dtype=np.int64)
         header = (layout.header_line or "").encode()
         self.header = np.frombuffer(header, dtype=np.uint8)
         self.orphans = (known.orphans if known is not None else np.empty(0, dtype=np.int64))
@@ -251,10 +269,11 @@ class _Batches:
         row = {name: None for name in self.schema if name != "_end"}
         frames.append(pl.DataFrame(
             {**row, "_raw": raw, "_line": int(state[0]), "_rows": 1,
-             "_scan_reason": "control_chars", **dict.fromkeys(self.numbers, 0),
-             **{f"_f{j}": 0 for j in range(len(self.parsed))}},
+             "_scan_reason": "control_chars", "_rejoined": False,
+             **dict.fromkeys(self.numbers, 0), **{f"_f{j}": 0 for j in range(len(self.parsed))}},
             schema={**dict.fromkeys(row, pl.String), "_line": pl.Int64, "_rows": pl.Int64,
-                    "_scan_reason": pl.String, **dict.fromkeys(self.numbers, pl.Int64),
+                    "_scan_reason": pl.String, "_rejoined": pl.Boolean,
+                    **dict.fromkeys(self.numbers, pl.Int64),
                     **{f"_f{j}": pl.UInt8 for j in range(len(self.parsed))}}))
         return stop + 1
 
@@ -277,6 +296,7 @@ class _Batches:
             _line=lines.scatter(n, None) if folded else lines,
             _rows=pl.Series(counts),
             _scan_reason=_REASON_NAMES.gather(code),
+            _rejoined=pl.Series(code == kernel.CODE_JOB_REJOINED),
             **{name: pl.Series(nums[k]) for k, name in enumerate(self.numbers)},
             **{f"_f{j}": pl.Series(flags[j]) for j in range(len(flags))},
         )
@@ -291,9 +311,10 @@ def scan_sacct(path: Path, layout: SacctLayout, fields: Fields,
 
     Columns: ``_line`` (1-based line number; null on the row of folded steps), ``_rows``
     (input rows the row stands for: 1, or the folded steps), ``_scan_reason`` (a reason from
-    :data:`REASONS`), ``_raw`` (the line's text, U+FFFD for bytes that are not UTF-8) and the
-    columns of ``fields.used`` (text of job rows; only the job id for rejected rows). Take
-    every field needed from ``fields`` before calling.
+    :data:`REASONS`), ``_rejoined`` (a job row whose name held ``|``), ``_raw`` (the line's
+    text, U+FFFD for bytes that are not UTF-8) and the columns of ``fields.used`` (text of job
+    rows; only the job id for rejected rows). Take every field needed from ``fields`` before
+    calling.
 
     Args:
         path: the export (plain or gzipped).
@@ -315,7 +336,7 @@ def scan_sacct(path: Path, layout: SacctLayout, fields: Fields,
     log = PassLog()
     schema = pl.Schema({
         "_raw": pl.String, **dict.fromkeys(fields.text_columns(), pl.String),
-        "_line": pl.Int64, "_rows": pl.Int64, "_scan_reason": pl.String,
+        "_line": pl.Int64, "_rows": pl.Int64, "_scan_reason": pl.String, "_rejoined": pl.Boolean,
         **dict.fromkeys(fields.number_columns(), pl.Int64),
         **{f"_f{j}": pl.UInt8 for j in range(len(fields.parsed))},
     })

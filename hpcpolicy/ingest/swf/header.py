@@ -24,7 +24,7 @@ from typing import Any
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.detect import is_gzip
 
-__all__ = ["NUMERIC_KEYS", "parse_header_lines", "read_header"]
+__all__ = ["NUMERIC_KEYS", "numbered_names", "parse_header_lines", "read_header"]
 
 NUMERIC_KEYS = frozenset({
     "MaxJobs", "MaxRecords", "UnixStartTime", "TimeZone", "MaxNodes", "MaxProcs",
@@ -34,6 +34,8 @@ NUMERIC_KEYS = frozenset({
 
 MAX_HEADER_BYTES = 1 << 20
 """Header comments read at most; a longer run of leading comments is cut (with a note)."""
+
+_NUMBERED = re.compile(r"^\s*(\d+)\s+(\S.*?)\s*$")
 
 _KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):(?:\s+(.*))?$")
 _LEADING_INT = re.compile(r"^([-+]?\d+)(?:\.0*)?(?=\s|$)\s*(.*)$")
@@ -125,3 +127,21 @@ def read_header(path: Path) -> tuple[dict[str, Any], list[str]]:
         ) from None
     facts, parse_notes = parse_header_lines(lines)
     return facts, notes + parse_notes
+
+
+def numbered_names(header: dict[str, Any], key: str) -> dict[str, str]:
+    """The names that ``; Partition: 1 standard`` or ``; Queue: 2 debug`` lines give to the
+    numbers of a job's partition or queue field, as ``{"1": "standard"}``; lines that are not
+    a number then a name are left out.
+
+    Example:
+        >>> numbered_names({"Partition": ["1  DEFAULT", "2  ALL"]}, "Partition")
+        {'1': 'DEFAULT', '2': 'ALL'}
+    """
+    values = header.get(key)
+    found: dict[str, str] = {}
+    for value in values if isinstance(values, list) else [values]:
+        match = _NUMBERED.match(value) if isinstance(value, str) else None
+        if match is not None:
+            found[str(int(match[1]))] = match[2]
+    return found

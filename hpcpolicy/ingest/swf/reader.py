@@ -28,9 +28,11 @@ Field mapping (SWF field number: name -> job-table column):
 14  executable number         (no column)
 15  queue number              ``qos``: SWF queues are classes of service on the same
                               machine (batch/interactive by SWF convention, LoadLeveler
-                              classes, ...), which is what a Slurm QOS is
+                              classes, ...), which is what a Slurm QOS is; named by the
+                              header's ``; Queue: N name`` lines where it has them
 16  partition number          ``partition``: SWF partitions are sets of nodes (or machines of
-                              a cluster), which is what a Slurm partition is
+                              a cluster), which is what a Slurm partition is; named by the
+                              header's ``; Partition: N name`` lines where it has them
 17  preceding job number      (no column)
 18  think time (s)            (no column)
 ==  ========================  ===============================================================
@@ -41,7 +43,8 @@ code, node list) are null: SWF does not record them.
 A header ``MaxRecords`` that differs from the records (data lines) in the file is reported in
 the notes (KTH-SP2-1996-2.1-cln says 28,476 and holds 27,992).
 
-Time origin: the header's ``UnixStartTime``; without it, 1970-01-01 UTC, reported in
+Time origin: the header's ``UnixStartTime`` (a time from 1970 to 9999, else the file is
+refused); without it, 1970-01-01 UTC, reported in
 ``inferred`` and the notes (times then keep their order and spacing but not their dates).
 Times are absolute (UTC), so ``--tz`` does not apply to SWF.
 
@@ -71,11 +74,12 @@ from typing import Any
 
 import polars as pl
 
+from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, PassCheck, ReaderPlan
-from hpcpolicy.ingest.swf.header import read_header
+from hpcpolicy.ingest.swf.header import numbered_names, read_header
 from hpcpolicy.ingest.swf.scan import scan_swf
-from hpcpolicy.schema import JOB_COLUMNS, STATE_DTYPE
+from hpcpolicy.schema import JOB_COLUMNS, LAST_EPOCH_S, STATE_DTYPE
 
 __all__ = ["STATUS_STATES", "plan_swf"]
 
@@ -118,8 +122,10 @@ def _utc_ms(seconds: pl.Expr) -> pl.Expr:
     return (seconds * 1000).cast(pl.Datetime("ms", "UTC"))
 
 
-def _job_table(scan: pl.LazyFrame, origin: int, file: str) -> pl.LazyFrame:
-    """Canonical columns, internal columns and repair flags from the scanned fields."""
+def _job_table(scan: pl.LazyFrame, origin: int, file: str,
+               names: dict[str, dict[str, str]]) -> pl.LazyFrame:
+    """Canonical columns, internal columns and repair flags from the scanned fields;
+    ``names`` maps the partition and queue numbers to the header's names."""
     submit = pl.col("f2").round().cast(pl.Int64, strict=False) + origin
     start = submit + _whole("f3")
     end = start + _whole("f4")
@@ -133,8 +139,8 @@ def _job_table(scan: pl.LazyFrame, origin: int, file: str) -> pl.LazyFrame:
         "job_id_raw": pl.col("f1").cast(pl.Int64, strict=False),
         "user": _label("f12"),
         "group": _label("f13"),
-        "partition": _label("f16"),
-        "qos": _label("f15"),
+        "partition": _label("f16").replace(names.get("Partition", {})),
+        "qos": _label("f15").replace(names.get("Queue", {})),
         "submit_time": _utc_ms(submit),
         "req_cpus": req_cpus,
         "req_mem_mib": (mem_kb * mem_procs / 1024).ceil().cast(pl.Int64, strict=False),
@@ -227,6 +233,10 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
     notes = [f"{path.name}: {n}" for n in notes]
     inferred: dict[str, Any] = {}
     origin = header.get("UnixStartTime")
+    if isinstance(origin, int) and not 0 <= origin <= LAST_EPOCH_S:
+        raise InputFormatError(
+            f"{path}: header UnixStartTime {origin} is not a Unix time from 1970 to 9999; "
+            "correct the header line (seconds since 1970-01-01 UTC) or remove it")
     if not isinstance(origin, int):
         origin = 0
         inferred["time_origin"] = {
@@ -242,7 +252,12 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
     if cfg.tz != "UTC":
         notes.append(f"{path.name}: --tz {cfg.tz} does not apply to SWF, whose times are "
                      "offsets from UnixStartTime (an absolute instant)")
-    frame = _job_table(scan_swf(path), origin, str(path)).cache()
+    names = {key: numbered_names(header, key) for key in ("Partition", "Queue")}
+    for key, found in names.items():
+        if found:
+            notes.append(f"{path.name}: {key.lower()} names from the header: "
+                         + ", ".join(f"{number} = {name}" for number, name in found.items()))
+    frame = _job_table(scan_swf(path), origin, str(path), names).cache()
     return ReaderPlan(frame=frame, source_format="swf", header=header, inferred=inferred,
                       notes=notes, after_pass=lambda rows: _record_count(path, header, rows))
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -131,9 +130,9 @@ def _check_base(cfg: TuneConfig, base: PPOConfig) -> None:
 
 def _copy_policy(source: Path, target: Path) -> None:
     """Copy a policy directory to ``target``, built beside it and renamed into place."""
-    from hpcpolicy.atomic import replace_dir
+    from hpcpolicy.atomic import build_dir, replace_dir
 
-    build = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    build = build_dir(target)
     shutil.copytree(source, build, dirs_exist_ok=True)
     replace_dir(build, target)
 

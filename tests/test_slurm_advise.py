@@ -1,0 +1,221 @@
+"""``hpcpolicy advise`` against the real test Slurm (no mock scheduler): ranking, --apply,
+the audit file, --restore, held jobs, the rate limit, refusals, and a slurmctld restart
+under --watch. Only the "squeue has no --json" case uses a stub, on PATH, since this Slurm
+has --json."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import invoke, one_line_error
+
+from hpcpolicy.slurm.advise import AdviseConfig, advise_pass
+
+pytestmark = pytest.mark.slurm
+
+LIMITS = (4, 1, 3, 2)
+"""Time limits (min) of the four waiting jobs, in submit order; sjf starts them as 1, 2, 3, 4."""
+
+
+def _sbatch(env: dict[str, str], *args: str) -> str:
+    out = subprocess.run(["sbatch", "--parsable", "--output=/dev/null", *args], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return out.strip().split(";")[0]
+
+
+def _priorities(env: dict[str, str], ids: list[str]) -> dict[str, int]:
+    out = subprocess.run(["squeue", "-h", "-o", "%i %Q", "-j", ",".join(ids)], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    return {i: int(p) for i, p in (line.split() for line in out.strip().split("\n") if line)}
+
+
+class Queue:
+    """A blocker holding all 64 cores of ``batch`` and four 64-core jobs waiting behind it
+    (one per limit of :data:`LIMITS`), one held job, and one pending job of ``short``."""
+
+    def __init__(self, env: dict[str, str], blocker_s: int = 30) -> None:
+        self.env = env
+        self.blocker = _sbatch(env, "-p", "batch", "-n", "64", "-t", "2", "--wrap",
+                               f"sleep {blocker_s}")
+        self.waiting = [_sbatch(env, "-p", "batch", "-n", "64", "-t", str(t), "--wrap",
+                                "sleep 1") for t in LIMITS]
+        self.held = _sbatch(env, "-p", "batch", "-n", "1", "-t", "1", "-H", "--wrap", "sleep 1")
+        self.other = _sbatch(env, "-p", "short", "-n", "32", "-t", "1", "--wrap", "sleep 1")
+        deadline = time.monotonic() + 30
+        while self._state(self.blocker) != "R":
+            assert time.monotonic() < deadline, "the blocker did not start"
+            time.sleep(0.2)
+
+    def _state(self, job: str) -> str:
+        return subprocess.run(["squeue", "-h", "-o", "%t", "-j", job], env=self.env,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    def all(self) -> list[str]:
+        return [self.blocker, *self.waiting, self.held, self.other]
+
+    def cancel(self) -> None:
+        subprocess.run(["scancel", *self.all()], env=self.env, check=False)
+
+
+@pytest.fixture
+def queue(slurm_cluster: Any) -> Iterator[Queue]:
+    q = Queue(slurm_cluster.env)
+    yield q
+    q.cancel()
+
+
+@pytest.fixture
+def env_conf(slurm_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    return dict(slurm_cluster.env)
+
+
+def _run(*args: str) -> Any:
+    return invoke("advise", *args)
+
+
+HPCPOLICY = str(Path(sys.executable).parent / "hpcpolicy")
+
+
+def test_dry_run_ranks_and_changes_nothing(queue: Queue, env_conf: dict[str, str]) -> None:
+    before = _priorities(env_conf, queue.all())
+    result = _run("--policy", "sjf", "--partition", "batch")
+    assert result.exit_code == 0, result.output
+    assert "dry run, would run: scontrol update JobId=" in result.output
+    assert "(1 held left alone)" in result.output
+    assert _priorities(env_conf, queue.all()) == before
+    ranked = advise_pass(AdviseConfig(policy="sjf", partitions=("batch",)), env_conf)
+    mine = [j.job_id for j in ranked.ranked if j.job_id in queue.waiting]
+    by_limit = [queue.waiting[i] for i in sorted(range(4), key=lambda i: LIMITS[i])]
+    assert mine == by_limit
+    assert queue.held not in [j.job_id for j in ranked.ranked]
+    assert queue.other not in [j.job_id for j in ranked.ranked]  # another partition
+
+
+def test_apply_sets_the_order_audits_it_and_restore_undoes_it(
+        queue: Queue, env_conf: dict[str, str], tmp_path: Path) -> None:
+    audit = tmp_path / "advise.jsonl"
+    before = _priorities(env_conf, queue.all())
+    result = _run("--policy", "sjf", "--partition", "batch", "--apply", "--audit", str(audit))
+    assert result.exit_code == 0, result.output
+    after = _priorities(env_conf, queue.all())
+    order = sorted(queue.waiting, key=lambda j: -after[j])
+    assert order == [queue.waiting[i] for i in sorted(range(4), key=lambda i: LIMITS[i])]
+    assert after[queue.held] == 0 and after[queue.other] == before[queue.other]
+    assert after[queue.blocker] == before[queue.blocker]  # running: not touched
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert {r["job_id"] for r in records} <= set(queue.waiting)
+    for r in records:
+        assert (r["action"], r["policy"], r["before"], r["after"]) == (
+            "advise", "sjf", before[r["job_id"]], after[r["job_id"]])
+    # the priorities are obeyed: once the blocker is gone the jobs start in sjf order
+    result = _run("--restore", "--audit", str(audit))
+    assert result.exit_code == 0, result.output
+    assert _priorities(env_conf, queue.all()) == before
+    assert [json.loads(x)["action"] for x in audit.read_text().splitlines()].count(
+        "restore") == len(records)
+
+
+def test_the_cluster_starts_jobs_in_the_applied_order(slurm_cluster: Any,
+                                                      env_conf: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    q = Queue(env_conf, blocker_s=3)
+    try:
+        result = _run("--policy", "sjf", "--partition", "batch", "--apply", "--audit",
+                      str(tmp_path / "a.jsonl"))
+        assert result.exit_code == 0, result.output
+        from hpcpolicy.slurm.submit import wait_finished
+
+        wait_finished(q.waiting, env_conf, timeout_s=120, poll_s=0.5)
+        out = subprocess.run(["sacct", "-X", "-n", "-P", "-o", "JobID,Start", "-j",
+                              ",".join(q.waiting)], env=env_conf, capture_output=True,
+                             text=True, check=True).stdout
+        start = dict(line.split("|") for line in out.strip().split("\n"))
+        assert sorted(q.waiting, key=lambda j: start[j]) == [
+            q.waiting[i] for i in sorted(range(4), key=lambda i: LIMITS[i])]
+    finally:
+        q.cancel()
+
+
+def test_rate_limit(queue: Queue, env_conf: dict[str, str], tmp_path: Path) -> None:
+    cfg = AdviseConfig(policy="sjf", partitions=("batch",), apply=True, max_changes=1,
+                       audit=str(tmp_path / "a.jsonl"))
+    first = advise_pass(cfg, env_conf)
+    assert len(first.changes) == 1 and first.deferred >= 1
+    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 1
+
+
+def test_no_permission_is_one_line(queue: Queue, slurm_cluster: Any, tmp_path: Path) -> None:
+    audit = tmp_path / "a.jsonl"
+    tmp_path.chmod(0o777)
+    as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", HPCPOLICY]
+    if subprocess.run([*as_nobody, "--version"], capture_output=True, check=False).returncode:
+        pytest.skip(f"user nobody cannot run {HPCPOLICY} (the checkout is not readable to "
+                    "other users), so a user without Slurm rights cannot be tried")
+    cmd = [*as_nobody, "advise", "--policy", "sjf", "--partition", "batch",
+           "--apply", "--audit", str(audit)]
+    done = subprocess.run(cmd, env={**slurm_cluster.env, "HOME": str(tmp_path)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: advise --apply: no permission"), lines
+    assert not audit.exists() or audit.read_text() == ""
+
+
+def test_slurm_unreachable_is_one_line(slurm_cluster: Any, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(slurm_cluster.conf.read_text().replace("SlurmctldPort=17317",
+                                                           "SlurmctldPort=17399"))
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    result = _run("--policy", "sjf")
+    assert one_line_error(result).startswith("error: Slurm is not reachable: `squeue")
+
+
+def test_squeue_without_json_is_one_line(slurm_cluster: Any, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    stub = tmp_path / "squeue"  # an older Slurm's squeue: no --json option
+    stub.write_text("#!/bin/sh\necho \"squeue: unrecognized option '--json'\" >&2\nexit 1\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    result = _run("--policy", "sjf")
+    assert one_line_error(result).startswith("error: this Slurm's `squeue` has no --json")
+
+
+def test_watch_survives_a_slurmctld_restart(slurm_cluster: Any, env_conf: dict[str, str],
+                                           tmp_path: Path) -> None:
+    audit = tmp_path / "a.jsonl"
+    watcher = subprocess.Popen(
+        [HPCPOLICY, "-q", "advise", "--policy", "sjf",
+         "--partition", "batch", "--apply", "--audit", str(audit), "--watch", "1"],
+        env=env_conf, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    q: Queue | None = None
+    try:
+        time.sleep(3)
+        slurm_cluster.restart_slurmctld()
+        q = Queue(env_conf)  # submitted after the restart
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            seen = {json.loads(x)["job_id"] for x in audit.read_text().splitlines()} \
+                if audit.exists() else set()
+            if seen & set(q.waiting):
+                break
+            time.sleep(0.5)
+        assert watcher.poll() is None, watcher.communicate()
+        assert seen & set(q.waiting)
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        out, _ = watcher.communicate(timeout=30)
+        if q is not None:
+            q.cancel()
+    assert "stopped" in out
