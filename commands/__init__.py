@@ -12,9 +12,11 @@ import typer
 
 from hpcpolicy.commands import (
     advise,
+    calibrate,
     dataset,
     demo,
     evaluate,
+    fidelity,
     generate,
     ingest,
     simulate,
@@ -67,6 +69,8 @@ app.command("demo")(demo.main)
 app.command("generate")(generate.main)
 app.command("ingest")(ingest.main)
 app.command("simulate")(simulate.main)
+app.command("fidelity")(fidelity.main)
+app.command("calibrate")(calibrate.main)
 app.command("stats")(stats.main)
 app.command("train")(train.main)
 app.command("tune")(tune.main)

@@ -21,6 +21,7 @@ __all__ = [
     "ProcsOpt",
     "RewardOpt",
     "SeedOpt",
+    "SiteOpt",
     "UnknownRunTimeOpt",
     "WalltimeFallbackOpt",
     "WarmOpt",
@@ -123,6 +124,10 @@ SpreadPenaltyOpt = Annotated[float | None, typer.Option(
     "--spread-penalty", help="With a node-level --allocator: a job whose GPUs are on several "
     "nodes runs 1 + P x D times longer (D: 1 within a rack, 2 across racks, unless the "
     "cluster spec says otherwise); default the spec's value, else 0 (off).", min=0)]
+SiteOpt = Annotated[Path | None, typer.Option(
+    "--site", help="Site model (site.toml from `hpcpolicy calibrate`): replay in the world the "
+    "log was scheduled in (nodes, pools, running limits, capacity, holds, cadence).",
+    dir_okay=False)]
 CompatOpt = Annotated[str | None, typer.Option(
     "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
     "options override; see README).",

@@ -14,6 +14,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SiteOpt,
     WalltimeFallbackOpt,
     a_file,
     a_folder,
@@ -70,6 +71,7 @@ def build(
         "--max-windows", help="At most this many windows per part, spread evenly "
         "(default: all).")] = None,
     seed: SeedOpt = 0,
+    site: SiteOpt = None,
     workers: Annotated[int, typer.Option(
         "--workers", help="Processes building windows in parallel (the dataset is the same "
         "for any number).")] = 1,
@@ -93,10 +95,13 @@ def build(
 
         hpcpolicy dataset build jobs.parquet --source mix --max-windows 200 --workers 2 -o data/mix
     """
+    from dataclasses import replace
+
     from hpcpolicy.env.factory import load, provenance
     from hpcpolicy.offline.config import DatasetConfig
     from hpcpolicy.offline.dataset import build_dataset
     from hpcpolicy.offline.store import load_dataset, save_dataset
+    from hpcpolicy.site.apply import env_options, load_world
 
     with fail_cleanly():
         cfg = DatasetConfig(source=source, k=k, window_size=window_size, reward=reward,
@@ -113,6 +118,10 @@ def build(
         options = workload_options(None, procs_from, walltime_fallback)
         workload, machine = load(table, options.to_dict(), None if cluster is None
                                  else str(cluster), procs)
+        if site is not None:  # the episodes replay in the site model's world
+            world = load_world(site, table, workload, machine)
+            workload, machine = world.workload, world.cluster
+            cfg = replace(cfg, world=env_options(world.site))
         built = with_progress(lambda step: build_dataset(workload, machine, cfg, on_step=step,
                                                          workers=workers), "building")
         facts = provenance(table, cfg.env_config(), workload, machine)

@@ -27,6 +27,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SiteOpt,
     SpreadPenaltyOpt,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
@@ -153,6 +154,7 @@ def main(
     walltime_fallback: WalltimeFallbackOpt = None,
     unknown_run_time: UnknownRunTimeOpt = None,
     compat: CompatOpt = None,
+    site: SiteOpt = None,
     allocator: AllocatorOpt = None,
     spread_penalty: SpreadPenaltyOpt = None,
     gpu_baselines: Annotated[bool, typer.Option(
@@ -186,6 +188,7 @@ def main(
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import GPU_ALLOCATORS, GPU_BASELINES, EvaluateConfig, evaluate
+    from hpcpolicy.site.apply import load_world
 
     with fail_cleanly():
         if json_out is not None and json_out.exists() and not overwrite:
@@ -209,7 +212,11 @@ def main(
         workload, machine = load(table, options.to_dict(),
                                  None if cluster is None else str(cluster), procs)
         machine = with_spread_penalty(machine, spread_penalty, allocators)
-        ev = with_progress(lambda step: evaluate(workload, machine, cfg, on_step=step),
+        world = None if site is None else load_world(site, table, workload, machine)
+        if world is not None:
+            workload, machine = world.workload, world.cluster
+        ev = with_progress(lambda step: evaluate(workload, machine, cfg, on_step=step,
+                                                 site=None if world is None else world.site),
                            "evaluating")
         if json_out is not None:
             write_json(json_out, ev.to_document(source=str(table), workload=workload,

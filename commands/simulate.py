@@ -25,6 +25,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SiteOpt,
     SpreadPenaltyOpt,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
@@ -63,6 +64,7 @@ def main(
         "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
         "0; default keep.", show_default=False)] = None,
     compat: CompatOpt = None,
+    site: SiteOpt = None,
     windows: Annotated[int | None, typer.Option(
         "--windows", help="Replay N random windows of consecutive jobs instead of the whole "
         "workload (RLScheduler protocol).")] = None,
@@ -105,17 +107,14 @@ def main(
         hpcpolicy simulate gpu.parquet --cluster examples/gpu-partition.toml
             --allocator topology-aware --spread-penalty 0.2
     """
-    import polars as pl
-
-    from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.deploy.learned import LearnedPolicy
     from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
     from hpcpolicy.errors import ConfigError
-    from hpcpolicy.sim.metrics import write_outcomes
     from hpcpolicy.sim.types import SimConfig
-    from hpcpolicy.sim.windows import WindowConfig, replay, to_document
+    from hpcpolicy.sim.windows import WindowConfig, replay
+    from hpcpolicy.site.apply import load_world, site_config
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
@@ -145,6 +144,10 @@ def main(
         machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
                                       spread_penalty, allocators)
         workload = Workload.from_table(table, options=options)
+        if site is not None:
+            world = load_world(site, table, workload, machine)
+            workload, machine = world.workload, world.cluster
+            configs = [site_config(world.site, c) for c in configs]
         if not is_quiet():
             _describe(table, workload, machine)
         runs = with_progress(lambda step: replay(workload, machine, configs, wcfg,
@@ -152,19 +155,33 @@ def main(
                                                   on_step=step,
                                                   simulate=policy_simulator(policies)),
                              "simulating")
-        if json_out is not None:
-            write_json(json_out, to_document(runs, source=str(table), workload=workload,
-                                             cluster=machine, windows=wcfg))
-        if out is not None:
-            write_outcomes(pl.concat([r.outcomes() for r in runs]), out, {
-                "hpcpolicy.origin": str(workload.origin), "hpcpolicy.input": str(table),
-                "hpcpolicy.workload_options": json.dumps(options.to_dict())})
+        _write(runs, table, (workload, machine, options), wcfg, json_out, out)
     if is_quiet():
         for path in (p for p in (json_out, out) if p is not None):
             console.print(plain(path), soft_wrap=True)
         return
     render_runs(runs, wcfg is not None)
     _report(runs, wcfg, check)
+
+
+def _write(runs: list[Replay], table: Path, world: tuple[Any, Any, Any], wcfg: Any,
+           json_out: Path | None, out: Path | None) -> None:
+    """The --json document and the --out per-job outcomes, each written atomically;
+    ``world`` is the replayed workload, machine and workload options."""
+    workload, machine, options = world
+    import polars as pl
+
+    from hpcpolicy.atomic import write_json
+    from hpcpolicy.sim.metrics import write_outcomes
+    from hpcpolicy.sim.windows import to_document
+
+    if json_out is not None:
+        write_json(json_out, to_document(runs, source=str(table), workload=workload,
+                                         cluster=machine, windows=wcfg))
+    if out is not None:
+        write_outcomes(pl.concat([r.outcomes() for r in runs]), out, {
+            "hpcpolicy.origin": str(workload.origin), "hpcpolicy.input": str(table),
+            "hpcpolicy.workload_options": json.dumps(options.to_dict())})
 
 
 def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:

@@ -22,6 +22,7 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SiteOpt,
     SpreadPenaltyOpt,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
@@ -142,6 +143,7 @@ def main(
     walltime_fallback: WalltimeFallbackOpt = None,
     unknown_run_time: UnknownRunTimeOpt = None,
     seed: SeedOpt = 0,
+    site: SiteOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Compare candidate policies with today's on your own log, and write a report to act on.
@@ -162,6 +164,7 @@ def main(
         hpcpolicy whatif jobs.parquet --baseline fairshare+easy -c sjf+conservative
     """
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
+    from hpcpolicy.site.apply import load_world
     from hpcpolicy.table import open_job_table
     from hpcpolicy.whatif import WhatifConfig, check_report_dir, run_whatif, write_report
     from hpcpolicy.workload import Workload
@@ -179,9 +182,12 @@ def main(
             table, options=workload_options(None, procs_from, walltime_fallback,
                                      unknown_run_time=unknown_run_time))
         source_format = open_job_table(table).metadata.get("source_format")
+        world = None if site is None else load_world(site, table, workload, machine)
         result = with_progress(
             lambda step: run_whatif(workload, machine, cfg, source=str(table),
-                                    source_format=source_format, on_step=step), "replaying")
+                                    source_format=source_format, on_step=step, site=world,
+                                    site_path=None if site is None else str(site)),
+            "replaying")
         paths = write_report(result, out, overwrite=overwrite)
     if is_quiet():
         console.print(visible(paths["html"], longest=None), markup=False, soft_wrap=True)

@@ -39,6 +39,7 @@ from hpcpolicy.sim.windows import Replay, WindowConfig, replay
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.site.model import SiteModel
     from hpcpolicy.workload import Workload
 
 __all__ = ["GPU_ALLOCATORS", "GPU_BASELINES", "SPREAD_KEYS", "EvaluateConfig", "Evaluation",
@@ -226,7 +227,8 @@ def _manifest_facts(policy: Any) -> dict[str, Any]:
 
 
 def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
-             on_step: Callable[[str, int, int], None] | None = None) -> Evaluation:
+             on_step: Callable[[str, int, int], None] | None = None,
+             site: SiteModel | None = None) -> Evaluation:
     """Run every policy with every backfilling mode on the same windows.
 
     Args:
@@ -234,6 +236,9 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
         cluster: The machine.
         cfg: Policies, backfilling modes, windows and split.
         on_step: Progress callback of :func:`hpcpolicy.sim.windows.replay`.
+        site: A site model whose replay options (limits, pools, whole nodes) every run
+            takes; ``workload`` and ``cluster`` are then its world's
+            (:func:`hpcpolicy.site.apply.load_world`).
 
     Returns:
         The replays, the windows and what the trained policies' manifests say.
@@ -262,6 +267,10 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
     check_one_engine([(f"{spec} (allocator {a})", policies[spec], a) for spec, a in pairs])
     configs = [cfg.sim_config(labels[spec], backfill, allocator)
                for backfill in cfg.backfills for spec, allocator in pairs]
+    if site is not None:
+        from hpcpolicy.site.apply import site_config
+
+        configs = [site_config(site, c) for c in configs]
     runs = replay(workload, cluster, configs, cfg.window_config(starts),
                   utilization_end=compat_preset(cfg.compat).utilization_end,
                   simulate=policy_simulator({labels[s]: p for s, p in policies.items()}),

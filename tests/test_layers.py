@@ -66,7 +66,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.rl", "hpcpolicy.offline", "hpcpolicy.marl", "hpcpolicy.hetero"),
     ("hpcpolicy.training",),
     ("hpcpolicy.deploy",),
-    ("hpcpolicy.evaluate", "hpcpolicy.whatif", "hpcpolicy.rl.tune", "hpcpolicy.slurm"),
+    ("hpcpolicy.evaluate", "hpcpolicy.whatif", "hpcpolicy.rl.tune", "hpcpolicy.slurm",
+     "hpcpolicy.site"),
     ("hpcpolicy.demo", "hpcpolicy.commands", "hpcpolicy"),
 )
 """Lowest first; see the module docstring for why each module is where it is."""

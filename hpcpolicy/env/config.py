@@ -10,7 +10,7 @@ from hpcpolicy.config import Config, choice
 from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.env.spaces import DEFAULT_K
 from hpcpolicy.env.split import SPLITS
-from hpcpolicy.sim.types import BACKFILL_MODES, SimConfig
+from hpcpolicy.sim.types import BACKFILL_MODES, RunLimits, SimConfig
 
 __all__ = ["EnvConfig"]
 
@@ -55,6 +55,12 @@ class EnvConfig(Config):
     """End a job at its requested walltime when its logged run time is longer."""
     exclusive_nodes: bool = False
     """Jobs occupy whole nodes (RLScheduler's machine model)."""
+    user_jobs: int = 0
+    """Running jobs per user a site model allows (``--site``); 0 = no limit."""
+    user_cores: int = 0
+    """Running cores per user a site model allows; 0 = no limit."""
+    pools: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Partitions confined to node groups by a site model (``SimConfig.pools``)."""
     baselines: tuple[str, ...] = ("fcfs", "sjf", "f1")
     """Heuristics replayed on each finished episode's window; the best one's bounded slowdown
     is reported in ``info["episode_metrics"]`` (empty: none, which is faster)."""
@@ -75,7 +81,8 @@ class EnvConfig(Config):
     def sim_config(self, policy: str = "fcfs") -> SimConfig:
         """The engine options of an episode (``policy`` matters only for baselines)."""
         return SimConfig(policy=policy, backfill=self.backfill, kill_at_limit=self.kill_at_limit,
-                         compat=self.compat, exclusive_nodes=self.exclusive_nodes)
+                         compat=self.compat, exclusive_nodes=self.exclusive_nodes,
+                         limits=RunLimits(self.user_jobs, self.user_cores), pools=self.pools)
 
     @property
     def reward_weights(self) -> dict[str, float]:

@@ -14,8 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from hpcpolicy.config import Config, choice
 from hpcpolicy.env.config import EnvConfig
@@ -74,6 +74,9 @@ class DatasetConfig(Config):
     """At most this many windows per part, evenly spread over it (None: every window)."""
     seed: int = 0
     """Seed of the random choices."""
+    world: dict[str, Any] = field(default_factory=dict)
+    """Environment options a site model sets (``--site``: running limits, pools, whole
+    nodes; :func:`hpcpolicy.site.apply.env_options`)."""
 
     def validate(self) -> None:
         self._at_least(1, "k", "window_size", "max_windows")
@@ -93,9 +96,10 @@ class DatasetConfig(Config):
 
     def env_config(self) -> EnvConfig:
         """The environment whose observations, actions and rewards the dataset holds."""
-        return EnvConfig(k=self.k, window_size=self.window_size, reward=self.reward,
-                         backfill=self.backfill, split="all", train_frac=self.train_frac,
-                         baselines=())
+        return EnvConfig.from_dict({
+            "k": self.k, "window_size": self.window_size, "reward": self.reward,
+            "backfill": self.backfill, "split": "all", "train_frac": self.train_frac,
+            "baselines": (), **self.world})  # from_dict: the site's pools may be JSON lists
 
     def sources(self, logged: bool) -> tuple[str, ...]:
         """The episode sources of each window, in build order; ``logged``: whether the log

@@ -240,7 +240,7 @@ def run_to_end(J, S):
     BJ, BS = unpack(J, S)
     ji, need, a, _minc, ip, fp = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, scores, free, tmp, _prof_t, _prof_f,
-     _smin, fs) = BS
+     _smin, fs, _urun) = BS
     run = plan[1]
     while _fill(ji, need, ip, sc, js, run, queue, free, fs):
         sc[PASSES] += 1
@@ -255,7 +255,7 @@ def next_decision(J, S):
     BJ, BS = unpack(J, S)
     ji, need, _a, _minc, ip, _fp = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, _scores, free, _tmp, _prof_t, _prof_f,
-     _smin, fs) = BS
+     _smin, fs, _urun) = BS
     if not _fill(ji, need, ip, sc, js, plan[1], queue, free, fs):
         return 0
     sc[PASSES] += 1
@@ -268,7 +268,7 @@ def decide(J, S):
     BJ, BS = unpack(J, S)
     ji, need, a, _minc, ip, fp = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, scores, free, tmp, _prof_t, _prof_f,
-     _smin, fs) = BS
+     _smin, fs, _urun) = BS
     sc[DECISIONS] += 1
     head = _choose(ji, a, ip, fp, sc, queue, scores, fs)
     _run_head(ji, need, ip, sc, js, plan[1], queue, free, tmp, fs, head)

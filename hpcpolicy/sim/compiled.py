@@ -66,7 +66,8 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     minc = np.where(cores >= 0, cores, big).min(axis=0).astype(np.int64)
     fs = cfg.fairshare
     ip = np.array([kind, BACKFILL_MODES.index(cfg.backfill), int(cfg.check), n, m,
-                   fs.half_life_s, fs.max_age_s], dtype=np.int64)
+                   fs.half_life_s, fs.max_age_s, cfg.limits.user_jobs, cfg.limits.user_cores],
+                  dtype=np.int64)
     fp = np.array([fs.weight_fairshare, fs.weight_age, float(prep.n_users)])
     jobs = fast.Jobs(ji=ji, need=prep.need, a=a, minc=minc, ip=ip, fp=fp)
 
@@ -74,8 +75,9 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
     total = n + m
     rls = cfg.preset.peer_engine
     static = kind == fast.STATIC and not rls
-    leaves = 1 << max(n - 1, 0).bit_length() if static and cfg.backfill != "none" else 1
-    waiting = n if static and cfg.backfill == "none" else 1
+    by_heap = static and cfg.backfill == "none" and not cfg.limits.active  # fast._by_heap
+    leaves = 1 << max(n - 1, 0).bit_length() if static and not by_heap else 1
+    waiting = n if by_heap else 1
     listed = 1 if static else n  # the submit-order queue
     plan = total if rls else 2 * total + 1 if cfg.backfill != "none" else 1
     conservative = cfg.backfill == "conservative"
@@ -97,7 +99,8 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
         free=prep.free0.copy(), tmp=np.zeros((ngroups + 1, 4), np.int64),
         prof_t=np.zeros(prof, np.int64), prof_f=np.zeros((prof, ngroups, 4), np.int64),
         smin=np.zeros((n + 1 if conservative else 1, ngroups), np.int64),
-        fs=np.zeros(prep.n_users + 1))
+        fs=np.zeros(prep.n_users + 1),
+        urun=np.zeros((2, prep.n_users if cfg.limits.active else 1), np.int64))
     # Jobs running at the start: a finish event each, and their planned ends.
     for i in range(m):
         j = n + i

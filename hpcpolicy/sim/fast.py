@@ -60,7 +60,9 @@ NONE, EASY, CONSERVATIVE = 0, 1, 2
 # Rows of Jobs.ji: per workload job, except BY_RANK (per rank: the job at that rank).
 SUBMIT, DUR, LENGTH, USER, RANK, NEVER, MINCORES, BY_RANK = range(8)
 # Jobs.ip: integer parameters.
-IP_KIND, IP_BACKFILL, IP_CHECK, IP_N, IP_M, IP_HALF_LIFE, IP_MAX_AGE = range(7)
+IP_KIND, IP_BACKFILL, IP_CHECK, IP_N, IP_M, IP_HALF_LIFE, IP_MAX_AGE, IP_USER_JOBS, \
+    IP_USER_CORES = range(9)
+"""``IP_USER_JOBS`` / ``IP_USER_CORES``: running limits per user (a site model's), 0 for none."""
 # Jobs.fp: float parameters.
 FP_W_FS, FP_W_AGE, FP_N_USERS = range(3)
 
@@ -81,7 +83,7 @@ Jobs = namedtuple("Jobs", ["ji", "need", "a", "minc", "ip", "fp"])
 minc (G,) smallest core demand per group; ip / fp parameters."""
 
 State = namedtuple("State", ["sc", "js", "heap", "plan", "tree", "wheap", "queue", "order",
-                             "scores", "free", "tmp", "prof_t", "prof_f", "smin", "fs"])
+                             "scores", "free", "tmp", "prof_t", "prof_f", "smin", "fs", "urun"])
 """Mutable: sc scalars; js (5, N) rows START..BF; heap (2, N) the finish events, a heap of
 (time, job) rows; plan (2, 2N + 1) the running jobs' requested ends, a sorted list of
 (time, job) in plan[:, PLO:PHI] (the RLScheduler engine keeps its running list in plan[1]);
@@ -90,18 +92,20 @@ tree (2, 2P) the rank tree (static policies with backfilling); wheap (2, n) a he
 (n,) for the other policies; free (G, 4); tmp (G + 1, 4), its last row EASY's extra
 resources; prof_t (P,)
 and prof_f (P, G, 4) the conservative profile; smin (n + 1, G); fs (users + 1,) decayed usage
-per user, then the total."""
+per user, then the total; urun (2, users) each user's running jobs and cores (under running
+limits; one column otherwise)."""
 
 
 @njit(cache=True)
 def unpack(J, S):
     """Borrowed views of every array of a run."""
     ji, need, a, minc, ip, fp = J
-    sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs = S
+    (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs,
+     urun) = S
     return ((borrow(ji), borrow(need), borrow(a), borrow(minc), borrow(ip), borrow(fp)),
             (borrow(sc), borrow(js), borrow(heap), borrow(plan), borrow(tree), borrow(wheap),
              borrow(queue), borrow(order), borrow(scores), borrow(free), borrow(tmp),
-             borrow(prof_t), borrow(prof_f), borrow(smin), borrow(fs)))
+             borrow(prof_t), borrow(prof_f), borrow(smin), borrow(fs), borrow(urun)))
 
 
 # ---------------------------------------------------------------- resources and groups
@@ -141,10 +145,35 @@ def _max_free_cores(free):
     return best
 
 
+# ---------------------------------------------------------------- running limits
+@njit(cache=True, inline="always")
+def _limited(ip):
+    return ip[IP_USER_JOBS] > 0 or ip[IP_USER_CORES] > 0
+
+
+@njit(cache=True, inline="always")
+def _allowed(ji, ip, urun, j):
+    """Whether job j's user may start it under the running limits (always without limits).
+    A user with nothing running may start any job, so that one larger than the core limit
+    is not held forever."""
+    u = ji[USER, j]
+    if ip[IP_USER_JOBS] > 0 and urun[0, u] >= ip[IP_USER_JOBS]:
+        return False
+    return not (ip[IP_USER_CORES] > 0 and urun[1, u] > 0
+                and urun[1, u] + ji[MINCORES, j] > ip[IP_USER_CORES])
+
+
+@njit(cache=True, inline="always")
+def _by_heap(ip):
+    """Whether the waiting jobs sit in a heap (only the best one matters): a static policy
+    without backfilling or running limits, which would make the engine look past the best."""
+    return ip[IP_KIND] == STATIC and ip[IP_BACKFILL] == NONE and not _limited(ip)
+
+
 # ---------------------------------------------------------------- the waiting jobs
 @njit(cache=True, inline="always")
 def _enqueue(ji, ip, sc, tree, wheap, queue, j):
-    if ip[IP_KIND] == STATIC and ip[IP_BACKFILL] == NONE:
+    if _by_heap(ip):
         sc[WLEN] = heap_push(wheap, sc[WLEN], ji[RANK, j], j)
     elif ip[IP_KIND] == STATIC:
         tree_set(tree, ji[RANK, j], ji[MINCORES, j], ji[LENGTH, j])
@@ -205,7 +234,7 @@ def _trusted(sc, plan):
 
 
 @njit(cache=True, inline="always")
-def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, backfilled):
+def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, j, g, backfilled):
     now = sc[NOW]
     if ip[IP_CHECK] and not backfilled:
         # The head starts (on time?), or a better-scored job overtakes it: either way the
@@ -230,18 +259,21 @@ def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, backfilled
     sc[NWAIT] -= 1
     if ip[IP_KIND] != STATIC:
         sc[MIDSTART] = 1
-    elif ip[IP_BACKFILL] == NONE:
+    elif _by_heap(ip):
         sc[WLEN] = heap_pop(wheap, sc[WLEN])  # j is the best waiting job: the top
     else:
         tree_set(tree, ji[RANK, j], BIG, BIG)
     if backfilled:
         js[BF, j] = 1
         sc[BACKFILLED] += 1
+    if _limited(ip):
+        urun[0, ji[USER, j]] += 1
+        urun[1, ji[USER, j]] += need[j, g, 0]
 
 
 # ---------------------------------------------------------------- events
 @njit(cache=True, inline="always")
-def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
+def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
     """Jump to the next event time; apply its finishes, then its submits. False when none."""
     n = ip[IP_N]
     nxt = sc[NEXT]
@@ -266,6 +298,9 @@ def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
             sc[OVERRUNS] += 1
         if j < n and ip[IP_KIND] >= FAIRSHARE:  # only these read the usage
             fairshare_add(ji, need, ip, sc, js, fs, j)
+        if j < n and _limited(ip):
+            urun[0, ji[USER, j]] -= 1
+            urun[1, ji[USER, j]] -= need[j, g, 0]
         sc[EVENTS] += 1
         sc[FINISHES] += 1
     while nxt < n and ji[SUBMIT, nxt] == t:
@@ -376,7 +411,8 @@ def _easy_begin(ji, need, ip, sc, js, plan, free, tmp, head):
 
 
 @njit(cache=True)
-def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, head, pos):
+def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun, tmp, head,
+                 pos):
     """EASY over the rank tree: visit only the jobs that could start now."""
     now = sc[NOW]
     shadow, gh = _easy_begin(ji, need, ip, sc, js, plan, free, tmp, head)
@@ -389,9 +425,10 @@ def _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp,
         if p < 0:
             break
         j = ji[BY_RANK, p]
-        g = _easy_group(need, free, tmp, j, gh, now + ji[LENGTH, j] <= shadow)
-        if g >= 0:
-            _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 1)
+        if _allowed(ji, ip, urun, j):
+            g = _easy_group(need, free, tmp, j, gh, now + ji[LENGTH, j] <= shadow)
+            if g >= 0:
+                _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, j, g, 1)
         p += 1
 
 
@@ -404,7 +441,8 @@ def _nothing_fits(minc, free):
 
 
 @njit(cache=True)
-def _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, order, k):
+def _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun, tmp, order,
+                  k):
     """EASY over a sorted list of waiting jobs (dynamic and Python policies)."""
     now = sc[NOW]
     shadow, gh = _easy_begin(ji, need, ip, sc, js, plan, free, tmp, order[k])
@@ -412,9 +450,11 @@ def _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp
         if _nothing_fits(minc, free):
             break
         j = order[i]
+        if not _allowed(ji, ip, urun, j):
+            continue
         g = _easy_group(need, free, tmp, j, gh, now + ji[LENGTH, j] <= shadow)
         if g >= 0:
-            _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 1)
+            _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, j, g, 1)
 
 
 # ---------------------------------------------------------------- conservative
@@ -498,7 +538,7 @@ def _profile(need, sc, js, plan, free, prof_t, prof_f):
 
 
 @njit(cache=True)
-def _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, size, j):
+def _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, prof_t, prof_f, size, j):
     """Reserve job j at its earliest fit (first group on ties); start it if that is now."""
     best_i, best_g = -1, -1
     for g in range(free.shape[0]):
@@ -510,12 +550,13 @@ def _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, 
     t = prof_t[best_i]
     size = _reserve(ji, need, prof_t, prof_f, size, best_i, best_g, j)
     if t == sc[NOW]:
-        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, best_g, 1)
+        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, j, best_g, 1)
     return size
 
 
 @njit(cache=True)
-def _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, pos):
+def _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, prof_t,
+                         prof_f, pos):
     size = _profile(need, sc, js, plan, free, prof_t, prof_f)
     p = pos
     while True:
@@ -523,14 +564,15 @@ def _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, wheap, free, pr
         if tree_find(tree, p, _max_free_cores(prof_f[0]), BIG, -1) < 0:
             break
         p = tree_find(tree, p, BIG - 1, BIG, -1)
-        size = _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, size,
-                      ji[BY_RANK, p])
+        if _allowed(ji, ip, urun, ji[BY_RANK, p]):
+            size = _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, prof_t,
+                          prof_f, size, ji[BY_RANK, p])
         p += 1
 
 
 @njit(cache=True)
-def _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, smin,
-                          order, k):
+def _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, prof_t,
+                          prof_f, smin, order, k):
     size = _profile(need, sc, js, plan, free, prof_t, prof_f)
     G = free.shape[0]
     q = order.shape[0]
@@ -549,42 +591,51 @@ def _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, wheap, free, p
                 break
         if stop:
             break
-        size = _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f, size,
-                      order[i])
+        if _allowed(ji, ip, urun, order[i]):
+            size = _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, prof_t,
+                          prof_f, size, order[i])
 
 
 # ---------------------------------------------------------------- passes
 @njit(cache=True, inline="always")
-def _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t, prof_f):
+def _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun, tmp, prof_t,
+                 prof_f):
     """A scheduling pass of a static policy: start the best jobs while they fit, then
-    backfill around the first that does not."""
+    backfill around the first that does not (jobs held back by running limits are passed
+    over, as Slurm does: they neither start nor hold a reservation)."""
     while sc[NWAIT] > 0:
-        if ip[IP_BACKFILL] == NONE:
+        if _by_heap(ip):
             pos = -1
             j = wheap[1, 0]
         else:
             pos = tree_find(tree, sc[FIRST], BIG - 1, BIG, -1)
             sc[FIRST] = pos  # no job waits at a smaller rank
+            while pos >= 0 and not _allowed(ji, ip, urun, ji[BY_RANK, pos]):
+                pos = tree_find(tree, pos + 1, BIG - 1, BIG, -1)
+            if pos < 0:
+                return
             j = ji[BY_RANK, pos]
         g = fit_group(need, free, j)
         if g < 0:
             if ip[IP_BACKFILL] == EASY:
-                _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, j, pos)
+                _easy_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun, tmp,
+                             j, pos)
             elif ip[IP_BACKFILL] == CONSERVATIVE:
-                _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t,
-                                     prof_f, pos)
+                _conservative_ranked(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun,
+                                     prof_t, prof_f, pos)
             return
-        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 0)
+        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, j, g, 0)
 
 
 @njit(cache=True)
-def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t,
-                      prof_f, smin, order, k):
+def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun, tmp,
+                      prof_t, prof_f, smin, order, k):
     if ip[IP_BACKFILL] == EASY:
-        _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, order, k)
+        _easy_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun, tmp, order,
+                      k)
     elif ip[IP_BACKFILL] == CONSERVATIVE:
-        _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, wheap, free, prof_t, prof_f,
-                              smin, order, k)
+        _conservative_ordered(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, prof_t,
+                              prof_f, smin, order, k)
 
 
 # ---------------------------------------------------------------- entry points
@@ -594,16 +645,16 @@ def run_to_end(J, S):
     BJ, BS = unpack(J, S)
     ji, need, a, minc, ip, fp = BJ
     (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin,
-     fs) = BS
+     fs, urun) = BS
     static = ip[IP_KIND] == STATIC
-    while _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
+    while _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
         sc[PASSES] += 1
         if sc[NWAIT] == 0:
             continue
         sc[DECISIONS] += 1
         if static:
-            _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t,
-                         prof_f)
+            _pass_ranked(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun, tmp,
+                         prof_t, prof_f)
             continue
         q = sc[NWAIT]
         now = sc[NOW]
@@ -613,14 +664,17 @@ def run_to_end(J, S):
         k = 0
         while k < q:
             j = view[k]
+            if not _allowed(ji, ip, urun, j):
+                k += 1
+                continue
             g = fit_group(need, free, j)
             if g < 0:
                 break
-            _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, j, g, 0)
+            _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, j, g, 0)
             k += 1
         if k < q:
-            _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp,
-                              prof_t, prof_f, smin, view, k)
+            _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun,
+                              tmp, prof_t, prof_f, smin, view, k)
         _compact(sc, js, queue)
 
 
@@ -634,11 +688,11 @@ def next_decision(J, S):
     BJ, BS = unpack(J, S)
     ji, need, _a, _minc, ip, _fp = BJ
     (sc, js, heap, plan, tree, wheap, queue, _order, _scores, free, _tmp, _prof_t, _prof_f,
-     _smin, fs) = BS
+     _smin, fs, urun) = BS
     while True:
         if sc[PHASE] == IN_PASS and sc[NWAIT] > 0:
             return sc[NWAIT]
-        if not _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs):
+        if not _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
             return 0
         sc[PASSES] += 1
         sc[PHASE] = IN_PASS
@@ -651,15 +705,19 @@ def decide(J, S):
     BJ, BS = unpack(J, S)
     ji, need, _a, minc, ip, _fp = BJ
     (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin,
-     _fs) = BS
-    view = _sorted_by_scores(sc, queue, order, scores, sc[NWAIT])
+     _fs, urun) = BS
+    q = sc[NWAIT]
+    view = _sorted_by_scores(sc, queue, order, scores, q)
     sc[DECISIONS] += 1
-    head = view[0]
-    g = fit_group(need, free, head)
+    k = 0
+    while k < q and not _allowed(ji, ip, urun, view[k]):  # held back by running limits
+        k += 1
+    g = fit_group(need, free, view[k]) if k < q else -1
     if g >= 0:
-        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, head, g, 0)
+        _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, view[k], g, 0)
     else:
-        _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, tmp, prof_t,
-                          prof_f, smin, view, 0)
+        if k < q:
+            _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free, urun,
+                              tmp, prof_t, prof_f, smin, view, k)
         sc[PHASE] = WAITING
     _compact(sc, js, queue)

@@ -19,7 +19,7 @@ from hpcpolicy.sim.allocation import CORES, get_allocator
 from hpcpolicy.sim.types import RunningJobs, SimConfig
 from hpcpolicy.workload import Workload
 
-__all__ = ["Prepared", "prepare"]
+__all__ = ["OTHERS", "Prepared", "prepare"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -96,6 +96,34 @@ def _validate(w: Workload) -> None:
                               "resolve unknown values when building the workload")
 
 
+OTHERS = "*"
+"""In ``SimConfig.pools``, the partitions not named there."""
+
+
+def _confine(need: I64, never: npt.NDArray[np.bool_], w: Workload, cluster: ClusterSpec,
+             pools: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
+    """Keep each pooled partition's jobs in its own node groups (in place): -1 elsewhere."""
+    names = [g.name for g in cluster.groups]
+    for partition, groups in pools:
+        unknown = sorted(set(groups) - set(names))
+        if unknown:
+            raise ConfigError(f"pool of partition {partition!r} names node group(s) "
+                              f"{', '.join(unknown)} that cluster {cluster.name!r} lacks "
+                              f"(it has {', '.join(names)})")
+        if partition == OTHERS:
+            listed = [w.partitions.index(p) for p, _ in pools if p in w.partitions]
+            jobs = np.flatnonzero(~np.isin(np.asarray(w.partition), listed))
+        elif partition in w.partitions:
+            jobs = np.flatnonzero(np.asarray(w.partition) == w.partitions.index(partition))
+        else:
+            continue
+        outside = np.array([i for i, name in enumerate(names) if name not in groups],
+                           dtype=np.int64)
+        if len(jobs) and len(outside):
+            need[np.ix_(jobs, outside)] = -1
+    never[:len(w)] |= (need[:len(w), :, 0] < 0).all(axis=1)
+
+
 def prepare(workload: Workload, cluster: ClusterSpec, cfg: SimConfig,
             running: RunningJobs | None = None) -> Prepared:
     """Check the inputs and derive the engines' arrays.
@@ -119,6 +147,8 @@ def prepare(workload: Workload, cluster: ClusterSpec, cfg: SimConfig,
     dem = allocator.demands(both(w.procs, running.procs), both(w.nodes, running.nodes),
                             both(w.gpus, running.gpus), both(w.mem_mib, mem_pre),
                             cluster, exclusive=cfg.exclusive_nodes)
+    if cfg.pools:
+        _confine(dem.need, dem.never_fits, w, cluster, cfg.pools)
     free = dem.capacity.copy()
     pre_group = np.empty(m, dtype=np.int64)
     for i in range(m):

@@ -17,6 +17,7 @@ __all__ = [
     "BACKFILL_MODES",
     "ENGINES",
     "FairshareConfig",
+    "RunLimits",
     "RunningJobs",
     "SimConfig",
     "SimResult",
@@ -59,6 +60,34 @@ class FairshareConfig(Config):
 
 
 @dataclass(frozen=True)
+class RunLimits(Config):
+    """Running limits per user, as a site enforces them (Slurm ``MaxJobsPerUser``,
+    ``MaxTRESPerUser=cpu=N``): a job whose user is at a limit waits without holding a
+    reservation, and the scheduler looks past it. Compiled engine only.
+
+    Example:
+        >>> RunLimits(user_jobs=8).active
+        True
+    """
+
+    label: ClassVar[str] = "limits"
+
+    user_jobs: int = 0
+    """Most jobs one user may have running at once; 0 = no limit."""
+    user_cores: int = 0
+    """Most cores one user may hold at once; 0 = no limit. A user with nothing running may
+    start one larger job (rather than hold it forever)."""
+
+    def validate(self) -> None:
+        self._at_least(0, "user_jobs", "user_cores")
+
+    @property
+    def active(self) -> bool:
+        """Whether any limit is set."""
+        return self.user_jobs > 0 or self.user_cores > 0
+
+
+@dataclass(frozen=True)
 class SimConfig(Config):
     """How to replay a workload.
 
@@ -91,11 +120,23 @@ class SimConfig(Config):
     also choose the nodes a job's GPUs are on (:mod:`hpcpolicy.gpu.placement`)."""
     fairshare: FairshareConfig = field(default_factory=FairshareConfig)
     """Parameters of the ``fairshare`` policy (unused by the others)."""
+    limits: RunLimits = field(default_factory=RunLimits)
+    """Running limits per user (a site model's; none by default)."""
+    pools: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Partitions with their own nodes: (partition name, names of the node groups its jobs
+    may run in); the name ``*`` stands for every partition not named. Jobs of partitions
+    not covered run in any group; empty = no pools."""
 
     def validate(self) -> None:
         self._require(self.preset.conservative_backfill or self.backfill != "conservative",
                       "backfill", f"compat {self.compat!r} has no conservative backfilling; "
                       "use --backfill none or easy with it, or drop --compat")
+        self._require(not self.limits.active or (
+            self.engine == "fast" and not self.preset.peer_engine
+            and self.allocator == "first-fit"), "limits",
+            "running limits need the fast engine with the project's semantics and the "
+            "first-fit allocator; drop --engine reference, --compat or the node-level "
+            "--allocator, or the site model's [limits]")
 
     @property
     def preset(self) -> CompatPreset:

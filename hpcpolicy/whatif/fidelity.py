@@ -27,7 +27,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["NOT_MODELLED", "TRUST_RULES", "fidelity", "spearman", "trust"]
+__all__ = ["NOT_MODELLED", "TRUST_RULES", "fidelity", "spearman", "trust", "wait_figures"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -83,7 +83,8 @@ def spearman(a: F64, b: F64) -> float | None:
     return _pearson(_ranks(a), _ranks(b))
 
 
-def _figures(logged: F64, simulated: F64) -> dict[str, Any]:
+def wait_figures(logged: F64, simulated: F64) -> dict[str, Any]:
+    """The figures of the module docstring for two aligned arrays of waits (s)."""
     err = np.abs(simulated - logged)
     ls, ss = np.sort(logged), np.sort(simulated)
     grid = np.concatenate((ls, ss))
@@ -163,7 +164,7 @@ def fidelity(outcomes: pl.DataFrame, origin: int, run_id: str) -> dict[str, Any]
         return empty | {"reason": reason, "jobs": both.height, "explanation": reason}
     logged = (both["logged_start"] - both["submit"]).to_numpy().astype(np.float64)
     simulated = both["wait"].to_numpy().astype(np.float64)
-    fig = _figures(logged, simulated)
+    fig = wait_figures(logged, simulated)
     level = trust(fig["spearman"], fig["logged_mean_wait_s"], fig["simulated_mean_wait_s"])
     months = (both["submit"].to_numpy() + origin).astype("datetime64[s]").astype("datetime64[M]")
     per_month = []
@@ -171,7 +172,7 @@ def fidelity(outcomes: pl.DataFrame, origin: int, run_id: str) -> dict[str, Any]
         sel = months == month
         if sel.sum() < 2:
             continue
-        f = _figures(logged[sel], simulated[sel])
+        f = wait_figures(logged[sel], simulated[sel])
         per_month.append({"month": str(month), "jobs": f["jobs"],
                           "logged_mean_wait_s": f["logged_mean_wait_s"],
                           "simulated_mean_wait_s": f["simulated_mean_wait_s"],

@@ -21,6 +21,7 @@ import numpy as np
 
 from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError, SimulationError
+from hpcpolicy.site.report import with_site, world_sentence
 from hpcpolicy.whatif import breakdowns, compare, verdicts
 from hpcpolicy.whatif.fidelity import fidelity
 from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.policies.base import Policy
+    from hpcpolicy.site.apply import World
+    from hpcpolicy.site.model import SiteModel
     from hpcpolicy.workload import Workload
 
 __all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "offered_load",
@@ -157,14 +160,18 @@ def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
 
 def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpec,
                      specs: list[RunSpec], policies: dict[str, Policy],
-                     step: Step) -> tuple[list[WhatifRun], Workload, ClusterSpec, list[str]]:
+                     step: Step, site: SiteModel | None = None,
+                     ) -> tuple[list[WhatifRun], Workload, ClusterSpec, list[str]]:
     from hpcpolicy.deploy.resolve import policy_simulator
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import backfill_note, replay
+    from hpcpolicy.site.apply import site_config
 
     w, c = apply_scenario(scenario, workload, cluster)
     configs = [SimConfig(policy=s.policy, backfill=s.backfill, allocator=s.allocator)
                for s in specs]
+    if site is not None:  # every run in the same calibrated world; only the policy differs
+        configs = [site_config(site, cfg) for cfg in configs]
     replays = replay(w, c, configs, None, simulate=policy_simulator(policies),
                      on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0))
     never = replays[0].never_fits()
@@ -299,7 +306,8 @@ def _cluster_doc(cluster: ClusterSpec) -> dict[str, Any]:
 
 
 def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, source: str,
-               source_format: str | None = None, on_step: Step | None = None) -> WhatifResult:
+               source_format: str | None = None, on_step: Step | None = None,
+               site: World | None = None, site_path: str | None = None) -> WhatifResult:
     """Replay and compare; the returned document is ``report.json``.
 
     Args:
@@ -309,6 +317,10 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         source: the job table's path, as the report names it.
         source_format: the log's format (from the table's metadata), if known.
         on_step: ``on_step(label, done, total)`` before each replay, for progress output.
+        site: the site model's world (:func:`hpcpolicy.site.apply.site_world`): baseline and
+            candidates are replayed in it, scenarios change it; None replays the log header's
+            machine as it is.
+        site_path: the site model's file, as the report names it.
 
     Raises:
         ConfigError: bad specs or scenarios; ArtifactError: a candidate policy that cannot
@@ -331,9 +343,12 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
     runs: list[WhatifRun] = []
     scenario_docs, comparisons, as_logged = [], [], []
     overloads: list[str] = training_notes(cand_specs, policies, source)
+    model = None
+    if site is not None:
+        workload, cluster, model = site.workload, site.cluster, site.site
     for scenario in scenarios:
         s_runs, w, c, idle = _replay_scenario(scenario, workload, cluster, specs, policies,
-                                              step)
+                                              step, model)
         runs += s_runs
         if scenario is AS_LOGGED:
             overloads += idle
@@ -361,7 +376,7 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "kind": "hpcpolicy.whatif",
         "title": f"What-if: {source.replace(chr(92), '/').rsplit('/', 1)[-1]}",
         "verdict": verdicts.overall_verdict(base_spec.text, compare.get_metric(cfg.metric),
-                                            as_logged),
+                                            as_logged) + world_sentence(model, site_path),
         "input": {"path": source, "jobs": len(workload), "origin": workload.origin,
                   "first_submit": _iso(first), "last_submit": _iso(last),
                   "source_format": source_format},
@@ -373,7 +388,8 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "metrics": [m.to_dict() for m in compare.METRICS],
         "comparisons": comparisons,
         "timeseries": _timeseries(runs, cfg.max_bins),
-        "fidelity": fidelity(runs[0].outcomes, workload.origin, runs[0].id),
+        "fidelity": with_site(fidelity(runs[0].outcomes, workload.origin, runs[0].id), model,
+                              site_path),
         "notes": [*overloads, *workload.notes, *cluster.notes],
     }
     return WhatifResult(doc=doc, runs=runs)

@@ -1,0 +1,139 @@
+"""Benchmark and measure site models (issue 25) on every shared trace with start times.
+
+For each trace: the time of ``calibrate`` (fit on the first 70 %) and of one ``fidelity``
+replay under the fitted model; the out-of-sample fidelity before (FCFS + EASY as the header
+describes the machine) and after (Spearman, mean-wait error, trust); the ablation; and
+whether the ranking of FCFS, SJF and F1 (all with EASY) by mean wait and by mean bounded
+slowdown changes between the uncalibrated and the calibrated world.
+
+The traces are ingested once into ``--cache``, outside the repository. Output: JSON
+(default ``benchmarks/results/site.json``) and one line of text. Timings taken while other
+work runs on the machine are noisy; rerun on a quiet one.
+
+Usage:
+    python benchmarks/site.py [--traces HPC2N,RICC] [--out FILE] [--cache DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
+TRACES = {
+    # name: (file, cores when the header lacks them); RICC's copy has no header (PWA: 8,192)
+    "CTC-SP2": ("CTC-SP2-1996-3.1-cln.swf.gz", None),
+    "KTH-SP2": ("KTH-SP2-1996-2.1-cln.swf.gz", None),
+    "HPC2N": ("HPC2N-2002-2.2-cln.swf.gz", None),
+    "RICC": ("RICC-2010-2.swf.gz", 8192),
+    "Genomique": ("genomique-2026-sacct-format-all.csv", None),
+}
+POLICIES = ("fcfs", "sjf", "f1")
+
+
+def _tables(cache: Path, names: list[str]) -> dict[str, Path]:
+    from hpcpolicy.ingest import IngestConfig, ingest
+
+    out = {}
+    for name in names:
+        file, procs = TRACES[name]
+        source = DATA / file
+        if not source.exists():
+            raise SystemExit(f"{source} is absent: the benchmark needs ../shared/data")
+        table = cache / f"{name}.parquet"
+        if not table.exists():
+            ingest([source], table, IngestConfig(procs=procs, overwrite=True))
+        out[name] = table
+    return out
+
+
+def _ranking(world: Any) -> dict[str, Any]:
+    """Mean wait and bounded slowdown of each policy (EASY) in ``world``, and their order."""
+    from hpcpolicy.sim.engine import simulate
+
+    w = world.workload
+    figures = {}
+    for policy in POLICIES:
+        cfg = replace(world.cfg, policy=policy, backfill="easy")
+        r = simulate(w, world.cluster, cfg)
+        ok = r.start >= 0
+        wait = (r.start - (w.submit - world.shift))[ok].astype(float)
+        run = w.run_time[ok].astype(float)
+        bsld = np.maximum((wait + run) / np.maximum(run, 10.0), 1.0)
+        figures[policy] = {"mean_wait_s": float(wait.mean()), "mean_bsld": float(bsld.mean())}
+    return {"figures": figures,
+            "by_wait": sorted(POLICIES, key=lambda p: figures[p]["mean_wait_s"]),
+            "by_bsld": sorted(POLICIES, key=lambda p: figures[p]["mean_bsld"])}
+
+
+def measure(name: str, table: Path) -> dict[str, Any]:
+    """Calibrate, fidelity before/after and rankings for one trace."""
+    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.errors import HpcPolicyError
+    from hpcpolicy.site import SiteModel, apply_site
+    from hpcpolicy.site.apply import logged_delay
+    from hpcpolicy.site.calibrate import calibrate
+    from hpcpolicy.site.fidelity import fidelity_report
+    from hpcpolicy.workload import Workload
+
+    tic = time.perf_counter()
+    try:
+        w = Workload.from_table(table)
+        cluster = resolve_cluster(procs=TRACES[name][1], table=table)
+        delay = logged_delay(table, w)
+        cal = calibrate(w, cluster, delay=delay, source=str(table))
+    except HpcPolicyError as exc:
+        return {"trace": name, "error": str(exc)}
+    calibrate_s = time.perf_counter() - tic
+    tic = time.perf_counter()
+    fidelity_report(w, cluster, cal.site, delay=delay)
+    fidelity_s = time.perf_counter() - tic
+    before = _ranking(apply_site(SiteModel(), w, cluster))
+    after = _ranking(apply_site(cal.site, w, cluster, delay=delay))
+    keys = ("spearman", "mean_wait_rel_error", "trust", "jobs")
+    return {
+        "trace": name, "jobs": len(w), "cores": cluster.total_cores,
+        "calibrate_s": calibrate_s, "fidelity_s": fidelity_s,
+        "elements": cal.site.elements(), "availability": cal.site.availability,
+        "user_jobs": cal.site.user_jobs, "user_cores": cal.site.user_cores,
+        "priority": cal.site.priority, "backfill": cal.site.backfill,
+        "before": {k: cal.before[k] for k in keys}, "after": {k: cal.after[k] for k in keys},
+        "ablation": cal.ablation, "ranking_uncalibrated": before, "ranking_calibrated": after,
+        "ranking_changes": {k: before[k] != after[k] for k in ("by_wait", "by_bsld")},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/site.json")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/hpcpolicy-bench-site"))
+    args = parser.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    names = [n for n in args.traces.split(",") if n]
+    from hpcpolicy.atomic import write_json
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    results = []
+    for n, t in _tables(args.cache, names).items():
+        results.append(measure(n, t))
+        write_json(args.out, {"traces": results})  # each trace as soon as it is measured
+    print("; ".join(
+        f"{r['trace']}: " + (r["error"][:60] if "error" in r else
+                             f"calibrate {r['calibrate_s']:.1f} s, fidelity "
+                             f"{r['fidelity_s']:.1f} s, rho {r['before']['spearman']:.2f}->"
+                             f"{r['after']['spearman']:.2f}, mean err "
+                             f"{r['before']['mean_wait_rel_error']:+.0%}->"
+                             f"{r['after']['mean_wait_rel_error']:+.0%}")
+        for r in results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""``hpcpolicy fidelity``: how closely a replay of the log as it was reproduces its waits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._options import ClusterOpt, JsonOutOpt, OverwriteOpt, ProcsOpt, SiteOpt
+
+__all__ = ["FitFracOpt", "main", "render_sections"]
+
+FitFracOpt = Annotated[float, typer.Option(
+    "--fit-frac", help="Share of the jobs (submit order) a calibration fits on; the rest is "
+    "out of sample.")]
+
+
+def render_sections(rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
+    """One table row per (label, fidelity section)."""
+    from rich import box
+    from rich.table import Table
+
+    from hpcpolicy.textfmt import duration
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("part", "jobs", "logged mean", "replayed mean", "mean err", "spearman",
+                "trust"):
+        table.add_column(col, justify="left" if col in ("part", "trust") else "right")
+    for label, s in rows:
+        if not s.get("available", True) or s.get("spearman") is None:
+            continue
+        rel = s["mean_wait_rel_error"]
+        table.add_row(label, f"{s['jobs']:,}", duration(s["logged_mean_wait_s"]),
+                      duration(s["simulated_mean_wait_s"]),
+                      "-" if rel is None else f"{rel:+.0%}", f"{s['spearman']:.2f}",
+                      s["trust"] or "-")
+    console.print(table)
+
+
+def main(
+    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
+                                          show_default=False, dir_okay=False)],
+    site: SiteOpt = None,
+    fit_frac: FitFracOpt = 0.7,
+    cluster: ClusterOpt = None,
+    procs: ProcsOpt = None,
+    json_out: JsonOutOpt = None,
+    overwrite: OverwriteOpt = False,
+) -> None:
+    """Replay the log as it was (FCFS + EASY, or the site model's world) and compare the
+    replayed waits with the logged ones: on the whole log, out of sample (after --fit-frac),
+    by month, partition and job size.
+
+    Examples:
+
+        hpcpolicy fidelity jobs.parquet
+
+        hpcpolicy fidelity jobs.parquet --site site.toml --json fidelity.json
+    """
+    from hpcpolicy.atomic import write_json
+    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.site import load_site
+    from hpcpolicy.site.apply import eligible_delay
+    from hpcpolicy.site.fidelity import FidelityConfig, fidelity_report
+    from hpcpolicy.workload import Workload
+
+    with fail_cleanly():
+        if json_out is not None and json_out.exists() and not overwrite:
+            raise ConfigError(f"{json_out} already exists; pass --overwrite to replace it")
+        config = FidelityConfig(fit_frac=fit_frac)
+        model = load_site(site) if site is not None else None
+        machine = resolve_cluster(spec=cluster, procs=procs, table=table)
+        workload = Workload.from_table(table)
+        delay = eligible_delay(table, workload) if model and model.use_eligible else None
+        report = fidelity_report(workload, machine, model, config, delay=delay)
+        if json_out is not None:
+            write_json(json_out, report)
+    if is_quiet():
+        return
+    render_sections([("whole log", report["whole"]), ("fitted part", report["fit"]),
+                     ("out of sample", report["out_of_sample"])],
+                    f"fidelity of {report['policy']} + {report['backfill']} on "
+                    f"{report['machine']['name']}")
+    for key, title in (("by_partition", "by partition"), ("by_size", "by job size (cores)"),
+                       ("by_month", "by month")):
+        render_sections([(r["group"], r) for r in report[key]], title)
+    console.print(f"replay {report['engine_s']:.2f} s; total {report['wall_s']:.2f} s")

@@ -1,0 +1,159 @@
+"""``hpcpolicy fidelity``: how closely a replay of the log as it was reproduces its waits.
+
+The log is replayed under the site's priority order and backfilling (FCFS + EASY without a
+site model) and each job's replayed wait is set beside its logged one, with the figures of
+:mod:`hpcpolicy.whatif.fidelity` (Spearman and Pearson on the waits, the relative error of
+the mean wait, median absolute error, Wasserstein distance, the trust level). They are given
+on the whole log, on the part after ``fit_frac`` (the out-of-sample part a calibration never
+saw), by calendar month, by partition and by job-size class.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.errors import ConfigError
+from hpcpolicy.sim.engine import simulate
+from hpcpolicy.site.apply import World, apply_site
+from hpcpolicy.site.model import SiteModel
+from hpcpolicy.whatif.fidelity import MIN_JOBS, trust, wait_figures
+from hpcpolicy.workload import Workload
+
+__all__ = ["SIZE_CLASSES", "FidelityConfig", "Waits", "fidelity_report", "replay_waits",
+           "section"]
+
+F64 = npt.NDArray[np.float64]
+
+SIZE_CLASSES = ((1, 1), (2, 4), (5, 16), (17, 64), (65, 256), (257, 1 << 62))
+"""Job-size classes (cores, inclusive bounds) of the by-size breakdown."""
+
+
+@dataclass(frozen=True)
+class FidelityConfig:
+    """How to measure fidelity."""
+
+    fit_frac: float = 0.7
+    """Share of the jobs (in submit order) a calibration may fit on; the rest is out of
+    sample."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.fit_frac < 1.0:
+            raise ConfigError(f"--fit-frac must be between 0 and 1 (exclusive), not "
+                              f"{self.fit_frac}")
+
+
+@dataclass(frozen=True)
+class Waits:
+    """Replayed against logged waits, per job of the workload as logged."""
+
+    logged: F64
+    """Logged wait (s); NaN where the log has no start."""
+    simulated: F64
+    """Replayed wait from the real submit (s); NaN where the job never started."""
+    wall_s: float
+    """Engine time of the replay."""
+
+
+def replay_waits(world: World, policy: str | None = None) -> Waits:
+    """Replay ``world`` under its baseline policy (or ``policy``) and align the waits with
+    the workload as logged (:attr:`World.order`)."""
+    w = world.workload
+    cfg = replace(world.cfg, policy=policy or world.baseline_policy)
+    result = simulate(w, world.cluster, cfg)
+    n = len(w)
+    sim = np.full(n, np.nan)
+    logged = np.full(n, np.nan)
+    started = result.start >= 0
+    real_submit = w.submit - world.shift
+    sim[world.order[started]] = (result.start - real_submit)[started]
+    has_log = w.logged_start >= 0
+    logged[world.order[has_log]] = (w.logged_start - real_submit)[has_log]
+    return Waits(logged=logged, simulated=sim, wall_s=float(result.stats["wall_s"]))
+
+
+def section(logged: F64, simulated: F64) -> dict[str, Any]:
+    """The figures of one part of the log (jobs with both waits); ``available`` False when
+    fewer than :data:`~hpcpolicy.whatif.fidelity.MIN_JOBS` jobs have both."""
+    both = ~(np.isnan(logged) | np.isnan(simulated))
+    if both.sum() < MIN_JOBS:
+        return {"available": False, "jobs": int(both.sum()), "spearman": None, "pearson": None,
+                "mean_wait_rel_error": None, "median_abs_error_s": None, "wasserstein_s": None,
+                "trust": None}
+    fig = wait_figures(logged[both], simulated[both])
+    lm, sm = fig["logged_mean_wait_s"], fig["simulated_mean_wait_s"]
+    return {"available": True, **fig,
+            "mean_wait_rel_error": (sm - lm) / lm if lm > 0 else None,
+            "trust": trust(fig["spearman"], lm, sm)}
+
+
+def _groups(labels: npt.NDArray[Any], waits: Waits) -> list[dict[str, Any]]:
+    rows = []
+    for label in np.unique(labels):
+        sel = labels == label
+        part = section(waits.logged[sel], waits.simulated[sel])
+        if part["available"]:
+            rows.append({"group": str(label), **{k: part[k] for k in (
+                "jobs", "logged_mean_wait_s", "simulated_mean_wait_s", "spearman",
+                "mean_wait_rel_error", "trust")}})
+    return rows
+
+
+def _size_labels(procs: npt.NDArray[np.int64]) -> npt.NDArray[np.str_]:
+    labels = np.empty(len(procs), dtype=object)
+    for lo, hi in SIZE_CLASSES:
+        labels[(procs >= lo) & (procs <= hi)] = f"{lo}-{hi}" if hi < 1 << 62 else f">={lo}"
+    return labels.astype(str)
+
+
+def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | None = None,
+                    config: FidelityConfig | None = None, *,
+                    delay: npt.NDArray[np.int64] | None = None) -> dict[str, Any]:
+    """Fidelity of the replay of the log as it was (the ``fidelity.schema.json`` document).
+
+    Args:
+        workload: the jobs as logged (with logged starts).
+        cluster: the machine.
+        site: the site model; None replays FCFS + EASY as the log header describes it.
+        config: the out-of-sample split.
+        delay: eligible delays, when ``site.use_eligible``.
+
+    Raises:
+        ConfigError: the log has too few logged starts to compare.
+    """
+    cfg = config or FidelityConfig()
+    tic = time.perf_counter()
+    world = apply_site(site or SiteModel(), workload, cluster, delay=delay)
+    waits = replay_waits(world)
+    n = len(workload)
+    split = int(n * cfg.fit_frac)
+    whole = section(waits.logged, waits.simulated)
+    if not whole["available"]:
+        raise ConfigError(f"only {whole['jobs']} jobs have both a logged and a replayed start; "
+                          f"fidelity needs at least {MIN_JOBS} (does the log record start "
+                          "times?)")
+    months = (workload.submit + workload.origin).astype("datetime64[s]").astype(
+        "datetime64[M]").astype(str)
+    names = np.array(workload.partitions or ("-",), dtype=object)
+    parts = names[np.clip(workload.partition, 0, len(names) - 1)].astype(str)
+    return {
+        "schema_version": 1,
+        "site": None if site is None else {"elements": site.elements(),
+                                           "evidence": dict(site.evidence)},
+        "machine": {"name": world.cluster.name, "cores": world.cluster.total_cores},
+        "policy": world.baseline_policy, "backfill": world.cfg.backfill,
+        "fit_frac": cfg.fit_frac, "jobs": n, "split_job": split,
+        "whole": whole,
+        "fit": section(waits.logged[:split], waits.simulated[:split]),
+        "out_of_sample": section(waits.logged[split:], waits.simulated[split:]),
+        "by_month": _groups(months, waits),
+        "by_partition": _groups(parts, waits),
+        "by_size": _groups(_size_labels(workload.procs), waits),
+        "engine_s": waits.wall_s,
+        "wall_s": time.perf_counter() - tic,
+    }
