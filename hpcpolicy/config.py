@@ -37,15 +37,17 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Union
 
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["MAX_INT", "Config", "choice"]
+__all__ = ["MAX_INT", "Config", "choice", "read_json_object"]
 
 MAX_INT = 2**63 - 1
 """Largest integer magnitude a config accepts: a signed 64-bit integer, beyond which NumPy
@@ -69,6 +71,22 @@ def choice(default: Any, options: Iterable[Any]) -> Any:
         hpcpolicy.errors.ConfigError: activation 'gelu' is not one of tanh, relu
     """
     return dataclasses.field(default=default, metadata={_CHOICES: tuple(options)})
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object a file the program wrote holds (a run's or a tune's record).
+
+    Raises:
+        ConfigError: One line naming the file, when it cannot be read, is not JSON, or holds
+            something other than an object.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 def _shown(value: Any) -> str:

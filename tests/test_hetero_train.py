@@ -100,6 +100,16 @@ def test_resume_continues_from_the_checkpoint(trained: Path, data: tuple[Workloa
     first = [r for r in (trained / "episodes.csv").read_text().splitlines()[1:]
              if float(r.split(",")[0]) <= 150]
     assert (run / "episodes.csv").read_text().splitlines()[1:len(first) + 1] == first
+    # a damaged record is a one-line refusal, not a traceback (issue 28)
+    config, mark = run / "config.json", run / "checkpoints" / "last.json"
+    good = config.read_text()
+    config.write_text("{not json")
+    with pytest.raises(ConfigError, match=r"config.json: cannot be read as JSON"):
+        train_gpu_dqn(w, spec, TINY, run, resume=True)
+    config.write_text(good)
+    mark.write_text('{"step": "many"}')
+    with pytest.raises(ConfigError, match=r"last.json: expected the `step` count"):
+        train_gpu_dqn(w, spec, TINY, run, resume=True)
 
 
 def test_a_policy_refuses_other_gpu_types(trained: Path, data: tuple[Workload, ClusterSpec]

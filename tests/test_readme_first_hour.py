@@ -31,7 +31,7 @@ def _commands() -> list[list[str]]:
 def test_the_walkthrough_is_the_documented_sequence() -> None:
     steps = [args[1] for args in _commands()]
     assert steps[0] == "ingest" and steps[-1] == "whatif"
-    assert {"stats", "simulate"} <= set(steps)
+    assert {"stats", "simulate", "fidelity"} <= set(steps)
     assert all(args[0] == "hpcpolicy" for args in _commands())
 
 

@@ -36,6 +36,7 @@ from hpcpolicy.rl.tune.pbt import (  # noqa: E402
     exploit_explore,
     initial_hyperparameters,
 )
+from hpcpolicy.rl.tune.record import TunePaths, TuneRecord  # noqa: E402
 from hpcpolicy.rl.tune.runner import copy_weights  # noqa: E402
 from hpcpolicy.rl.tune.validation import carve  # noqa: E402
 
@@ -350,3 +351,16 @@ def test_bad_options_are_one_line_errors(table: Path, tmp_path: Path) -> None:
     assert "config field `learning_rate` is 0.5, outside the range" in one_line_error(
         invoke("tune", str(table), "--config", str(wild), *out))
     assert not (tmp_path / "t").exists()  # nothing written before the checks
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{broken", "cannot be read as JSON"),
+    ("[1, 2]", "expected a JSON object, got list"),
+    ('{"format": "hpcpolicy.tune/1", "oops": 1}', "expected the fields"),
+])
+def test_a_damaged_tune_record_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    paths = TunePaths(tmp_path)
+    tmp_path.mkdir(exist_ok=True)
+    paths.record.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        TuneRecord.load(paths)

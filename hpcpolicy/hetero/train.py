@@ -33,7 +33,6 @@ Example:
 from __future__ import annotations
 
 import csv
-import json
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -44,6 +43,7 @@ import numpy as np
 
 from hpcpolicy.atomic import atomic_path, write_json
 from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.config import read_json_object
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.hetero.config import GpuDqnConfig
 from hpcpolicy.hetero.env import GpuAssignEnv
@@ -127,13 +127,17 @@ def _start(run: Path, cfg: GpuDqnConfig, resume: bool) -> int:
     if not mark.is_file():
         raise ConfigError(f"{mark} not found: {run} has no checkpoint to resume from (one is "
                           "written at the end of every epoch)")
-    saved = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    saved = read_json_object(run / "config.json")
     changed = sorted(k for k, v in cfg.to_dict().items() if k != "steps" and saved.get(k) != v)
     if changed:
         details = "; ".join(f"{k}: {saved.get(k)!r} -> {cfg.to_dict()[k]!r}" for k in changed)
         raise ConfigError(f"cannot resume {run} with another configuration ({details}); only "
                           "--steps may change")
-    return int(json.loads(mark.read_text(encoding="utf-8"))["step"])
+    step = read_json_object(mark).get("step")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ConfigError(f"{mark}: expected the `step` count of the last checkpoint, got "
+                          f"{step!r}")
+    return step
 
 
 def _checkpointing(run: Path, checkpoint: Path, rows: list[dict[str, float]], cfg: GpuDqnConfig,

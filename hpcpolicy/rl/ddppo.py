@@ -58,6 +58,7 @@ import torch
 from torch import nn
 
 from hpcpolicy.atomic import write_json
+from hpcpolicy.config import read_json_object
 from hpcpolicy.env.factory import ENV_FACTORY
 from hpcpolicy.errors import ConfigError, HpcPolicyError
 from hpcpolicy.rl.config import DDPPOConfig, config_from_dict
@@ -257,13 +258,9 @@ def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
 
 def _read_launch(path: Path) -> dict[str, Any]:
     """launch.json's content, checked to have the parts :func:`prepare_launch` writes."""
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
+    spec = read_json_object(path)
     parts = {"config": dict, "env_kwargs": dict, "provenance": dict}
-    if not isinstance(spec, dict) or any(not isinstance(spec.get(k), t)
-                                         for k, t in parts.items()):
+    if any(not isinstance(spec.get(k), t) for k, t in parts.items()):
         raise ConfigError(f"{path}: expected an object with the objects "
                           f"{', '.join(parts)}, as prepare_launch() writes it")
     return spec

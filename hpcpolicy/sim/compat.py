@@ -35,7 +35,6 @@ from hpcpolicy.sim.fast import (
     BACKFILLED,
     BF,
     DECISIONS,
-    DUR,
     EVENTS,
     EXTERNAL,
     FAIRSHARE,
@@ -56,13 +55,13 @@ from hpcpolicy.sim.fast import (
     QT,
     RANK,
     RLEN,
-    START,
     STARTED,
     STATIC,
     SUBMIT,
     dynamic_score,
     fairshare_add,
     fit_group,
+    occupy,
     unpack,
 )
 from hpcpolicy.sim.nbstruct import BIG
@@ -129,12 +128,7 @@ def _advance_one(ji, need, ip, sc, js, run, queue, free, fs):
 @njit(cache=True)
 def _start(ji, need, sc, js, run, free, j, g, backfilled):
     now = sc[NOW]
-    js[START, j] = now
-    js[FIN, j] = now + ji[DUR, j]
-    js[PEND, j] = now + ji[LENGTH, j]
-    js[GRP, j] = g
-    for r in range(4):
-        free[g, r] -= need[j, g, r]
+    occupy(ji, need, js, free, j, g, now)
     run[sc[RLEN]] = j
     sc[RLEN] += 1
     sc[STARTED] += 1

@@ -48,7 +48,7 @@ from hpcpolicy.sim.nbstruct import (
 # The entry points, and the kernels the RLScheduler-compatible engine (hpcpolicy.sim.compat),
 # the environment and the logged-decision sweep share with this engine.
 __all__ = ["Jobs", "State", "decide", "dynamic_score", "fairshare_add", "fit_group",
-           "next_decision", "run_to_end", "unpack"]
+           "next_decision", "occupy", "run_to_end", "unpack"]
 
 LN2 = math.log(2.0)
 SCALE_DOWN = 2.0 ** -256
@@ -226,6 +226,18 @@ def fairshare_add(ji, need, ip, sc, js, fs, j):
 
 # ---------------------------------------------------------------- starting a job
 @njit(cache=True, inline="always")
+def occupy(ji, need, js, free, j, g, now):
+    """Job ``j`` starts at ``now`` in group ``g``: its start, end, planned end and group are
+    recorded and its resources taken (the bookkeeping every engine's start shares)."""
+    js[START, j] = now
+    js[FIN, j] = now + ji[DUR, j]
+    js[PEND, j] = now + ji[LENGTH, j]
+    js[GRP, j] = g
+    for r in range(4):
+        free[g, r] -= need[j, g, r]
+
+
+@njit(cache=True, inline="always")
 def _trusted(sc, plan):
     """No running job is past its requested end and none ended late since the reservation."""
     if sc[OVERRUNS] != sc[RES_OVR]:
@@ -246,12 +258,7 @@ def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, j, g, back
         sc[RES_HEAD] = -1
     if not backfilled:
         sc[SH_HEAD] = -1  # a job that is not backfilled may outlive EASY's shadow time
-    js[START, j] = now
-    js[FIN, j] = now + ji[DUR, j]
-    js[PEND, j] = now + ji[LENGTH, j]
-    js[GRP, j] = g
-    for r in range(4):
-        free[g, r] -= need[j, g, r]
+    occupy(ji, need, js, free, j, g, now)
     sc[HLEN] = heap_push(heap, sc[HLEN], js[FIN, j], j)
     if ip[IP_BACKFILL] != NONE:
         sc[PLO], sc[PHI] = list_insert(plan, sc[PLO], sc[PHI], js[PEND, j], j)

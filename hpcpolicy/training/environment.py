@@ -3,11 +3,11 @@ resume, so that a resumed run never continues in a different environment."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from hpcpolicy.atomic import write_json
+from hpcpolicy.config import read_json_object
 from hpcpolicy.errors import ConfigError
 
 __all__ = ["ENV_FILE", "record_environment"]
@@ -47,11 +47,8 @@ def record_environment(run: Path, factory: str, kwargs: dict[str, Any], resume: 
         return
     if not path.is_file():
         raise ConfigError(f"{path} not found: {run} was not written by `hpcpolicy train`")
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
-    if not (isinstance(saved, dict) and isinstance(saved.get("factory"), str)
+    saved = read_json_object(path)
+    if not (isinstance(saved.get("factory"), str)
             and isinstance(saved.get("kwargs"), dict)):
         raise ConfigError(f"{path}: expected an object with a `factory` name and its `kwargs` "
                           "object, as `hpcpolicy train` writes it")

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcpolicy.atomic import write_json, write_text
+from hpcpolicy.config import read_json_object
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.rl.tune.pbt import HYPERPARAMETERS
 
@@ -119,9 +120,13 @@ class TuneRecord:
         if not paths.record.is_file():
             raise ConfigError(f"no tune at {paths.root} ({paths.record} is missing); start "
                               "without --resume, or point -o at the tune to continue")
-        data = json.loads(paths.record.read_text(encoding="utf-8"))
+        data = read_json_object(paths.record)
         if data.pop("format", None) != TUNE_FORMAT:
             raise ConfigError(f"{paths.record}: not a tune record of format {TUNE_FORMAT!r}")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if set(data) != fields:
+            raise ConfigError(f"{paths.record}: expected the fields {', '.join(sorted(fields))} "
+                              "of a tune record, as `hpcpolicy tune` writes it")
         return cls(**data)
 
     def check_continues(self, new: Mapping[str, Any], root: Path) -> None:
