@@ -1,0 +1,113 @@
+"""The Slurm flavour of the replay against a real Slurm: a scaled trace window (two
+partitions, 4 nodes of 16 cores) runs on the test Slurm; its sacct log is replayed by the
+default replay (FCFS+EASY on one pool of 64 cores) and by :mod:`hpcpolicy.slurm.replay`, and
+each replay's start times are compared with the real ones job by job.
+
+    python benchmarks/slurm_replay.py --jobs 200 --log-dir DIR [--json out.json]
+
+With ``--log-dir``, a DIR that already holds ``sacct.txt`` is replayed without running the
+cluster again; otherwise the window is run (needs root and Debian's slurm packages, see
+tests/slurm/cluster.py; minutes in real time) and its log is kept there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy.stats import spearmanr
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hpcpolicy.cluster import ClusterSpec  # noqa: E402
+from hpcpolicy.ingest import IngestConfig, ingest  # noqa: E402
+from hpcpolicy.sim.engine import simulate  # noqa: E402
+from hpcpolicy.sim.types import SimConfig  # noqa: E402
+from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay  # noqa: E402
+from hpcpolicy.slurm.submit import (  # noqa: E402
+    ScaleConfig,
+    export_sacct,
+    scale_window,
+    submit_plan,
+    wait_finished,
+)
+from hpcpolicy.workload import Workload  # noqa: E402
+
+TRACE = Path("/work/shared/data/KTH-SP2-1996-2.1-cln.swf.gz")
+NODES = {"batch": (0, 1, 2, 3), "short": (2, 3)}
+"""The test cluster's partitions (tests/slurm/cluster.py PARTITIONS) as node indices."""
+
+
+def _collect(args: argparse.Namespace, log_dir: Path) -> Path:
+    from slurm.cluster import started
+
+    slurm = started()
+    with tempfile.TemporaryDirectory(prefix="slurm-replay-", dir=slurm.root) as tmp:
+        ingest([TRACE], Path(tmp) / "trace.parquet", IngestConfig(overwrite=True))
+        whole = Workload.from_table(Path(tmp) / "trace.parquet")
+    window = whole.take(range(args.first, args.first + args.jobs))
+    span = int(window.submit[-1] - window.submit[0]) or 1
+    plan = scale_window(window, ScaleConfig(
+        time_factor=0.01, min_run_s=5, max_run_s=args.max_run_s,
+        arrival_factor=args.arrivals_s / span, trace_procs=int(whole.procs.max())))
+    work = Path(tempfile.mkdtemp(prefix="slurm-replay-", dir=slurm.root))
+    ids = submit_plan(plan, work, slurm.env)
+    wait_finished(ids.values(), slurm.env, timeout_s=3600)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return export_sacct(ids.values(), log_dir / "sacct.txt", slurm.env)
+
+
+def _figures(w: Workload, start: np.ndarray) -> dict[str, float]:
+    real_wait = (w.logged_start - w.submit).astype(float)
+    wait = (start - w.submit).astype(float)
+    rho = spearmanr(real_wait, wait).statistic
+    return {"median_abs_start_error_s": float(np.median(np.abs(start - w.logged_start))),
+            "spearman_waits": float(rho),
+            "mean_wait_real_s": float(real_wait.mean()),
+            "mean_wait_replay_s": float(wait.mean()),
+            "mean_wait_change": float(wait.mean() / real_wait.mean() - 1)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jobs", type=int, default=200)
+    ap.add_argument("--first", type=int, default=5000, help="first job of the trace window")
+    ap.add_argument("--arrivals-s", type=float, default=200.0,
+                    help="the window's submissions are spread over this many seconds")
+    ap.add_argument("--max-run-s", type=int, default=30)
+    ap.add_argument("--log-dir", type=Path, required=True)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    sacct = args.log_dir / "sacct.txt"
+    if not sacct.exists():
+        _collect(args, args.log_dir)
+    ingest([sacct], args.log_dir / "jobs.parquet", IngestConfig(overwrite=True))
+    w = Workload.from_table(args.log_dir / "jobs.parquet")
+    default = simulate(w, ClusterSpec.homogeneous(64, 4), SimConfig(policy="fcfs",
+                                                                   backfill="easy"))
+    flavour = slurm_replay(w, SlurmReplayConfig(cores_per_node=16, nodes=4), NODES)
+    out: dict[str, Any] = {
+        "log": str(sacct), "jobs": len(w),
+        "partitions": {p: int(np.sum(w.partition == i)) for i, p in enumerate(w.partitions)},
+        "default_replay": _figures(w, default.start),
+        "slurm_replay": _figures(w, flavour.start)}
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+    for label in ("default_replay", "slurm_replay"):
+        f = out[label]
+        print(f"{label}: median |start error| {f['median_abs_start_error_s']:.1f} s, Spearman "
+              f"of waits {f['spearman_waits']:.3f}, mean wait {f['mean_wait_real_s']:.2f} s real"
+              f" / {f['mean_wait_replay_s']:.2f} s replay ({f['mean_wait_change']:+.1%})")
+    _ = pl
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
