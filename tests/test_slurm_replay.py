@@ -77,3 +77,12 @@ def test_multi_node_job_and_unknown_partition() -> None:
     assert res.start.tolist() == [0]
     with pytest.raises(ConfigError, match="partition 'short'"):
         slurm_replay(_jobs([(0, 10, 60, 1)]), TWO_NODES, {"batch": (0, 1)})
+
+
+def test_reservation_holds_whole_nodes() -> None:
+    # a leaves 1 core free on node 0; b fills node 1 for long. c (2 cores) is planned on
+    # node 0 at 120. d (1 core, 600 s) would fit beside c on node 0 core by core, but
+    # Slurm's backfill map holds c's node whole from 120, so d waits for the main pass.
+    rows = [(0, 100, 120, 3), (0, 100, 600, 4), (1, 10, 120, 2), (2, 10, 600, 1)]
+    res = slurm_replay(_jobs(rows), TWO_NODES, PARTS)
+    assert res.start.tolist() == [0, 0, 100, 100]

@@ -53,9 +53,11 @@ class SlurmReplayConfig(Config):
     nodes: int = 4
     bf_interval: int = 1
     """Seconds between backfill passes (``SchedulerParameters=bf_interval``)."""
+    bf_resolution: int = 60
+    """Granularity of backfill reservations in seconds (Slurm's default 60)."""
 
     def validate(self) -> None:
-        self._at_least(1, "cores_per_node", "nodes", "bf_interval")
+        self._at_least(1, "cores_per_node", "nodes", "bf_interval", "bf_resolution")
 
 
 def place(free: I64, allowed: Sequence[int], cores: int, nodes: int) -> dict[int, int] | None:
@@ -104,6 +106,7 @@ class _Replay:
         self.backfilled = np.zeros(len(w), dtype=bool)
         self.running: dict[int, _Running] = {}
         self.queue: list[int] = []
+        self.origin, self.res = int(w.origin), cfg.bf_resolution
 
     def _begin(self, job: int, now: int, cores: dict[int, int]) -> None:
         for n, c in cores.items():
@@ -127,7 +130,9 @@ class _Replay:
                 self._begin(job, now, cores)
 
     def backfill_pass(self, now: int) -> None:
-        # The plan: free cores per node from each breakpoint on (sorted times).
+        # Cores: free cores per node from each breakpoint on, running jobs held to their
+        # planned end. Reservations of blocked jobs hold whole nodes (Slurm's backfill map
+        # is a node bitmap per time slot), on bf_resolution boundaries.
         times = sorted({now, *(r.planned_end for r in self.running.values())})
         plan = np.tile(self.free, (len(times), 1))
         for r in self.running.values():
@@ -135,23 +140,43 @@ class _Replay:
                 if t >= r.planned_end:
                     for n, c in r.cores.items():
                         plan[k, n] += c
+        held: list[tuple[int, int, frozenset[int]]] = []
         blocked = False
         for job in list(self.queue):
             limit = int(self.limit[job])
-            for t in times:
-                window = [i for i, u in enumerate(times) if t <= u < t + limit]
-                cores = place(plan[window].min(axis=0), self.allowed[job],
-                              int(self.cores[job]), int(self.nodes[job]))
-                if cores is not None:
-                    break
-            else:
+            found = self._earliest(job, now, times, plan, held)
+            if found is None:
                 continue
+            t, cores = found
             if t == now:
                 self._begin(job, now, cores)
                 self.backfilled[job] = blocked
+                times, plan = _reserve(times, plan, now, now + limit, cores)
             else:
                 blocked = True
-            times, plan = _reserve(times, plan, t, t + limit, cores)
+                held.append((self._align(t), self._align(t + limit + self.res - 1),
+                             frozenset(cores)))
+
+    def _align(self, t: int) -> int:
+        """``t`` rounded down to a bf_resolution boundary of absolute time."""
+        return (t + self.origin) // self.res * self.res - self.origin
+
+    def _earliest(self, job: int, now: int, times: list[int], plan: I64,
+                  held: list[tuple[int, int, frozenset[int]]]
+                  ) -> tuple[int, dict[int, int]] | None:
+        """The first candidate start (now, a planned end, a reservation's end) at which
+        ``job`` fits for its whole limit, with its cores per node."""
+        limit = int(self.limit[job])
+        for t in sorted({*times, *(r[1] for r in held if r[1] > now)}):
+            taken = set().union(*(r[2] for r in held if r[0] <= t + limit and r[1] > t))
+            nodes = [n for n in self.allowed[job] if n not in taken]
+            k0 = int(np.searchsorted(times, t, side="right")) - 1
+            k1 = max(int(np.searchsorted(times, t + limit, side="left")), k0 + 1)
+            cores = place(plan[k0:k1].min(axis=0), nodes, int(self.cores[job]),
+                          int(self.nodes[job]))
+            if cores is not None:
+                return t, cores
+        return None
 
     def run(self) -> SimResult:
         order = np.lexsort((np.arange(len(self.sub)), self.sub))
