@@ -154,8 +154,9 @@ class _Replay:
                 times, plan = _reserve(times, plan, now, now + limit, cores)
             else:
                 blocked = True
-                held.append((self._align(t), self._align(t + limit + self.res - 1),
-                             frozenset(cores)))
+                # Slurm 22.05 rounds both ends down, keeping at least one slot
+                t0 = self._align(t)
+                held.append((t0, max(self._align(t + limit), t0 + self.res), frozenset(cores)))
 
     def _align(self, t: int) -> int:
         """``t`` rounded down to a bf_resolution boundary of absolute time."""
