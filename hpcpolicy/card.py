@@ -118,8 +118,9 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
     lost = change is not None and change > 0
     if lost:
         card["warning"] = (f"the policy loses to {best['policy']} on the test split "
-                           f"({change:+.1%} mean bsld under backfilling {opts.backfill}); "
-                           f"deploy {best['policy']} instead, or retrain")
+                           f"({change:+.1%} mean bsld under backfilling {opts.backfill}): its "
+                           f"guard runs {best['policy']} in its place; retrain, or delete "
+                           "card.json to deploy the policy anyway")
     card["guard"] = {"fallback": best["policy"], "rule": "lost-on-test", "active": lost}
     return card
 

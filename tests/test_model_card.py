@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_helpers import invoke
+from cli_helpers import invoke, one_line_error
 from env_jobs import write_table
 
 from hpcpolicy import schemas
@@ -113,6 +113,15 @@ def test_a_guarded_policy_that_lost_replays_as_its_fallback(trained: tuple[Path,
         docs[name] = json.loads(out.read_text())
     assert docs["guarded"]["runs"][0]["summary"] == docs["sjf"]["runs"][0]["summary"]
     assert docs["won"]["runs"][0]["policy"] == str(won)  # an inactive guard: the policy itself
+
+
+def test_a_damaged_card_is_one_line_naming_it(trained: tuple[Path, Path, str],
+                                              tmp_path: Path) -> None:
+    table, policy, _ = trained
+    damaged = shutil.copytree(policy, tmp_path / "damaged")
+    (damaged / "card.json").write_text("{")
+    line = one_line_error(invoke("simulate", str(table), "-p", str(damaged)))
+    assert f"{damaged / 'card.json'}: unreadable model card" in line and "delete it" in line
 
 
 def test_whatif_shows_the_card_and_the_active_guard(trained: tuple[Path, Path, str],
