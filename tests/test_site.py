@@ -261,3 +261,9 @@ def test_calibrate_drops_an_element_the_later_fitted_jobs_contradict() -> None:
     early = calibrate(replace(w, logged_start=plain.start), cluster,
                       CalibrateConfig(bisect_steps=2))
     assert early.site.backfill == "none"  # where the log never backfilled, it is kept
+
+
+def test_machine_cores_refuses_a_machine_of_several_groups() -> None:
+    cluster = ClusterSpec((NodeGroup("a", 8, 4), NodeGroup("b", 8, 4)))
+    with pytest.raises(ConfigError, match=r"nodes\.machine_cores resizes"):
+        apply_site(loads("[nodes]\nmachine_cores = 96\n"), _workload(10), cluster)

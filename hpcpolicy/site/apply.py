@@ -87,6 +87,10 @@ def eligible_delay(table: str | Path | pl.DataFrame, workload: Workload) -> I64:
 
 
 def _machine(site: SiteModel, cluster: ClusterSpec, w: Workload) -> ClusterSpec:
+    if site.machine_cores and (len(cluster.groups) > 1 or cluster.total_gpus):
+        raise ConfigError("nodes.machine_cores resizes a machine of one node group without "
+                          f"GPUs; {cluster.name} has {len(cluster.groups)} groups and "
+                          f"{cluster.total_gpus} GPUs: set it to 0 and give --cluster")
     total = site.machine_cores or cluster.total_cores
     site.check_machine(total)
     k = site.cores_per_node or 0

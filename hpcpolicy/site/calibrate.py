@@ -147,7 +147,8 @@ def _candidates(w: Workload, cluster: ClusterSpec, split: int,
     header = cluster.groups[0].cores if len(cluster.groups) == 1 else 0
     found: list[tuple[str, ev.Candidate | None]] = [
         ("nodes", _nodes(ev.find_node_size(w, cluster.total_cores, header),
-                         ev.find_machine_size(w, split, cluster.total_cores))),
+                         ev.find_machine_size(w, split, cluster.total_cores)
+                         if header and not cluster.total_gpus else None)),
         ("pools", ev.find_pools(w, split, cluster.total_cores)),
         ("limits", ev.find_limits(w, split, cluster.total_cores)),
         ("priority", ev.Candidate({"priority": "fairshare"}, "multifactor priority (age, "
