@@ -109,6 +109,7 @@ def main(
     """
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
     from hpcpolicy.compat import compat_preset
+    from hpcpolicy.deploy.guard import guard_note
     from hpcpolicy.deploy.learned import LearnedPolicy
     from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
     from hpcpolicy.errors import ConfigError
@@ -120,6 +121,8 @@ def main(
     with fail_cleanly():
         backfills = backfill or ["none"]
         resolved = {spec: resolve_policy(spec) for spec in policy or ["fcfs"]}
+        for note in filter(None, map(guard_note, resolved)):
+            print_note(note)
         # a heuristic runs under its registry name, a trained policy under its path
         policies = {spec if isinstance(p, LearnedPolicy) else p.name: p
                     for spec, p in resolved.items()}

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import (
+    console,
+    err_console,
+    fail_cleanly,
+    is_quiet,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     BackfillOpt,
     ClusterOpt,
@@ -25,7 +31,7 @@ from hpcpolicy.commands._options import (
     WorkersOpt,
     lower_choice,
 )
-from hpcpolicy.commands._train_show import SUMMARIES, ProgressLine
+from hpcpolicy.commands._train_show import SUMMARIES, ProgressLine, show_card
 from hpcpolicy.commands.evaluate import TrainFracOpt
 from hpcpolicy.training.options import TrainOptions
 
@@ -180,9 +186,15 @@ def main(
         procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat, site=site,
         finetune_steps=finetune_steps if online_finetune else None, init_from=init_from,
         idle_weight=idle_weight)
+    from hpcpolicy.card import model_card
+
     with fail_cleanly():
         trained = _train(table, algo, config, out, options)
+        card = with_progress(lambda step: model_card(trained, table, options, step),
+                             "model card: test split")
     if is_quiet():
         console.print(str(trained.policy), markup=False)
         return
     SUMMARIES[trained.route](trained)
+    if card is not None:
+        show_card(card)

@@ -25,7 +25,8 @@ placed on its own; the longest listed prefix decides):
 7. training: ``rl``, ``offline``, ``marl``, ``hetero``;
 8. ``training``: the one entry point that routes to them (``hpcpolicy.train``);
 9. ``deploy``: an artifact back into the simulator;
-10. using policies: ``evaluate``, ``whatif``, ``rl.tune`` (population-based training that
+10. using policies: ``evaluate``, ``card`` (the model card ``train`` writes: an evaluation on
+    the test part), ``whatif``, ``rl.tune`` (population-based training that
     validates every candidate with ``evaluate``; only commands import it), and ``slurm``
     (``advise``: a policy ranks the live queue);
 11. the front end: ``demo`` (the whole pipeline on a synthetic log), ``commands``, and the
@@ -70,8 +71,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.rl", "hpcpolicy.offline", "hpcpolicy.marl", "hpcpolicy.hetero"),
     ("hpcpolicy.training",),
     ("hpcpolicy.deploy",),
-    ("hpcpolicy.evaluate", "hpcpolicy.whatif", "hpcpolicy.rl.tune", "hpcpolicy.slurm",
-     "hpcpolicy.site"),
+    ("hpcpolicy.evaluate", "hpcpolicy.card", "hpcpolicy.whatif", "hpcpolicy.rl.tune",
+     "hpcpolicy.slurm", "hpcpolicy.site"),
     ("hpcpolicy.demo", "hpcpolicy.commands", "hpcpolicy"),
 )
 """Lowest first; see the module docstring for why each module is where it is."""
