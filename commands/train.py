@@ -24,6 +24,7 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     RewardOpt,
     SeedOpt,
+    SiteOpt,
     WalltimeFallbackOpt,
     WarmOpt,
     WindowSizeOpt,
@@ -121,6 +122,7 @@ def main(
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
     compat: CompatOpt = None,
+    site: SiteOpt = None,
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of algorithm config fields (learning_rate, num_steps, "
         "gamma, ...; see hpcpolicy.rl.config, offline hpcpolicy.offline.config).",
@@ -170,6 +172,8 @@ def main(
 
         hpcpolicy train jobs.parquet --algo ddppo --workers 2 --init-from runs/bc-f1/policy
 
+        hpcpolicy train jobs.parquet --algo ppo --site site.toml -o runs/calibrated
+
         hpcpolicy train gpu.parquet --algo marl --cluster examples/gpu-partition.toml -o runs/m
 
         hpcpolicy train gpu.parquet --algo dqn --cluster examples/gpu-partition.toml
@@ -179,7 +183,7 @@ def main(
         steps=steps, seed=seed, workers=workers, resume=resume, reward=reward,
         backfill=backfill, window_size=window_size, k=k, visible=visible, num_envs=num_envs,
         split=split, train_frac=train_frac, warm=warm, cluster=cluster, procs=procs,
-        procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat,
+        procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat, site=site,
         finetune_steps=finetune_steps if online_finetune else None, init_from=init_from,
         idle_weight=idle_weight)
     from hpcpolicy.card import model_card

@@ -17,7 +17,10 @@ placed on its own; the longest listed prefix decides):
    the issue's order lists ``sim`` first: the simulator calls the protocol and resolves
    heuristics by name, while the policies import the simulator's types only for annotations
    (the one allowed exception below);
-5. ``sim``, and ``gpu`` (the node-level GPU engine ``sim`` dispatches to);
+5. ``sim``, ``gpu`` (the node-level GPU engine ``sim`` dispatches to), and the site model's
+   world (``site.model``, ``site.toml_io``, ``site.apply``: the replay options and workload a
+   site.toml sets, which ``env`` and ``training`` build their episodes in; fitting and
+   measuring it, the rest of ``site``, sit with ``evaluate``);
 6. ``env``;
 7. training: ``rl``, ``offline``, ``marl``, ``hetero``;
 8. ``training``: the one entry point that routes to them (``hpcpolicy.train``);
@@ -62,7 +65,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
     ("hpcpolicy.table", "hpcpolicy.cluster_io", "hpcpolicy.workload", "hpcpolicy.stats"),
     ("hpcpolicy.policies",),
-    ("hpcpolicy.sim", "hpcpolicy.gpu"),
+    ("hpcpolicy.sim", "hpcpolicy.gpu", "hpcpolicy.site.model", "hpcpolicy.site.toml_io",
+     "hpcpolicy.site.apply"),
     ("hpcpolicy.env",),
     ("hpcpolicy.rl", "hpcpolicy.offline", "hpcpolicy.marl", "hpcpolicy.hetero"),
     ("hpcpolicy.training",),
