@@ -12,7 +12,7 @@ from hpcpolicy.commands._console import console, err_console
 if TYPE_CHECKING:
     from hpcpolicy.training import Trained, TrainProgress
 
-__all__ = ["SHOWN", "SUMMARIES", "ProgressLine"]
+__all__ = ["SHOWN", "SUMMARIES", "ProgressLine", "show_card"]
 
 SHOWN = (("charts/episodic_return", "return", "{:.4g}".format),
          ("env/bsld", "bsld", "{:.2f}".format),
@@ -103,6 +103,34 @@ def _online(trained: Trained) -> None:
     console.print(out)
     if result.interrupted:
         console.print(STOPPED)
+
+
+def show_card(card: Mapping[str, Any]) -> None:
+    """The model card: the test-split scores, the training period and the warning."""
+    from rich import box
+    from rich.table import Table
+
+    period = card["period"]
+    console.print(f"model card (card.json): trained on "
+                  f"{card['training_data']['path']}, jobs {period['jobs'][0]:,}.."
+                  f"{period['jobs'][1] - 1:,} submitted {period['from']} .. {period['to']} "
+                  f"({period['part']})", markup=False, soft_wrap=True)
+    test = card["test"]
+    if test is None:
+        console.print(f"no test comparison: {card['skipped']}", markup=False, soft_wrap=True)
+        return
+    out = Table(title=f"test split, backfill {test['backfill']}: mean bsld over "
+                f"{len(test['starts'])} window(s) of {test['window_size']} jobs",
+                title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("policy", "mean bsld", "std", "min", "max"):
+        out.add_column(name, justify="left" if name == "policy" else "right")
+    for row in sorted(test["scores"], key=lambda r: r["mean_bsld"]):
+        label = "trained" if row["kind"] == "learned" else row["policy"]
+        out.add_row(label, *(f"{row[k]:.2f}" for k in ("mean_bsld", "std", "min", "max")))
+    console.print(out)
+    if card["warning"]:
+        console.print(f"warning: {card['warning']}", markup=False, soft_wrap=True)
+    console.print(f"same windows: {test['evaluate']}", markup=False, soft_wrap=True)
 
 
 def _offline(trained: Trained) -> None:

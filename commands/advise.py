@@ -102,6 +102,7 @@ def main(
 
         hpcpolicy advise --restore --audit advise.jsonl
     """
+    from hpcpolicy.deploy.guard import guard_note
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.slurm import advise as lib
 
@@ -115,6 +116,9 @@ def main(
             return
         if policy is None:
             raise ConfigError("--policy is required (e.g. --policy sjf), unless --restore")
+        note = guard_note(policy)
+        if note is not None:
+            err_console.print(f"note: {note}", markup=False)
         cfg = lib.AdviseConfig(policy=policy, partitions=parts, apply=apply,
                                max_changes=max_changes,
                                audit=None if audit is None else str(audit))

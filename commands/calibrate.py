@@ -72,12 +72,13 @@ def _ablation(steps: list[dict[str, Any]]) -> None:
 
     table = Table(title="ablation (each element tried in turn; out-of-sample figures)",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in ("element", "kept", "fit score", "spearman", "mean err", "trust"):
+    for col in ("element", "kept", "val score", "spearman", "mean err", "trust"):
         table.add_column(col, justify="left" if col in ("element", "kept", "trust") else "right")
     for s in steps:
         o = s["out_of_sample"]
         rel = o["mean_wait_rel_error"]
-        table.add_row(s["element"], "yes" if s["kept"] else "no", f"{s['objective_fit']:.3f}",
+        table.add_row(s["element"], "yes" if s["kept"] else "no",
+                      f"{s['objective_validation']:.3f}",
                       "-" if o["spearman"] is None else f"{o['spearman']:.2f}",
                       "-" if rel is None else f"{rel:+.0%}", o["trust"] or "-")
     console.print(table)

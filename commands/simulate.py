@@ -109,9 +109,10 @@ def main(
     """
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
     from hpcpolicy.compat import compat_preset
-    from hpcpolicy.deploy.learned import LearnedPolicy
+    from hpcpolicy.deploy.guard import guard_note
     from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
     from hpcpolicy.errors import ConfigError
+    from hpcpolicy.policies.heuristics import HEURISTICS
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import WindowConfig, replay
     from hpcpolicy.site.apply import load_world, site_config
@@ -120,8 +121,11 @@ def main(
     with fail_cleanly():
         backfills = backfill or ["none"]
         resolved = {spec: resolve_policy(spec) for spec in policy or ["fcfs"]}
-        # a heuristic runs under its registry name, a trained policy under its path
-        policies = {spec if isinstance(p, LearnedPolicy) else p.name: p
+        for note in filter(None, map(guard_note, resolved)):
+            print_note(note)
+        # a heuristic runs under its registry name, a trained policy under its path, also
+        # when its guard runs a heuristic in its place
+        policies = {p.name if spec.strip().lower() in HEURISTICS else spec: p
                     for spec, p in resolved.items()}
         for path in (p for p in (json_out, out) if p is not None):
             if path.exists() and not overwrite:

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import (
+    console,
+    err_console,
+    fail_cleanly,
+    is_quiet,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     BackfillOpt,
     ClusterOpt,
@@ -18,13 +24,14 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     RewardOpt,
     SeedOpt,
+    SiteOpt,
     WalltimeFallbackOpt,
     WarmOpt,
     WindowSizeOpt,
     WorkersOpt,
     lower_choice,
 )
-from hpcpolicy.commands._train_show import SUMMARIES, ProgressLine
+from hpcpolicy.commands._train_show import SUMMARIES, ProgressLine, show_card
 from hpcpolicy.commands.evaluate import TrainFracOpt
 from hpcpolicy.training.options import TrainOptions
 
@@ -115,6 +122,7 @@ def main(
     procs_from: ProcsFromOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
     compat: CompatOpt = None,
+    site: SiteOpt = None,
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of algorithm config fields (learning_rate, num_steps, "
         "gamma, ...; see hpcpolicy.rl.config, offline hpcpolicy.offline.config).",
@@ -164,6 +172,8 @@ def main(
 
         hpcpolicy train jobs.parquet --algo ddppo --workers 2 --init-from runs/bc-f1/policy
 
+        hpcpolicy train jobs.parquet --algo ppo --site site.toml -o runs/calibrated
+
         hpcpolicy train gpu.parquet --algo marl --cluster examples/gpu-partition.toml -o runs/m
 
         hpcpolicy train gpu.parquet --algo dqn --cluster examples/gpu-partition.toml
@@ -173,12 +183,18 @@ def main(
         steps=steps, seed=seed, workers=workers, resume=resume, reward=reward,
         backfill=backfill, window_size=window_size, k=k, visible=visible, num_envs=num_envs,
         split=split, train_frac=train_frac, warm=warm, cluster=cluster, procs=procs,
-        procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat,
+        procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat, site=site,
         finetune_steps=finetune_steps if online_finetune else None, init_from=init_from,
         idle_weight=idle_weight)
+    from hpcpolicy.card import model_card
+
     with fail_cleanly():
         trained = _train(table, algo, config, out, options)
+        card = with_progress(lambda step: model_card(trained, table, options, step),
+                             "model card: test split")
     if is_quiet():
         console.print(str(trained.policy), markup=False)
         return
     SUMMARIES[trained.route](trained)
+    if card is not None:
+        show_card(card)

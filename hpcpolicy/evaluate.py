@@ -7,7 +7,9 @@ trained on). Replays, metrics and windows are those of ``hpcpolicy simulate``
 (:func:`hpcpolicy.sim.windows.replay`, :mod:`hpcpolicy.sim.metrics`): each metric is computed
 per window and averaged over windows; the spread over windows (sample standard deviation, min,
 max) says how much one number can be trusted. For every backfilling mode the best heuristic
-(lowest mean bounded slowdown) is named, and each trained policy is compared with it.
+(lowest mean bounded slowdown) is named, and each trained policy is compared with it. A
+trained policy runs as itself even when its guard is active (:mod:`hpcpolicy.deploy.guard`):
+this is the measurement the guard is decided on.
 
 On a GPU partition, ``allocators`` adds the placement heuristics as a third axis: every policy
 runs with every allocator, so ``policies=("fcfs", "lcfs", "sjf")`` with
@@ -257,7 +259,7 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
     from hpcpolicy.policies.heuristics import Heuristic
     from hpcpolicy.sim.engine import check_one_engine
 
-    policies = {spec: resolve_policy(spec) for spec in cfg.policies}
+    policies = {spec: resolve_policy(spec, guard=False) for spec in cfg.policies}
     labels = {spec: p.name if isinstance(p, Heuristic) else spec
               for spec, p in policies.items()}
     starts = split_starts(len(workload), cfg.split, cfg.train_frac, cfg.window_config())

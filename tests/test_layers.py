@@ -17,12 +17,16 @@ placed on its own; the longest listed prefix decides):
    the issue's order lists ``sim`` first: the simulator calls the protocol and resolves
    heuristics by name, while the policies import the simulator's types only for annotations
    (the one allowed exception below);
-5. ``sim``, and ``gpu`` (the node-level GPU engine ``sim`` dispatches to);
+5. ``sim``, ``gpu`` (the node-level GPU engine ``sim`` dispatches to), and the site model's
+   world (``site.model``, ``site.toml_io``, ``site.apply``: the replay options and workload a
+   site.toml sets, which ``env`` and ``training`` build their episodes in; fitting and
+   measuring it, the rest of ``site``, sit with ``evaluate``);
 6. ``env``;
 7. training: ``rl``, ``offline``, ``marl``, ``hetero``;
 8. ``training``: the one entry point that routes to them (``hpcpolicy.train``);
 9. ``deploy``: an artifact back into the simulator;
-10. using policies: ``evaluate``, ``whatif``, ``rl.tune`` (population-based training that
+10. using policies: ``evaluate``, ``card`` (the model card ``train`` writes: an evaluation on
+    the test part), ``whatif``, ``rl.tune`` (population-based training that
     validates every candidate with ``evaluate``; only commands import it), and ``slurm``
     (``advise``: a policy ranks the live queue);
 11. the front end: ``demo`` (the whole pipeline on a synthetic log), ``commands``, and the
@@ -61,13 +65,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
     ("hpcpolicy.table", "hpcpolicy.cluster_io", "hpcpolicy.workload", "hpcpolicy.stats"),
     ("hpcpolicy.policies",),
-    ("hpcpolicy.sim", "hpcpolicy.gpu"),
+    ("hpcpolicy.sim", "hpcpolicy.gpu", "hpcpolicy.site.model", "hpcpolicy.site.toml_io",
+     "hpcpolicy.site.apply"),
     ("hpcpolicy.env",),
     ("hpcpolicy.rl", "hpcpolicy.offline", "hpcpolicy.marl", "hpcpolicy.hetero"),
     ("hpcpolicy.training",),
     ("hpcpolicy.deploy",),
-    ("hpcpolicy.evaluate", "hpcpolicy.whatif", "hpcpolicy.rl.tune", "hpcpolicy.slurm",
-     "hpcpolicy.site"),
+    ("hpcpolicy.evaluate", "hpcpolicy.card", "hpcpolicy.whatif", "hpcpolicy.rl.tune",
+     "hpcpolicy.slurm", "hpcpolicy.site"),
     ("hpcpolicy.demo", "hpcpolicy.commands", "hpcpolicy"),
 )
 """Lowest first; see the module docstring for why each module is where it is."""

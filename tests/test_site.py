@@ -136,7 +136,8 @@ def test_calibrate_finds_an_outage_within_an_hour() -> None:
 
 
 def test_site_toml_round_trip_and_evidence_comments() -> None:
-    site = SiteModel(cores_per_node=4, whole_node=True, pools=(Pool("gpu q", 8),),
+    site = SiteModel(cores_per_node=4, whole_node=True, machine_cores=96,
+                     pools=(Pool("gpu q", 8),),
                      user_jobs=7, availability=0.8, priority="fairshare", interval_s=30,
                      evidence={"limits": "5 users peaked at 7 running jobs"})
     text = dumps(site)
@@ -226,3 +227,43 @@ def test_fidelity_report_parts() -> None:
     # FCFS + EASY replaying its own schedule reproduces it
     assert doc["whole"]["mean_wait_rel_error"] == pytest.approx(0.0, abs=1e-9)
     assert doc["fit"]["jobs"] + doc["out_of_sample"]["jobs"] == 600
+
+
+def test_calibrate_finds_a_larger_machine_than_the_header() -> None:
+    """A log scheduled on 128 cores, replayed on the 64 its header claims: the nodes element
+    raises the machine, with the time the log ran more cores than 64 as its evidence."""
+    w = _workload()
+    logged = _as_logged(w, ClusterSpec.homogeneous(128), SimConfig(backfill="easy"))
+    header = ClusterSpec.homogeneous(64)
+    found = ev.find_machine_size(logged, int(len(w) * 0.7), 64)
+    assert found is not None and 64 < found.values["machine_cores"] <= 128
+    assert "more than the machine's 64 cores" in found.evidence
+    fit = calibrate(logged, header, CalibrateConfig(bisect_steps=2))
+    assert "nodes" in fit.site.elements()
+    assert abs(fit.site.machine_cores - 128) <= 12.8
+    assert abs(fit.after["mean_wait_rel_error"]) < abs(fit.before["mean_wait_rel_error"])
+    assert apply_site(fit.site, logged, header).cluster.total_cores == fit.site.machine_cores
+    assert ev.find_machine_size(logged, int(len(w) * 0.7), 128) is None
+
+
+def test_calibrate_drops_an_element_the_later_fitted_jobs_contradict() -> None:
+    """Backfilling off over the earliest jobs only: it fits them, but the validation slice
+    (the latest fitted jobs, scheduled with EASY) shows that it does not carry over."""
+    w = _workload()
+    cluster = ClusterSpec.homogeneous(64)
+    plain = simulate(w, cluster, SimConfig(backfill="none"))
+    easy = simulate(w, cluster, SimConfig(backfill="easy"))
+    cut = int(len(w) * 0.4)
+    logged = replace(w, logged_start=np.concatenate((plain.start[:cut], easy.start[cut:])))
+    fit = calibrate(logged, cluster, CalibrateConfig(bisect_steps=2))
+    cadence = next(s for s in fit.ablation if s["element"] == "cadence")
+    assert not cadence["kept"] and fit.site.backfill == "easy"
+    early = calibrate(replace(w, logged_start=plain.start), cluster,
+                      CalibrateConfig(bisect_steps=2))
+    assert early.site.backfill == "none"  # where the log never backfilled, it is kept
+
+
+def test_machine_cores_refuses_a_machine_of_several_groups() -> None:
+    cluster = ClusterSpec((NodeGroup("a", 8, 4), NodeGroup("b", 8, 4)))
+    with pytest.raises(ConfigError, match=r"nodes\.machine_cores resizes"):
+        apply_site(loads("[nodes]\nmachine_cores = 96\n"), _workload(10), cluster)

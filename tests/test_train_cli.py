@@ -182,3 +182,27 @@ def test_init_from_starts_the_policy_from_another_run(table: Path, tmp_path: Pat
     assert "no such policy file or directory" in one_line_error(
         invoke("train", str(table), *TINY, "--init-from", str(tmp_path / "nowhere"),
                "-o", str(tmp_path / "n")))
+
+
+def test_site_puts_the_run_in_the_calibrated_world(table: Path, tmp_path: Path,
+                                                   rollout64: Path) -> None:
+    """`train --site`: the environment carries the site's limits, its capacity stretches the
+    run times the episodes replay, env.json records the model, and offline runs refuse it."""
+    from hpcpolicy.env.factory import load, make_env
+    from hpcpolicy.site import SiteModel
+    from hpcpolicy.site.toml_io import save_site
+
+    site = tmp_path / "site.toml"
+    save_site(SiteModel(availability=0.5, user_jobs=2), site)
+    run = tmp_path / "run"
+    result = invoke("-q", "train", str(table), *TINY, "-o", str(run), "--config",
+                    str(rollout64), "--site", str(site))
+    assert result.exit_code == 0, result.output
+    kwargs = json.loads((run / "env.json").read_text())["kwargs"]
+    assert kwargs["site"] == str(site.resolve())
+    env = make_env(**kwargs).unwrapped
+    plain, _ = load(str(table))
+    assert env.config.user_jobs == 2
+    assert (env.workload.run_time >= 2 * plain.run_time - 1).all()
+    assert "--site" in one_line_error(
+        invoke("train", str(tmp_path), "--algo", "bc", "--site", str(site)))

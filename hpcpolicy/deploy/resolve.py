@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from hpcpolicy.artifact import GPU_TYPE_FORMAT, MARL_FORMAT, POLICY_FORMAT, manifest_format
 from hpcpolicy.deploy.gpu_type import GpuDqnPolicy
+from hpcpolicy.deploy.guard import active_guard
 from hpcpolicy.deploy.learned import LearnedPolicy
 from hpcpolicy.deploy.marl import MarlPolicy
 from hpcpolicy.errors import ArtifactError, ConfigError
@@ -43,9 +44,10 @@ LOADERS: dict[str, Callable[[str], Policy]] = {
 """The policy class of each artifact ``format``; each takes the policy directory."""
 
 
-def resolve_policy(spec: str) -> Policy:
+def resolve_policy(spec: str, *, guard: bool = True) -> Policy:
     """A heuristic by name (``sjf``), or a trained policy by path (``runs/NAME/policy``),
-    opened by the loader of its manifest's format (:data:`LOADERS`).
+    opened by the loader of its manifest's format (:data:`LOADERS`); with ``guard``, the
+    fallback heuristic of a policy whose guard is active (:mod:`hpcpolicy.deploy.guard`).
 
     Raises:
         ConfigError: Neither a heuristic nor an existing path; the message lists the heuristics.
@@ -57,6 +59,9 @@ def resolve_policy(spec: str) -> Policy:
         raise ConfigError(f"policy {spec!r} is neither a heuristic ({', '.join(HEURISTICS)}) "
                           "nor a trained policy directory (runs/NAME/policy, written by "
                           "`hpcpolicy train`)")
+    fallback = active_guard(spec) if guard else None
+    if fallback is not None:
+        return get_policy(fallback)
     fmt = manifest_format(spec)
     if fmt is None:  # a model file, or no manifest: the job-scorer loader says what is wrong
         return LearnedPolicy(spec)

@@ -36,8 +36,11 @@ ENV_FACTORY = "hpcpolicy.env.factory:make_env"
 
 def env_kwargs(table: str | Path, env: EnvConfig, *, workload: WorkloadOptions | None = None,
                cluster: str | Path | None = None, procs: int | None = None,
-               max_episode_steps: int | None = None) -> dict[str, Any]:
-    """The JSON-ready keyword arguments of :func:`make_env` (absolute paths)."""
+               max_episode_steps: int | None = None,
+               site: str | Path | None = None) -> dict[str, Any]:
+    """The JSON-ready keyword arguments of :func:`make_env` (absolute paths); ``site`` only
+    when a site model is given, so that runs without one record what they always did."""
+    extra = {} if site is None else {"site": str(Path(site).resolve())}
     return {
         "table": str(Path(table).resolve()),
         "env": env.to_dict(),
@@ -45,41 +48,52 @@ def env_kwargs(table: str | Path, env: EnvConfig, *, workload: WorkloadOptions |
         "cluster": None if cluster is None else str(Path(cluster).resolve()),
         "procs": procs,
         "max_episode_steps": max_episode_steps,
+        **extra,
     }
 
 
 @functools.lru_cache(maxsize=4)
-def _load(table: str, workload_json: str, cluster: str | None,
-          procs: int | None) -> tuple[Workload, ClusterSpec]:
+def _load(table: str, workload_json: str, cluster: str | None, procs: int | None,
+          site: str | None) -> tuple[Workload, ClusterSpec]:
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.workload import Workload, WorkloadOptions
 
     options = WorkloadOptions.from_dict(json.loads(workload_json)) if workload_json != "null" \
         else None
     machine = resolve_cluster(spec=cluster, procs=procs, table=table)
-    return Workload.from_table(table, options=options), machine
+    jobs = Workload.from_table(table, options=options)
+    if site is None:
+        return jobs, machine
+    from hpcpolicy.site.apply import load_world
+
+    world = load_world(site, table, jobs, machine)
+    return world.workload, world.cluster
 
 
 def load(table: str | Path, workload: dict[str, Any] | None = None, cluster: str | None = None,
-         procs: int | None = None) -> tuple[Workload, ClusterSpec]:
-    """The workload and machine of a job table (read once per process, then cached).
+         procs: int | None = None, site: str | None = None) -> tuple[Workload, ClusterSpec]:
+    """The workload and machine of a job table (read once per process, then cached), in the
+    world of the site model ``site`` when given (its capacity, cadence and holds move the
+    jobs; its nodes and pools shape the machine).
 
     Args:
         table: The job table (``jobs.parquet``).
         workload: :class:`~hpcpolicy.workload.WorkloadOptions` as a dict; None for defaults.
         cluster: A cluster spec file; excludes ``procs``.
         procs: A homogeneous machine of this many processors; default: the log's header.
+        site: A site model (site.toml).
 
     Raises:
-        HpcPolicyError: What :meth:`Workload.from_table` and
-            :func:`~hpcpolicy.cluster_io.resolve_cluster` raise.
+        HpcPolicyError: What :meth:`Workload.from_table`,
+            :func:`~hpcpolicy.cluster_io.resolve_cluster` and the site model's reader raise.
     """
-    return _load(str(table), json.dumps(workload, sort_keys=True), cluster, procs)
+    return _load(str(table), json.dumps(workload, sort_keys=True), cluster, procs, site)
 
 
 def make_env(table: str, env: dict[str, Any] | None = None,
              workload: dict[str, Any] | None = None, cluster: str | None = None,
-             procs: int | None = None, max_episode_steps: int | None = None) -> gym.Env[Any, Any]:
+             procs: int | None = None, max_episode_steps: int | None = None,
+             site: str | None = None) -> gym.Env[Any, Any]:
     """One :class:`~hpcpolicy.env.scheduling.SchedulingEnv` on a job table.
 
     Args:
@@ -89,12 +103,14 @@ def make_env(table: str, env: dict[str, Any] | None = None,
         cluster: A cluster spec file.
         procs: A machine of this many processors.
         max_episode_steps: Wrap the environment in ``TimeLimit`` (truncation) if given.
+        site: A site model: the episodes replay in its world (``env`` carries its replay
+            options, :func:`hpcpolicy.site.apply.env_options`).
     """
     import gymnasium as gym
 
     from hpcpolicy.env.scheduling import SchedulingEnv
 
-    jobs, machine = load(table, workload, cluster, procs)
+    jobs, machine = load(table, workload, cluster, procs, site)
     instance: gym.Env[Any, Any] = SchedulingEnv(jobs, machine, EnvConfig.from_dict(env or {}))
     if max_episode_steps is not None:
         instance = gym.wrappers.TimeLimit(instance, max_episode_steps=max_episode_steps)

@@ -87,15 +87,20 @@ def eligible_delay(table: str | Path | pl.DataFrame, workload: Workload) -> I64:
 
 
 def _machine(site: SiteModel, cluster: ClusterSpec, w: Workload) -> ClusterSpec:
-    total = cluster.total_cores
+    if site.machine_cores and (len(cluster.groups) > 1 or cluster.total_gpus):
+        raise ConfigError("nodes.machine_cores resizes a machine of one node group without "
+                          f"GPUs; {cluster.name} has {len(cluster.groups)} groups and "
+                          f"{cluster.total_gpus} GPUs: set it to 0 and give --cluster")
+    total = site.machine_cores or cluster.total_cores
     site.check_machine(total)
     k = site.cores_per_node or 0
-    if k < 1 and not site.pools:
+    if k < 1 and not site.pools and total == cluster.total_cores:
         return cluster
     k = max(k, 1)
     if site.cores_per_node and total % k:
         raise ConfigError(f"nodes.cores_per_node {k} does not divide the machine's {total:,} "
-                          "cores; fix the value or the machine (--cluster/--procs)")
+                          "cores; fix the value, nodes.machine_cores or the machine "
+                          "(--cluster/--procs)")
     shared = max(total - sum(p.cores for p in site.pools), k)
     groups = [NodeGroup(f"pool:{p.partition}", max(p.cores // k, 1), k) for p in site.pools]
     groups.append(NodeGroup(SHARED, max(shared // k, 1), k))

@@ -1,12 +1,14 @@
 """``hpcpolicy calibrate``: fit a site model to the earlier part of a log.
 
 The search keeps the simulator in the loop. Candidates come from the logged schedule
-(:mod:`hpcpolicy.site.evidence`: node size, pools, running limits, holds) and from the
-scheduler's options (multifactor priority, backfilling off); each is tried in turn and kept
-only where it makes the replay of the fitted part closer to the log, with the available
-capacity re-fitted for every trial (bisection on the mean wait of the fitted part). Fidelity
-is then measured on the part after ``fit_frac``, which the search never looks at, before and
-after, with the ablation of each kept element.
+(:mod:`hpcpolicy.site.evidence`: node size and machine size, pools, running limits, holds)
+and from the scheduler's options (multifactor priority, backfilling off). The fitted part is
+cut in two by time. Each trial's availability is bisected on the earlier share's mean wait,
+then refined on the later share's; an element is kept only where it makes the replay of that
+later share, the *validation* slice, closer to the log than the simpler model without it. So
+an element that fits the early months but not the following ones is dropped, as it would be
+out of sample. Fidelity is measured on the part after ``fit_frac``, which the search never
+looks at, before and after, with the ablation of each element tried.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ I64 = npt.NDArray[np.int64]
 
 MIN_AVAILABILITY = 0.5
 """Lowest availability the search tries: below it queues (and replay times) explode."""
+REFINE = 0.125
+"""Half-width of the availability interval the validation slice refines the fit in."""
 MAX_OUTAGES = 50
 """Most outage intervals written to site.toml (the longest)."""
 
@@ -42,13 +46,18 @@ class CalibrateConfig:
 
     fit_frac: float = 0.7
     """Share of the jobs (submit order) to fit on; the rest measures the result."""
+    val_frac: float = 0.3
+    """Share of the fitted part, its latest jobs, that chooses the elements (validation)."""
     bisect_steps: int = 6
     """Bisection steps of the availability fit per trial."""
     min_gain: float = 0.01
-    """Smallest gain of :func:`objective` on the fitted part for an element to be kept."""
+    """Smallest gain of :func:`objective` on the validation slice for an element to be
+    kept."""
 
     def __post_init__(self) -> None:
         FidelityConfig(self.fit_frac)
+        if not 0.0 < self.val_frac < 1.0:
+            raise ConfigError(f"val_frac must be in (0, 1), not {self.val_frac}")
         if self.bisect_steps < 0:
             raise ConfigError("bisect_steps must be >= 0")
 
@@ -64,14 +73,14 @@ class Calibration:
     after: dict[str, Any]
     """Out-of-sample fidelity under the site model."""
     ablation: list[dict[str, Any]]
-    """Per step of the search: the element tried, kept or not, fit-part objective and
+    """Per step of the search: the element tried, kept or not, validation objective and
     out-of-sample figures."""
     wall_s: float
     """Time the calibration took."""
 
 
 def objective(part: dict[str, Any]) -> float:
-    """What the search maximises on the fitted part: Spearman minus |mean-wait error|
+    """What the search maximises on the validation slice: Spearman minus |mean-wait error|
     (capped at 1, so that neither swamps the other)."""
     if not part["available"] or part["spearman"] is None:
         return -2.0
@@ -79,47 +88,67 @@ def objective(part: dict[str, Any]) -> float:
     return float(part["spearman"]) - min(abs(rel) if rel is not None else 1.0, 1.0)
 
 
+Parts = dict[str, dict[str, Any]]
+"""Fidelity figures of one replay by part: train, validation, fit (both) and oos."""
+
+
 class _Search:
     """Replays under trial models, remembering the figures of each."""
 
-    def __init__(self, w: Workload, cluster: ClusterSpec, split: int, delay: I64 | None,
-                 steps: int) -> None:
-        self.w, self.cluster, self.split, self.delay, self.steps = w, cluster, split, delay, steps
+    def __init__(self, w: Workload, cluster: ClusterSpec, cuts: tuple[int, int],
+                 delay: I64 | None, steps: int) -> None:
+        self.w, self.cluster, self.delay, self.steps = w, cluster, delay, steps
+        val, split = cuts
+        self.slices = {"train": slice(0, val), "validation": slice(val, split),
+                       "fit": slice(0, split), "oos": slice(split, None)}
         self.runs = 0
 
-    def parts(self, site: SiteModel) -> tuple[dict[str, Any], dict[str, Any]]:
+    def parts(self, site: SiteModel) -> Parts:
         waits = replay_waits(apply_site(site, self.w, self.cluster, delay=self.delay))
         self.runs += 1
-        s = self.split
-        return (section(waits.logged[:s], waits.simulated[:s]),
-                section(waits.logged[s:], waits.simulated[s:]))
+        return {name: section(waits.logged[cut], waits.simulated[cut])
+                for name, cut in self.slices.items()}
 
-    def fit_capacity(self, site: SiteModel) -> tuple[SiteModel, dict[str, Any], dict[str, Any]]:
-        """``site`` with the availability that brings the fitted part's mean wait closest to
-        the log's (waits grow as capacity shrinks); its (fit, out-of-sample) figures."""
-        best = (replace(site, availability=1.0), *self.parts(replace(site, availability=1.0)))
-        rel = best[1]["mean_wait_rel_error"]
-        if rel is None or rel >= 0:
-            return best
-        lo, hi = MIN_AVAILABILITY, 1.0
-        for _ in range(self.steps):
+    def _bisect(self, site: SiteModel, part: str, lo: float, hi: float, steps: int,
+                tried: list[tuple[SiteModel, Parts]]) -> None:
+        """Bisect the availability in [lo, hi] on ``part``'s mean wait (waits grow as capacity
+        shrinks), adding each replay to ``tried``."""
+        for _ in range(steps):
             mid = (lo + hi) / 2
             trial = replace(site, availability=round(mid, 4))
-            fit, oos = self.parts(trial)
-            if abs(fit["mean_wait_rel_error"] or 0) < abs(best[1]["mean_wait_rel_error"] or 0):
-                best = (trial, fit, oos)
-            if (fit["mean_wait_rel_error"] or 0) < 0:
+            tried.append((trial, self.parts(trial)))
+            if (tried[-1][1][part]["mean_wait_rel_error"] or 0) < 0:
                 hi = mid
             else:
                 lo = mid
-        return best
+
+    def fit_capacity(self, site: SiteModel) -> tuple[SiteModel, Parts]:
+        """``site`` with an availability fitted to the log, and its figures.
+
+        Bisection on the earlier share's mean wait finds the availability that matches it;
+        a shorter one around that point then follows the validation slice's mean wait (near
+        saturation a small change of capacity multiplies the waits, and the later slice says
+        which side of that cliff carries over to later months). Of every availability visited
+        (and the full machine), the one whose replay of the validation slice scores best is
+        returned.
+        """
+        full = replace(site, availability=1.0)
+        tried = [(full, self.parts(full))]
+        if (tried[0][1]["train"]["mean_wait_rel_error"] or 0) < 0:
+            self._bisect(site, "train", MIN_AVAILABILITY, 1.0, self.steps, tried)
+            near = tried[-1][0].availability
+            self._bisect(site, "validation", max(near - REFINE, MIN_AVAILABILITY),
+                         min(near + REFINE, 1.0), self.steps // 2, tried)
+        return max(tried, key=lambda t: objective(t[1]["validation"]))
 
 
 def _candidates(w: Workload, cluster: ClusterSpec, split: int,
                 delay: I64 | None) -> list[tuple[str, ev.Candidate]]:
     header = cluster.groups[0].cores if len(cluster.groups) == 1 else 0
     found: list[tuple[str, ev.Candidate | None]] = [
-        ("nodes", ev.find_node_size(w, cluster.total_cores, header)),
+        ("nodes", _nodes(ev.find_node_size(w, cluster.total_cores, header),
+                         ev.find_machine_size(w, split, cluster.total_cores)
+                         if header and not cluster.total_gpus else None)),
         ("pools", ev.find_pools(w, split, cluster.total_cores)),
         ("limits", ev.find_limits(w, split, cluster.total_cores)),
         ("priority", ev.Candidate({"priority": "fairshare"}, "multifactor priority (age, "
@@ -133,6 +162,17 @@ def _candidates(w: Workload, cluster: ClusterSpec, split: int,
                                             "became eligible after their submit (holds, "
                                             "dependencies)")))
     return [(name, c) for name, c in found if c is not None]
+
+
+def _nodes(size: ev.Candidate | None, machine: ev.Candidate | None) -> ev.Candidate | None:
+    """The node size and the machine's size as one element (a larger machine is rounded up
+    to whole nodes)."""
+    if size is None or machine is None:
+        return size or machine
+    k = size.values["cores_per_node"]
+    cores = -(-machine.values["machine_cores"] // k) * k
+    return ev.Candidate({**size.values, "machine_cores": cores},
+                        f"{size.evidence}; {machine.evidence}")
 
 
 def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig | None = None,
@@ -152,32 +192,40 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
     cfg = config or CalibrateConfig()
     tic = time.perf_counter()
     split = int(len(workload) * cfg.fit_frac)
-    search = _Search(workload, cluster, split, delay, cfg.bisect_steps)
-    before_fit, before = search.parts(SiteModel())
-    if not (before_fit["available"] and before["available"]):
-        raise ConfigError("calibrate needs logged start times in both the fitted part and the "
-                          "out-of-sample part; this log has too few")
+    search = _Search(workload, cluster, (int(split * (1 - cfg.val_frac)), split), delay,
+                     cfg.bisect_steps)
+    base = search.parts(SiteModel())
+    before = base["oos"]
+    if not all(base[k]["available"] for k in ("train", "validation", "oos")):
+        raise ConfigError("calibrate needs logged start times in the fitted part (both its "
+                          "earlier share and its validation slice) and in the out-of-sample "
+                          "part; this log has too few")
     evidence: dict[str, str] = {}
-    site, fit, oos = search.fit_capacity(SiteModel())
-    steps = [{"element": "capacity", "kept": site.availability < 1.0,
-              "objective_fit": objective(fit), "out_of_sample": _brief(oos)}]
-    for name, cand in _candidates(workload, cluster, split, delay):
-        trial_site, tfit, toos = search.fit_capacity(replace(site, **cand.values))
-        gain = objective(tfit) - objective(fit)
-        kept = gain >= cfg.min_gain
-        steps.append({"element": name, "kept": kept, "objective_fit": objective(tfit),
-                      "out_of_sample": _brief(toos)})
+    site, figures = SiteModel(), base
+    steps: list[dict[str, Any]] = []
+    trials = [("capacity", ev.Candidate({}, "lost capacity tried against the full machine"))]
+    for name, cand in trials + _candidates(workload, cluster, split, delay):
+        trial_site, tfig = search.fit_capacity(replace(site, **cand.values))
+        gain = objective(tfig["validation"]) - objective(figures["validation"])
+        kept = gain >= cfg.min_gain and (name != "capacity" or trial_site.availability < 1.0)
+        steps.append({"element": name, "kept": kept,
+                      "objective_validation": objective(tfig["validation"]),
+                      "out_of_sample": _brief(tfig["oos"])})
         if kept:
-            site, fit, oos = trial_site, tfit, toos
-            evidence[name] = f"{cand.evidence}; kept: the fitted part's score rose by {gain:.3f}"
-        elif name not in evidence or "kept:" not in evidence[name]:
-            evidence[name] = (f"{cand.evidence}; not kept: the fitted part's score changed by "
-                              f"{gain:+.3f}")
+            site, figures = trial_site, tfig
+            evidence[name] = (f"{cand.evidence}; kept: the validation slice's score rose by "
+                              f"{gain:.3f}")
+        elif name != "capacity":
+            evidence[name] = (f"{cand.evidence}; not kept: the validation slice's score "
+                              f"changed by {gain:+.3f}")
+    oos = figures["oos"]
     outages = sorted(ev.find_outages(workload, split, cluster.total_cores),
                      key=lambda o: o[0] - o[1])[:MAX_OUTAGES]
     evidence["capacity"] = (
-        f"availability {site.availability:.3f} brings the fitted part's mean wait closest to "
-        f"the log's; {len(outages)} intervals of an hour or more with idle cores beside a "
+        f"availability {site.availability:.3f}: of those that bring the earlier fitted jobs' "
+        "mean wait near the log's, the one whose replay of the later fitted jobs scored best "
+        "(1.0: lost capacity did not bring them closer); "
+        f"{len(outages)} intervals of an hour or more with idle cores beside a "
         "waiting job that fitted them are listed (the longest; the replay uses the "
         "availability)")
     for name in ("pools", "limits", "holds", "nodes"):

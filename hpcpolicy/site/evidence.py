@@ -16,8 +16,8 @@ from numba import njit
 
 from hpcpolicy.workload import Workload
 
-__all__ = ["Candidate", "find_limits", "find_node_size", "find_outages", "find_pools",
-           "running_peaks"]
+__all__ = ["Candidate", "find_limits", "find_machine_size", "find_node_size", "find_outages",
+           "find_pools", "running_peaks"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -28,6 +28,9 @@ CEILING_SHARE = 0.95
 accounting can overshoot a limit by a job at its edges)."""
 MACHINE_SHARE = 0.8
 """A per-user core ceiling at or above this share of the machine is not taken for a limit."""
+OVER_SHARE = 0.01
+"""Share of the logged time the log must run more cores than the machine has before the
+machine is taken to be larger (a shorter excess is an accounting glitch at job edges)."""
 POOL_MIN_JOBS = 50
 """Fewest logged jobs of a partition for its peak use to size a pool."""
 
@@ -151,6 +154,34 @@ def find_node_size(w: Workload, total_cores: int, header_cores: int) -> Candidat
             return Candidate({"cores_per_node": k, "whole_node": True},
                              f"{share:.0%} of jobs hold a multiple of {k} cores")
     return None
+
+
+def find_machine_size(w: Workload, upto: int, total_cores: int) -> Candidate | None:
+    """A larger machine where the fitted part of the log ran more cores at once than
+    ``total_cores`` for at least :data:`OVER_SHARE` of its time: the core count that the
+    logged use exceeded for only that share of the time."""
+    m = _logged(w, upto)
+    if m.sum() == 0:
+        return None
+    start = w.logged_start[m].astype(np.int64)
+    procs = w.procs[m].astype(np.int64)
+    t = np.concatenate((start, start + w.run_time[m].astype(np.int64)))
+    order = np.lexsort((np.concatenate((procs, -procs)), t))  # ends first at equal times
+    t = t[order]
+    level = np.cumsum(np.concatenate((procs, -procs))[order])[:-1]
+    held = np.diff(t)  # how long each running level lasted
+    if held.sum() == 0:
+        return None
+    over = float(held[level > total_cores].sum() / held.sum())
+    if over < OVER_SHARE:
+        return None
+    by_level = np.argsort(level)[::-1]
+    reached = np.cumsum(held[by_level]) / held.sum()
+    cores = int(level[by_level][np.searchsorted(reached, OVER_SHARE)])
+    return Candidate({"machine_cores": cores},
+                     f"the log ran more than the machine's {total_cores:,} cores for "
+                     f"{over:.1%} of the fitted part's time (peak {int(level.max()):,}); "
+                     f"{cores:,} cores were exceeded for {OVER_SHARE:.0%} of it")
 
 
 def find_outages(w: Workload, upto: int, total_cores: int,

@@ -68,6 +68,9 @@ class SiteModel:
     """Cores per node; 0 = nodes are not modelled (cores are pooled)."""
     whole_node: bool = False
     """Jobs get whole nodes (needs ``cores_per_node``)."""
+    machine_cores: int = 0
+    """Cores of the whole machine; 0 = as the log header (or ``--procs``/``--cluster``) gives
+    it. Set where the log ran more cores at once than the header's machine has."""
     pools: tuple[Pool, ...] = ()
     """Partitions with nodes of their own; the other partitions share the rest."""
     user_jobs: int = 0
@@ -114,7 +117,7 @@ class SiteModel:
                               f"{', '.join(BACKFILL_MODES)}")
         if self.whole_node and self.cores_per_node < 1:
             raise ConfigError("nodes.whole_node needs nodes.cores_per_node >= 1")
-        for name in ("cores_per_node", "user_jobs", "user_cores", "interval_s"):
+        for name in ("cores_per_node", "machine_cores", "user_jobs", "user_cores", "interval_s"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{_KEYS[name]} must be >= 0, not {getattr(self, name)}")
         if self.half_life_s < 1:
@@ -126,7 +129,7 @@ class SiteModel:
     def elements(self) -> list[str]:
         """Names of the elements that change the replay."""
         on = {
-            "nodes": self.cores_per_node > 0,
+            "nodes": self.cores_per_node > 0 or self.machine_cores > 0,
             "pools": bool(self.pools),
             "limits": self.user_jobs > 0 or self.user_cores > 0,
             "capacity": self.availability < 1.0,
@@ -149,5 +152,6 @@ class SiteModel:
                               "machine (--cluster/--procs)")
 
 
-_KEYS = {"cores_per_node": "nodes.cores_per_node", "user_jobs": "limits.user_jobs",
+_KEYS = {"cores_per_node": "nodes.cores_per_node", "machine_cores": "nodes.machine_cores",
+         "user_jobs": "limits.user_jobs",
          "user_cores": "limits.user_cores", "interval_s": "cadence.interval_s"}

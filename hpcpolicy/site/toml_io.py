@@ -20,7 +20,8 @@ __all__ = ["dumps", "load_site", "loads", "save_site"]
 
 # table -> key -> (SiteModel field, accepted type)
 _SCHEMA: dict[str, dict[str, tuple[str, type | tuple[type, ...]]]] = {
-    "nodes": {"cores_per_node": ("cores_per_node", int), "whole_node": ("whole_node", bool)},
+    "nodes": {"cores_per_node": ("cores_per_node", int), "whole_node": ("whole_node", bool),
+              "machine_cores": ("machine_cores", int)},
     "limits": {"user_jobs": ("user_jobs", int), "user_cores": ("user_cores", int)},
     "capacity": {"availability": ("availability", (int, float)), "outages": ("outages", list)},
     "holds": {"use_eligible": ("use_eligible", bool)},
@@ -178,7 +179,8 @@ def dumps(site: SiteModel) -> str:
                 if isinstance(v, bool | int | float | str)]
         out.append("")
     tables: dict[str, list[tuple[str, Any]]] = {
-        "nodes": [("cores_per_node", site.cores_per_node), ("whole_node", site.whole_node)],
+        "nodes": [("cores_per_node", site.cores_per_node), ("whole_node", site.whole_node),
+                  ("machine_cores", site.machine_cores)],
         "pools": [(p.partition if p.partition.isidentifier() else json.dumps(p.partition),
                    p.cores) for p in site.pools],
         "limits": [("user_jobs", site.user_jobs), ("user_cores", site.user_cores)],

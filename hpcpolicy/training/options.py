@@ -74,6 +74,8 @@ class TrainOptions:
     """Planning time of jobs without a requested walltime (runtime, max, error, SECONDS)."""
     compat: str | None = None
     """A peer's conventions, all at once (rlscheduler, hpcopt)."""
+    site: Path | None = None
+    """Online: train in the world of this site model (site.toml from ``calibrate``)."""
     finetune_steps: int | None = None
     """Offline only: then this many environment steps of PPO from the offline weights."""
     init_from: Path | None = None
@@ -82,7 +84,7 @@ class TrainOptions:
     """dqn on a job table: weight of idle GPU time in the reward; default 1."""
 
     def __post_init__(self) -> None:
-        for name in ("cluster", "init_from"):  # a path given as text
+        for name in ("cluster", "init_from", "site"):  # a path given as text
             value = getattr(self, name)
             if value is not None and not isinstance(value, Path):
                 object.__setattr__(self, name, Path(value))

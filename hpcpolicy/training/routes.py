@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +28,12 @@ Config = Mapping[str, Any] | str | Path | None
 
 ONLINE_ONLY = ("workers", "resume", "reward", "backfill", "window_size", "num_envs", "split",
                "train_frac", "warm", "cluster", "procs", "procs_from", "walltime_fallback",
-               "compat")
+               "compat", "site")
 """Options that shape the simulated environment; an offline run takes it from the dataset."""
-NOT_MARL = ("reward", "num_envs", "warm", "compat", "finetune_steps", "idle_weight")
+NOT_MARL = ("reward", "num_envs", "warm", "compat", "finetune_steps", "idle_weight", "site")
 """Options the two-agent scheduler does not take (its reward weights are config fields)."""
 NOT_GPU_DQN = ("workers", "reward", "k", "visible", "num_envs", "split", "warm", "procs",
-               "compat", "finetune_steps")
+               "compat", "finetune_steps", "site")
 """Options GPU-type DQN does not take (its fields are in hpcpolicy.hetero.config)."""
 
 
@@ -228,18 +229,28 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
     from hpcpolicy.env.factory import env_kwargs, load, provenance
     from hpcpolicy.env.spaces import DEFAULT_K
     from hpcpolicy.env.split import window_range
+    from hpcpolicy.site.apply import env_options
+    from hpcpolicy.site.toml_io import load_site
 
     env = EnvConfig(k=DEFAULT_K if opts.k is None else opts.k, window_size=opts.window_size,
                     reward=opts.reward, backfill=opts.backfill, split=opts.split,
                     train_frac=opts.train_frac, warm=opts.warm, compat=opts.compat,
                     exclusive_nodes=compat_preset(opts.compat).exclusive_nodes)
+    site = None if opts.site is None else str(opts.site.resolve())
+    if site is not None:  # the episodes replay in the site model's world
+        world = env_options(load_site(site))
+        world["exclusive_nodes"] = env.exclusive_nodes or world["exclusive_nodes"]
+        env = replace(env, **world)
     options = opts.workload()
     workload, machine = load(table, options.to_dict(),
-                             None if opts.cluster is None else str(opts.cluster), opts.procs)
+                             None if opts.cluster is None else str(opts.cluster), opts.procs, site)
     window_range(len(workload), opts.split, opts.train_frac, opts.window_size)
-    kwargs = env_kwargs(table, env, workload=options, cluster=opts.cluster, procs=opts.procs)
+    kwargs = env_kwargs(table, env, workload=options, cluster=opts.cluster, procs=opts.procs,
+                        site=site)
     facts = provenance(table, env, workload, machine)
     lo, hi = facts["split"]["jobs"]
+    if site is not None:
+        facts["site"] = site
     return kwargs, facts, (f"{table}: {len(workload):,} jobs; episodes from jobs {lo:,}.."
                            f"{hi - 1:,} ({opts.split}); machine {machine.name} "
                            f"({machine.total_cores:,} cores)")

@@ -5,7 +5,9 @@ A policy trained on part of the very log it is compared on has seen those jobs: 
 comparison is in-sample and flatters it. Its manifest records the table (path and SHA-256),
 the part of the log episodes were drawn from (``provenance.split``) and the environment's
 backfilling (``provenance.environment.backfill``); :func:`training_notes` turns them into
-notes for the report.
+notes for the report. A candidate with a model card (``card.json``, written by ``hpcpolicy
+train``) adds the card's headline, its warning, and whether its guard deploys the fallback
+heuristic in its place (:mod:`hpcpolicy.deploy.guard`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcpolicy.atomic import file_sha256
+from hpcpolicy.deploy.guard import guard_note, read_card
 from hpcpolicy.whatif.spec import RunSpec
 
 __all__ = ["training_notes"]
@@ -46,9 +49,26 @@ def _one(spec: RunSpec, manifest: Mapping[str, Any], table_sha: str | None) -> s
             f"answer add -s range={_day(last)}..{how}")
 
 
+def _card_notes(spec: RunSpec) -> list[str]:
+    """The model card of a trained candidate: its headline with its warning, its active
+    guard."""
+    from hpcpolicy.card import headline
+
+    card = read_card(spec.policy) if Path(spec.policy).is_dir() else None
+    if card is None:
+        return []
+    # a card that warns is a warning (the terminal shows those); otherwise a note of the report
+    note = f"{spec.text}'s model card: {headline(card)}"
+    if card.get("warning"):
+        note = f"warning: {note}; {card['warning']}"
+    guard = guard_note(spec.policy)
+    return [note] + ([] if guard is None else [f"warning: {guard}"])
+
+
 def training_notes(specs: Sequence[RunSpec], policies: Mapping[str, Any],
                    table: str | Path | None) -> list[str]:
-    """One note per trained candidate: which log and part it learned on, with which backfilling.
+    """Notes on each trained candidate: which log and part it learned on, with which
+    backfilling, and what its model card says.
 
     Args:
         specs: the compared specs (heuristics are skipped).
@@ -62,4 +82,5 @@ def training_notes(specs: Sequence[RunSpec], policies: Mapping[str, Any],
         manifest = getattr(artifact, "manifest", None)
         if isinstance(manifest, Mapping):
             notes.append(_one(spec, manifest, table_sha))
+        notes += _card_notes(spec)
     return notes

@@ -1,0 +1,64 @@
+"""A trained policy's guard: the heuristic deployed in its place when its card says it lost.
+
+``hpcpolicy train`` writes a model card into the policy directory
+(:mod:`hpcpolicy.training.card`) with ``guard = {"fallback": NAME, "rule": "lost-on-test",
+"active": BOOL}``: the best heuristic on the log's test part, active when the policy scored a
+higher mean bounded slowdown than it there. Wherever a policy directory is resolved
+(:func:`hpcpolicy.deploy.resolve.resolve_policy`: ``simulate``, ``whatif``, ``advise``) an
+active guard deploys that heuristic instead; ``evaluate`` measures the policy itself.
+
+Example:
+    >>> active_guard("sjf") is None
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hpcpolicy.errors import ArtifactError
+
+__all__ = ["active_guard", "guard_note", "read_card"]
+
+
+def read_card(spec: str) -> dict[str, Any] | None:
+    """The model card of the policy directory ``spec``; None without one.
+
+    Raises:
+        ArtifactError: A card that is not a JSON object.
+    """
+    path = Path(spec) / "card.json"
+    if not path.is_file():
+        return None
+    try:
+        card = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ArtifactError(f"{path}: unreadable model card ({exc}); delete it, or retrain "
+                            "the policy") from None
+    if not isinstance(card, dict):
+        raise ArtifactError(f"{path}: a model card is a JSON object; delete it, or retrain")
+    return card
+
+
+def active_guard(spec: str) -> str | None:
+    """The heuristic the policy directory ``spec`` deploys in its place, or None."""
+    card = read_card(spec)
+    guard = None if card is None else card.get("guard")
+    if not isinstance(guard, dict) or guard.get("active") is not True:
+        return None
+    fallback = guard.get("fallback")
+    if not isinstance(fallback, str):
+        raise ArtifactError(f"{spec}/card.json: guard.fallback {fallback!r} is not a heuristic "
+                            "name; delete the card, or retrain")
+    return fallback
+
+
+def guard_note(spec: str) -> str | None:
+    """What to tell the user when ``spec``'s guard is active; None otherwise."""
+    fallback = active_guard(spec)
+    if fallback is None:
+        return None
+    return (f"guard active: {spec} lost to {fallback} on its test split (card.json), so "
+            f"{fallback} runs in its place")

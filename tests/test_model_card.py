@@ -1,0 +1,163 @@
+"""The model card ``hpcpolicy train`` writes (``policy/card.json``), what ``whatif`` says of it,
+and the guard that deploys the fallback heuristic in place of a policy that lost."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_helpers import invoke, one_line_error
+from env_jobs import write_table
+
+from hpcpolicy import schemas
+
+pytest.importorskip("torch")
+pytest.importorskip("gymnasium")
+jsonschema = pytest.importorskip("jsonschema")
+
+ROLLOUT = {"num_steps": 32, "num_minibatches": 2, "update_epochs": 1, "checkpoint_every": 2}
+TINY = ("--steps", "128", "--num-envs", "2", "--window-size", "40", "--k", "8", "--seed", "3",
+        "--backfill", "easy")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """A job table, the policy a tiny ``train`` left, and what the command printed."""
+    tmp = tmp_path_factory.mktemp("card")
+    table = write_table(tmp / "jobs.parquet", 300)
+    config = tmp / "ppo.json"
+    config.write_text(json.dumps(ROLLOUT))
+    result = invoke("train", str(table), *TINY, "--config", str(config), "-o", str(tmp / "run"))
+    assert result.exit_code == 0, result.output
+    return table, tmp / "run" / "policy", result.output
+
+
+def _card(policy: Path) -> dict[str, Any]:
+    card: dict[str, Any] = json.loads((policy / "card.json").read_text())
+    return card
+
+
+def test_the_card_follows_its_schema_and_names_the_training_period(
+        trained: tuple[Path, Path, str]) -> None:
+    table, policy, output = trained
+    card = _card(policy)
+    jsonschema.Draft202012Validator.check_schema(schemas.load("model_card"))
+    jsonschema.validate(card, schemas.load("model_card"))
+    assert card["training_data"]["path"] == str(table)
+    assert card["period"]["part"] == "train" and card["period"]["jobs"] == [0, 210]
+    test = card["test"]
+    assert test["backfill"] == "easy" and test["window_size"] == 40
+    assert all(210 <= s <= 260 for s in test["starts"])
+    from hpcpolicy.policies.heuristics import HEURISTICS
+
+    assert [s["policy"] for s in test["scores"]] == [*HEURISTICS, str(policy)]
+    lost = test["versus_best"] > 0
+    assert (card["warning"] is not None) == lost == card["guard"]["active"]
+    assert card["guard"]["fallback"] == test["best_heuristic"]["policy"]
+    text = " ".join(output.split())
+    assert "model card (card.json): trained on" in text
+    assert f"same windows: {test['evaluate']}" in text
+    assert ("warning: the policy loses to" in text) == lost
+
+
+def test_the_cards_numbers_are_what_evaluate_prints(trained: tuple[Path, Path, str],
+                                                    tmp_path: Path) -> None:
+    _, policy, _ = trained
+    card = _card(policy)
+    out = tmp_path / "e.json"
+    args = shlex.split(card["test"]["evaluate"])[2:]  # drop "hpcpolicy evaluate"
+    result = invoke("evaluate", *args, "--json", str(out))
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["windows"]["starts"] == card["test"]["starts"]
+    shown = {r["policy"]: {"mean_bsld": r["summary"]["mean_bsld"], **r["spread"]["mean_bsld"]}
+             for r in doc["runs"]}
+    assert {s["policy"]: {k: s[k] for k in ("mean_bsld", "std", "min", "max")}
+            for s in card["test"]["scores"]} == shown
+    assert doc["best_heuristic"]["easy"] == card["test"]["best_heuristic"]
+    assert doc["runs"][-1]["bsld_vs_best_heuristic"] == card["test"]["versus_best"]
+
+
+def _guarded(policy: Path, where: Path, fallback: str, lost: bool = True) -> Path:
+    """A copy of ``policy`` whose card says it lost (or not) to ``fallback``."""
+    copy = shutil.copytree(policy, where)
+    card = _card(copy)
+    card["guard"] = {"fallback": fallback, "rule": "lost-on-test", "active": lost}
+    card["warning"] = f"the policy loses to {fallback} on the test split" if lost else None
+    (copy / "card.json").write_text(json.dumps(card))
+    return copy
+
+
+def test_a_guarded_policy_that_lost_replays_as_its_fallback(trained: tuple[Path, Path, str],
+                                                            tmp_path: Path) -> None:
+    from hpcpolicy.deploy.learned import LearnedPolicy
+    from hpcpolicy.deploy.resolve import resolve_policy
+
+    table, policy, _ = trained
+    guarded = _guarded(policy, tmp_path / "guarded", "sjf")
+    won = _guarded(policy, tmp_path / "won", "sjf", lost=False)
+    assert resolve_policy(str(guarded)).name == "sjf"
+    assert isinstance(resolve_policy(str(won)), LearnedPolicy)
+    assert isinstance(resolve_policy(str(guarded), guard=False), LearnedPolicy)
+    docs = {}
+    for name, spec in (("guarded", guarded), ("sjf", "sjf"), ("won", won)):
+        out = tmp_path / f"{name}.json"
+        result = invoke("simulate", str(table), "-p", str(spec), "-b", "easy", "--windows", "3",
+                        "--window-size", "40", "--json", str(out))
+        assert result.exit_code == 0, result.output
+        assert ("guard active" in " ".join(result.output.split())) == (name == "guarded")
+        docs[name] = json.loads(out.read_text())
+    assert docs["guarded"]["runs"][0]["summary"] == docs["sjf"]["runs"][0]["summary"]
+    assert docs["won"]["runs"][0]["policy"] == str(won)  # an inactive guard: the policy itself
+
+
+def test_a_damaged_card_is_one_line_naming_it(trained: tuple[Path, Path, str],
+                                              tmp_path: Path) -> None:
+    table, policy, _ = trained
+    damaged = shutil.copytree(policy, tmp_path / "damaged")
+    (damaged / "card.json").write_text("{")
+    line = one_line_error(invoke("simulate", str(table), "-p", str(damaged)))
+    assert f"{damaged / 'card.json'}: unreadable model card" in line and "delete it" in line
+
+
+def test_whatif_shows_the_card_and_the_active_guard(trained: tuple[Path, Path, str],
+                                                    tmp_path: Path) -> None:
+    table, policy, _ = trained
+    guarded = _guarded(policy, tmp_path / "guarded", "sjf")
+    out = tmp_path / "rep"
+    result = invoke("whatif", str(table), "-c", f"{guarded}+easy", "--bootstrap", "100",
+                    "-o", str(out))
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "model card: test split, backfill easy" in text  # the card warns: shown
+    assert "the policy loses to sjf on the test split" in text
+    assert "guard active" in text and "sjf runs in its place" in text
+    notes = json.loads((out / "report.json").read_text())["notes"]
+    assert any("model card: test split" in n for n in notes)
+    assert any("guard active" in n for n in notes)
+
+    won = _guarded(policy, tmp_path / "won", "sjf", lost=False)
+    result = invoke("whatif", str(table), "-c", f"{won}+easy", "--bootstrap", "100",
+                    "-o", str(tmp_path / "won-rep"))
+    assert result.exit_code == 0, result.output
+    notes = json.loads((tmp_path / "won-rep" / "report.json").read_text())["notes"]
+    card_notes = [n for n in notes if "model card" in n or "guard" in n]
+    assert len(card_notes) == 1 and card_notes[0].startswith(f"{won}+easy's model card: test")
+
+
+def test_no_test_window_leaves_a_card_that_says_why(tmp_path: Path) -> None:
+    table = write_table(tmp_path / "jobs.parquet", 300)
+    config = tmp_path / "ppo.json"
+    config.write_text(json.dumps(ROLLOUT))
+    result = invoke("train", str(table), *TINY, "--train-frac", "0.9", "--config", str(config),
+                    "-o", str(tmp_path / "run"))
+    assert result.exit_code == 0, result.output
+    card = _card(tmp_path / "run" / "policy")
+    jsonschema.validate(card, schemas.load("model_card"))
+    assert card["test"] is None and card["guard"] is None
+    assert card["skipped"].startswith("the test part holds no window")
+    assert "no test comparison: the test part holds no window" in " ".join(result.output.split())
