@@ -42,10 +42,10 @@ def _ci() -> bool:
 
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[object]:
-    """The real test Slurm of ``tests/slurm/cluster.py``, up for the session (and stopped at
-    its end unless it was already running). Tests using it are marked ``slurm``; without root
-    or the packages they skip, except in CI (CI=true or HPCPOLICY_REQUIRE_SHARED_DATA=1),
-    where they fail."""
+    """The real test Slurm of ``tests/slurm/cluster.py``, up for the session with an empty
+    queue (and stopped at its end unless it was already running). Tests using it are marked
+    ``slurm``; without root or the packages they skip, except in CI (CI=true or
+    HPCPOLICY_REQUIRE_SHARED_DATA=1), where they fail."""
     from slurm.cluster import LocalSlurm, missing_requirements
 
     why = missing_requirements()
@@ -56,6 +56,7 @@ def slurm_cluster() -> Iterator[object]:
     cluster = LocalSlurm(Path(os.environ.get("HPCPOLICY_SLURM_DIR", "/tmp/hpcpolicy-slurm")))
     was_up = cluster.pid("slurmctld") is not None
     cluster.up()
+    cluster.clear_queue()
     yield cluster
     if not was_up:
         cluster.down()

@@ -177,6 +177,22 @@ class LocalSlurm:
             s.rstrip("*~#!%$@^-") in ("idle", "mix", "alloc") and not s.endswith("*")
             for s in states.values())
 
+    def clear_queue(self, timeout: float = 60.0) -> None:
+        """Cancel every job this test cluster still holds (its state survives a restart, so
+        jobs left by an interrupted run or a benchmark would otherwise meet the next tests),
+        and return once the queue is empty."""
+        listed = self._run(["squeue", "-h", "-o", "%i"], check=False)
+        ids = sorted({line.split("_")[0].split("+")[0] for line in listed.stdout.split()
+                      if line.strip()})
+        if ids:
+            self._run(["scancel", *ids], check=False)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._run(["squeue", "-h", "-o", "%i"], check=False).stdout.strip():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"the test Slurm's queue did not empty within {timeout:.0f} s")
+
     def restart_slurmctld(self) -> None:
         """Stop slurmctld and start it again (its state is kept), as an admin's restart."""
         self._stop("slurmctld")
