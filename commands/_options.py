@@ -89,6 +89,9 @@ def a_folder(value: Path | None) -> Path | None:
     return value
 
 
+TableArg = Annotated[Path, typer.Argument(
+    help="Job table written by `hpcpolicy ingest`.", show_default=False, callback=a_file)]
+
 JsonOutOpt = Annotated[
     Path | None,
     typer.Option("--json", help="Also write the result as JSON to this file.", callback=a_file),
@@ -127,7 +130,7 @@ SpreadPenaltyOpt = Annotated[float | None, typer.Option(
 SiteOpt = Annotated[Path | None, typer.Option(
     "--site", help="Site model (site.toml from `hpcpolicy calibrate`): replay in the world the "
     "log was scheduled in (nodes, pools, running limits, capacity, holds, cadence).",
-    dir_okay=False)]
+    callback=a_file)]
 CompatOpt = Annotated[str | None, typer.Option(
     "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
     "options override; see README).",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
+from hpcpolicy.commands._options import a_file
 
 if TYPE_CHECKING:
     from hpcpolicy.errors import SlurmError
@@ -79,7 +80,7 @@ def main(
     audit: Annotated[
         Path | None, typer.Option("--audit", help="JSONL file every priority change is "
                                   "appended to (needed by --apply and --restore).",
-                                  dir_okay=False, show_default=False)
+                                  callback=a_file, show_default=False)
     ] = None,
     restore: Annotated[
         bool, typer.Option("--restore", help="Hand the order back to Slurm: set every job of "

@@ -8,17 +8,23 @@ from typing import Annotated, Any
 import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import ClusterOpt, JsonOutOpt, OverwriteOpt, ProcsOpt
+from hpcpolicy.commands._options import (
+    ClusterOpt,
+    JsonOutOpt,
+    OverwriteOpt,
+    ProcsOpt,
+    TableArg,
+    a_file,
+)
 from hpcpolicy.commands.fidelity import FitFracOpt, render_sections
 
 __all__ = ["main"]
 
 
 def main(
-    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+    table: TableArg,
     out: Annotated[Path, typer.Option("--out", "-o", help="Site model to write (TOML).",
-                                      dir_okay=False)],
+                                      callback=a_file)],
     fit_frac: FitFracOpt = 0.7,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,

@@ -15,8 +15,8 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     SeedOpt,
     SiteOpt,
+    TableArg,
     WalltimeFallbackOpt,
-    a_file,
     a_folder,
     lower_choice,
     workload_options,
@@ -35,8 +35,7 @@ app = typer.Typer(no_args_is_help=True, help="Replay datasets for offline RL: bu
 
 @app.command("build")
 def build(
-    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, callback=a_file)],
+    table: TableArg,
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset directory to write.",
                                       show_default=False, callback=a_folder)],
     source: Annotated[str, typer.Option(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -29,9 +28,9 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SiteOpt,
     SpreadPenaltyOpt,
+    TableArg,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
-    a_file,
     lower_choice,
     parse_window_starts,
     policy_choice,
@@ -126,8 +125,7 @@ def _print(ev: Evaluation) -> None:
 
 
 def main(
-    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, callback=a_file)],
+    table: TableArg,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Heuristics and trained policy directories, comma-separated "
         "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).",

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import ClusterOpt, JsonOutOpt, OverwriteOpt, ProcsOpt, SiteOpt
+from hpcpolicy.commands._options import (
+    ClusterOpt,
+    JsonOutOpt,
+    OverwriteOpt,
+    ProcsOpt,
+    SiteOpt,
+    TableArg,
+)
 
 __all__ = ["FitFracOpt", "main", "render_sections"]
 
@@ -40,8 +46,7 @@ def render_sections(rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
 
 
 def main(
-    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, dir_okay=False)],
+    table: TableArg,
     site: SiteOpt = None,
     fit_frac: FitFracOpt = 0.7,
     cluster: ClusterOpt = None,

@@ -27,6 +27,7 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SiteOpt,
     SpreadPenaltyOpt,
+    TableArg,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
     a_file,
@@ -44,8 +45,7 @@ __all__ = ["main", "render_runs"]  # render_runs: the demo prints the same table
 
 
 def main(
-    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, callback=a_file)],
+    table: TableArg,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Policy to replay: a heuristic name or a trained policy folder "
         "(runs/NAME/policy); repeat to compare several.",

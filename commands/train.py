@@ -29,6 +29,8 @@ from hpcpolicy.commands._options import (
     WarmOpt,
     WindowSizeOpt,
     WorkersOpt,
+    a_file,
+    a_folder,
     lower_choice,
 )
 from hpcpolicy.commands._train_show import SUMMARIES, ProgressLine, show_card
@@ -91,7 +93,7 @@ def main(
         "default 1,000,000. Offline: gradient steps; default 20,000. Or --config's.")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Run directory; default runs/train__ALGO__SEED__TIMESTAMP.",
-        file_okay=False)] = None,
+        callback=a_folder)] = None,
     seed: SeedOpt = _D.seed,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the run in --out from its last checkpoint.")] = _D.resume,
@@ -126,7 +128,7 @@ def main(
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of algorithm config fields (learning_rate, num_steps, "
         "gamma, ...; see hpcpolicy.rl.config, offline hpcpolicy.offline.config).",
-        dir_okay=False)] = None,
+        callback=a_file)] = None,
     online_finetune: Annotated[bool, typer.Option(
         "--online-finetune", help="Offline only: then continue with PPO in the simulator "
         "from the offline weights (the run's finetune/ directory).")] = False,

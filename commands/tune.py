@@ -17,6 +17,7 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     RewardOpt,
     SeedOpt,
+    TableArg,
     WalltimeFallbackOpt,
     WarmOpt,
     WindowSizeOpt,
@@ -112,8 +113,7 @@ def _summary(result: TuneResult, cfg: TuneConfig, table: Path, backfill: str) ->
 
 
 def main(
-    table: Annotated[Path, typer.Argument(
-        help="Job table written by `hpcpolicy ingest`.", show_default=False, callback=a_file)],
+    table: TableArg,
     population: Annotated[int, typer.Option(
         "--population", help="Members trained side by side (at least 2).")] = 4,
     steps: Annotated[int, typer.Option(

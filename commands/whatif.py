@@ -24,9 +24,9 @@ from hpcpolicy.commands._options import (
     SeedOpt,
     SiteOpt,
     SpreadPenaltyOpt,
+    TableArg,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
-    a_file,
     a_folder,
     lower_choice,
     workload_options,
@@ -110,8 +110,7 @@ def render_whatif(doc: dict[str, Any]) -> None:
 
 
 def main(
-    table: Annotated[Path, typer.Argument(help="Job table written by `hpcpolicy ingest`.",
-                                          show_default=False, callback=a_file)],
+    table: TableArg,
     baseline: Annotated[str, typer.Option(
         "--baseline", help="Today's policy as best known: POLICY+BACKFILL (fcfs+easy, "
         "fairshare+easy, ...).")] = "fcfs+easy",
