@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -77,14 +78,16 @@ def _refuse(message: str) -> None:
 
 def a_file(value: Path | None) -> Path | None:
     """Option callback: ``value`` names a file (or nothing yet), not a folder."""
-    if value is not None and value.is_dir():
+    # os.path answers False where the path cannot be looked at (a parent folder the user
+    # may not enter), and the command's own open then says what is wrong in one line
+    if value is not None and os.path.isdir(value):
         _refuse(f"{value} is a folder; give the name of a file")
     return value
 
 
 def a_folder(value: Path | None) -> Path | None:
     """Option callback: ``value`` names a folder (or nothing yet), not a file."""
-    if value is not None and value.exists() and not value.is_dir():
+    if value is not None and os.path.exists(value) and not os.path.isdir(value):
         _refuse(f"{value} is a file; give the name of a folder")
     return value
 
