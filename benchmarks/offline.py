@@ -38,6 +38,8 @@ Usage:
     python benchmarks/offline.py --runs /tmp/offline-runs       # + quality of trained runs
     python benchmarks/offline.py --train --runs /tmp/offline-runs   # train them first
     python benchmarks/offline.py --skip-build --runs R --validation HPC2N:cql-a05=DIR/policy
+    python benchmarks/offline.py --skip-build --traces HPC2N --runs R \
+        --site HPC2N:model=hpc2n.site.toml     # in the calibrated world (BC-only R is fine)
 """
 
 from __future__ import annotations
@@ -106,23 +108,33 @@ def validation_starts(n_jobs: int, dataset: Path, a: argparse.Namespace) -> tupl
 
 
 def quality(table: Path, policies: dict[str, str], a: argparse.Namespace,
-            warm: bool = False, starts: tuple[int, ...] | None = None) -> dict[str, Any]:
+            warm: bool = False, starts: tuple[int, ...] | None = None,
+            site: Path | None = None) -> dict[str, Any]:
     """Every policy with EASY on the same windows (the test part's, or ``starts``): bsld and
-    distance to the log."""
+    distance to the log. With ``site``, in that site model's world: its backfilling, and its
+    own priority order among the heuristics."""
     import numpy as np
 
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
+    from hpcpolicy.site.apply import load_world
     from hpcpolicy.whatif.fidelity import spearman
 
     workload, machine = load(table)
-    specs = ("fcfs", "sjf", "f1", *policies.values())
+    heuristics, backfill, world = ["fcfs", "sjf", "f1"], "easy", None
+    if site is not None:
+        world = load_world(site, table, workload, machine)
+        workload, machine, backfill = world.workload, world.cluster, world.site.backfill
+        heuristics += [] if world.baseline_policy in heuristics else [world.baseline_policy]
+    specs = (*heuristics, *policies.values())
     ev = evaluate(workload, machine, EvaluateConfig(
-        policies=specs, backfills=("easy",), windows=a.windows, window_size=a.window_size,
-        seed=a.seed, split="test" if starts is None else "train", starts=starts, warm=warm))
+        policies=specs, backfills=(backfill,), windows=a.windows, window_size=a.window_size,
+        seed=a.seed, split="test" if starts is None else "train", starts=starts, warm=warm),
+        site=None if world is None else world.site)
     names = {spec: name for name, spec in policies.items()}
     out: dict[str, Any] = {"windows": list(ev.starts), "window_size": a.window_size,
-                           "warm": warm}
+                           "warm": warm, "backfill": backfill,
+                           "site": None if site is None else str(site)}
     for run in ev.runs:
         name = names.get(run.config.policy, run.config.policy)
         window_err, job_err, rho = [], [], []
@@ -160,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--validation", action="append", default=[],
                         help="TRACE:NAME=POLICY_DIR of a candidate to score on validation "
                              "windows (the end of the training part), to choose among them")
+    parser.add_argument("--site", action="append", default=[],
+                        help="TRACE:model=SITE_TOML: score the test windows in that site "
+                             "model's world (hpcpolicy calibrate)")
     parser.add_argument("--bc-steps", type=int, default=10_000)
     parser.add_argument("--cql-steps", type=int, default=20_000)
     parser.add_argument("--windows", type=int, default=10, help="test windows")
@@ -195,8 +210,12 @@ def main(argv: list[str] | None = None) -> int:
                                    train(a.data / f"{trace}-mix", cql, "cql", a.cql_steps, 1)]
             policies = {"bc-logged": str(bc / "policy"), "cql-mix": str(cql / "policy"),
                         **named(a.also, trace)}
-            row["quality"] = quality(table, policies, a)
-            row["quality_warm"] = quality(table, policies, a, warm=True)
+            if not (cql / "policy").exists():  # a BC-only run (the site-model measure)
+                del policies["cql-mix"]
+            site = named(a.site, trace).get("model")
+            row["quality"] = quality(table, policies, a, site=site and Path(site))
+            row["quality_warm"] = quality(table, policies, a, warm=True,
+                                          site=site and Path(site))
         candidates = named(a.validation, trace)
         if candidates:
             from hpcpolicy.env.factory import load

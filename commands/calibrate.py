@@ -14,7 +14,9 @@ from hpcpolicy.commands._options import (
     OverwriteOpt,
     ProcsOpt,
     TableArg,
+    WalltimeFallbackOpt,
     a_file,
+    workload_options,
 )
 from hpcpolicy.commands.fidelity import FitFracOpt, render_sections
 
@@ -28,6 +30,7 @@ def main(
     fit_frac: FitFracOpt = 0.7,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
+    walltime_fallback: WalltimeFallbackOpt = None,
     json_out: JsonOutOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
@@ -54,7 +57,8 @@ def main(
                 raise ConfigError(f"{path} already exists; pass --overwrite to replace it")
         config = CalibrateConfig(fit_frac=fit_frac)
         machine = resolve_cluster(spec=cluster, procs=procs, table=table)
-        workload = Workload.from_table(table)
+        workload = Workload.from_table(
+            table, options=workload_options(None, None, walltime_fallback))
         result = calibrate(workload, machine, config, delay=logged_delay(table, workload),
                            source=str(table))
         save_site(result.site, out)

@@ -14,6 +14,8 @@ from hpcpolicy.commands._options import (
     ProcsOpt,
     SiteOpt,
     TableArg,
+    WalltimeFallbackOpt,
+    workload_options,
 )
 
 __all__ = ["FitFracOpt", "main", "render_sections"]
@@ -51,6 +53,7 @@ def main(
     fit_frac: FitFracOpt = 0.7,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
+    walltime_fallback: WalltimeFallbackOpt = None,
     json_out: JsonOutOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
@@ -78,7 +81,8 @@ def main(
         config = FidelityConfig(fit_frac=fit_frac)
         model = load_site(site) if site is not None else None
         machine = resolve_cluster(spec=cluster, procs=procs, table=table)
-        workload = Workload.from_table(table)
+        workload = Workload.from_table(
+            table, options=workload_options(None, None, walltime_fallback))
         delay = eligible_delay(table, workload) if model and model.use_eligible else None
         report = fidelity_report(workload, machine, model, config, delay=delay)
         if json_out is not None:

@@ -267,3 +267,23 @@ def test_machine_cores_refuses_a_machine_of_several_groups() -> None:
     cluster = ClusterSpec((NodeGroup("a", 8, 4), NodeGroup("b", 8, 4)))
     with pytest.raises(ConfigError, match=r"nodes\.machine_cores resizes"):
         apply_site(loads("[nodes]\nmachine_cores = 96\n"), _workload(10), cluster)
+
+
+def test_fidelity_and_calibrate_take_a_walltime_fallback(tmp_path: Path) -> None:
+    """A sacct log without time limits: the one-line error names --walltime-fallback, which
+    both commands accept."""
+    from hpcpolicy.commands import app
+
+    logged = _as_logged(_workload(300), ClusterSpec.homogeneous(64), SimConfig(backfill="easy"))
+    table = write_job_table(tmp_path / "jobs.parquet", job_table([
+        {"submit": int(logged.submit[i]), "wait": int(logged.logged_start[i] - logged.submit[i]),
+         "user": f"u{logged.user[i]}", "run_time_s": int(logged.run_time[i]),
+         "req_cpus": int(logged.procs[i]), "req_walltime_s": None}
+        for i in range(len(logged))]))
+    runner = CliRunner()
+    res = runner.invoke(app, ["fidelity", str(table), "--procs", "64"])
+    assert res.exit_code == 1 and "--walltime-fallback" in res.output
+    for command in (["fidelity"], ["calibrate", "-o", str(tmp_path / "s.toml")]):
+        res = runner.invoke(app, [*command, str(table), "--procs", "64",
+                                  "--walltime-fallback", "runtime"])
+        assert res.exit_code == 0, res.output
