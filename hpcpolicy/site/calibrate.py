@@ -1,14 +1,18 @@
 """``hpcpolicy calibrate``: fit a site model to the earlier part of a log.
 
 The search keeps the simulator in the loop. Candidates come from the logged schedule
-(:mod:`hpcpolicy.site.evidence`: node size and machine size, pools, running limits, holds)
-and from the scheduler's options (multifactor priority, backfilling off). The fitted part is
+(:mod:`hpcpolicy.site.evidence`: node size and machine size, pools, running limits, holds),
+from the order in which it started jobs that waited together (:mod:`hpcpolicy.site.order`:
+multifactor weights) and from the scheduler's options (backfilling off). The fitted part is
 cut in two by time. Each trial's availability is bisected on the earlier share's mean wait,
 then refined on the later share's; an element is kept only where it makes the replay of that
 later share, the *validation* slice, closer to the log than the simpler model without it. So
 an element that fits the early months but not the following ones is dropped, as it would be
-out of sample. Fidelity is measured on the part after ``fit_frac``, which the search never
-looks at, before and after, with the ablation of each element tried.
+out of sample. The priority order is the exception: its evidence is the start order itself,
+held out on the validation slice, so the replay there picks among the weight profiles that
+order supports and may veto the element only by :attr:`CalibrateConfig.order_tolerance`.
+Fidelity is measured on the part after ``fit_frac``, which the search never looks at, before
+and after, with the ablation of each element tried.
 """
 
 from __future__ import annotations
@@ -154,13 +158,16 @@ def _candidates(w: Workload, cluster: ClusterSpec, cuts: tuple[int, int],
     """Per element, its alternatives (the replay keeps at most one)."""
     split = cuts[1]
     header = cluster.groups[0].cores if len(cluster.groups) == 1 else 0
+    nodes = _nodes(ev.find_node_size(w, cluster.total_cores, header),
+                   ev.find_machine_size(w, split, cluster.total_cores)
+                   if header and not cluster.total_gpus else None)
+    # free cores of the logged schedule are counted on the machine the log ran on
+    ran_on = max(nodes.values.get("machine_cores", 0) if nodes else 0, cluster.total_cores)
     found: list[tuple[str, list[ev.Candidate]]] = [
-        ("nodes", _one(_nodes(ev.find_node_size(w, cluster.total_cores, header),
-                              ev.find_machine_size(w, split, cluster.total_cores)
-                              if header and not cluster.total_gpus else None))),
+        ("nodes", _one(nodes)),
         ("pools", _one(ev.find_pools(w, split, cluster.total_cores))),
         ("limits", _one(ev.find_limits(w, split, cluster.total_cores))),
-        ("priority", find_priority(w, cuts, cluster.total_cores)),
+        ("priority", find_priority(w, cuts, ran_on)),
         ("cadence", [ev.Candidate({"backfill": "none"}, "no backfilling tried against EASY")]),
     ]
     if delay is not None and (delay[:split] > 0).mean() >= 0.01:
