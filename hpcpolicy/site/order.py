@@ -101,7 +101,13 @@ def order_pairs(w: Workload, lo: int, hi: int, total_cores: int, half_life_s: in
 
 def concordance(diff: F64, weights: tuple[float, float, float]) -> float:
     """Share of pairs whose started job scores higher under ``weights`` (fair share, age,
-    size); ties count half."""
+    size); ties count half.
+
+    Example:
+        >>> pairs = np.array([[0.5, -0.1, 0.0], [0.0, 0.2, 0.0]])  # started minus passed over
+        >>> concordance(pairs, (0.0, 1000.0, 0.0)), concordance(pairs, (10000.0, 1000.0, 0.0))
+        (0.5, 1.0)
+    """
     if not len(diff):
         return 0.5
     m = diff @ np.asarray(weights)
