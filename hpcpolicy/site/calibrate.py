@@ -239,8 +239,10 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
                       "out_of_sample": _brief(tfig["oos"])})
         if kept:
             site, figures = trial_site, tfig
-            evidence[name] = (f"{cand.evidence}; kept: the validation slice's score rose by "
-                              f"{gain:.3f}")
+            evidence[name] = f"{cand.evidence}; kept: " + (
+                f"the validation slice's score rose by {gain:.3f}" if gain >= 0 else
+                f"the validation slice's score changed by {gain:+.3f}, within the "
+                f"{cfg.order_tolerance} by which the replay may veto an order the log shows")
         elif name != "capacity":
             evidence[name] = (f"{cand.evidence}; not kept: the validation slice's score "
                               f"changed by {gain:+.3f}")
