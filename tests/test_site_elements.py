@@ -81,3 +81,17 @@ def test_calibrate_finds_the_node_size_from_job_sizes() -> None:
     logged: Workload = _as_logged(w, whole, SimConfig(backfill="easy", exclusive_nodes=True))
     fit = calibrate(logged, ClusterSpec.homogeneous(64), CalibrateConfig(bisect_steps=1))
     assert "multiple of 8 cores" in fit.site.evidence["nodes"]
+
+
+def test_calibrate_finds_the_missing_capacity() -> None:
+    """A log scheduled with only 80 % (or 70 %) of the machine there on average: the fitted
+    availability is within 0.05 of it, and the replay's mean wait comes close to the log's."""
+    w = _workload()
+    cluster = ClusterSpec.homogeneous(64)
+    for share in (0.8, 0.7):
+        world = apply_site(SiteModel(availability=share), w, cluster)
+        start = simulate(world.workload, world.cluster, world.cfg).start
+        fit = calibrate(replace(w, logged_start=start), cluster, CalibrateConfig(bisect_steps=3))
+        assert fit.site.elements() == ["capacity"]
+        assert abs(fit.site.availability - share) <= 0.05
+        assert abs(fit.after["mean_wait_rel_error"]) < 0.1 < abs(fit.before["mean_wait_rel_error"])
