@@ -125,8 +125,8 @@ def find_priority(w: Workload, cuts: tuple[int, int], total_cores: int,
     at :data:`WEIGHT_AGE`) that explain most pairs among jobs before ``cuts[0]``; the jobs
     from ``cuts[0]`` to ``cuts[1]`` (the validation slice) measure them against FCFS. Both
     profiles are offered because explaining more pairs is not the same as replaying the
-    waits better (a profile can order most pairs right and still starve a heavy user much
-    longer than the site did): the replay in :mod:`calibrate` chooses.
+    waits better (every pair counts alike, while the mean wait is shaped by the longest
+    waits): the replay in :mod:`calibrate` chooses.
     """
     val, split = cuts
     fit = order_pairs(w, 0, val, total_cores, half_life_s, max_age_s)
