@@ -71,6 +71,8 @@ class CalibrateConfig:
             raise ConfigError(f"val_frac must be in (0, 1), not {self.val_frac}")
         if self.bisect_steps < 0:
             raise ConfigError("bisect_steps must be >= 0")
+        if self.order_tolerance < 0:
+            raise ConfigError(f"order_tolerance must be >= 0, not {self.order_tolerance}")
 
 
 @dataclass(frozen=True)
