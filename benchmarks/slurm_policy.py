@@ -67,7 +67,9 @@ def _run(slurm: LocalSlurm, plan: Plan, work: Path, policy: str | None) -> Workl
         watcher = subprocess.Popen(
             [str(Path(sys.executable).parent / "hpcpolicy"), "-q", "advise", "--policy", policy,
              "--partition", "batch", "--apply", "--watch", "1", "--audit",
-             str(work / "advise.jsonl")], env=slurm.env, stdout=subprocess.DEVNULL)
+             str(work / "advise.jsonl")], env=slurm.env, stdout=subprocess.DEVNULL,
+            # a shell's background job ignores SIGINT, and a child keeps that: Ctrl-C it is
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(2)
     try:
         ids = submit_plan(plan, work / "out", slurm.env)
@@ -147,6 +149,7 @@ def main() -> int:
     ap.add_argument("--policy", action="append", help="a candidate (repeatable; default sjf)")
     ap.add_argument("--train-steps", type=int, default=0,
                     help="also train a PPO candidate for this many steps (0: none)")
+    ap.add_argument("--trained", help="a trained candidate's policy folder (instead of training)")
     ap.add_argument("--train-jobs", type=int, default=4000,
                     help="trace jobs before the window that the trained candidate learns from")
     ap.add_argument("--seed", type=int, default=1)
@@ -163,9 +166,9 @@ def main() -> int:
     candidates = {f"advise_{p}": p for p in args.policy or ["sjf"]}
     out: dict[str, Any] = {"jobs": args.jobs, "first": args.first, "trace": TRACE.name,
                            "runs": []}
-    if args.train_steps:
+    if args.train_steps or args.trained:
         tic = time.monotonic()
-        candidates["advise_trained"] = _trained(whole, args, scale, tmp)
+        candidates["advise_trained"] = args.trained or _trained(whole, args, scale, tmp)
         out["trained"] = {"policy": candidates["advise_trained"], "steps": args.train_steps,
                           "train_jobs": args.train_jobs, "wall_s": time.monotonic() - tic,
                           "guard_fallback": active_guard(candidates["advise_trained"])}
