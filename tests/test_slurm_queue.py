@@ -94,7 +94,9 @@ def test_a_trained_policy_folder_ranks_the_whole_queue(tmp_path: object) -> None
                            config={"algo": "ppo", "seed": 0, "hidden": [16],
                                    "activation": "tanh"},
                            provenance={"reward": "bsld", "training_data": None})
-    snap = _snap(*[_job(i, limit=f"{5 * (i % 4 + 1)}:00") for i in range(1, 11)])
+    # squeue lists by priority, here the reverse of submit order
+    snap = _snap(*[_job(i, limit=f"{5 * (i % 4 + 1)}:00") for i in range(10, 0, -1)])
+    assert [j.job_id for j in snap.pending] == [str(i) for i in range(1, 11)]
     first = plan_pass(AdviseConfig(policy=str(folder)), snap)
     again = plan_pass(AdviseConfig(policy=str(folder)), snap)
     assert sorted(j.job_id for j in first.ranked) == sorted(str(i) for i in range(1, 11))

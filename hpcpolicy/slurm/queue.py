@@ -82,6 +82,7 @@ class Snapshot:
     now: int
     """Epoch seconds when the snapshot was taken."""
     pending: tuple[Job, ...]
+    """In submit order."""
     running: tuple[Job, ...]
     nodes: tuple[Node, ...]
 
@@ -166,7 +167,9 @@ def parse_snapshot(squeue: str, sinfo: str, now: int) -> Snapshot:
         if (seen := nodes.get(node.name)) is not None:
             node = replace(seen, partitions=(*seen.partitions, *node.partitions))
         nodes[node.name] = node
-    return Snapshot(now=now, pending=tuple(j for j in jobs if j.state == "PENDING"),
+    # squeue lists by priority; a policy's workload is in submit order
+    pending = sorted((j for j in jobs if j.state == "PENDING"), key=lambda j: j.submit)
+    return Snapshot(now=now, pending=tuple(pending),
                     running=tuple(j for j in jobs if j.state == "RUNNING"),
                     nodes=tuple(nodes.values()))
 
