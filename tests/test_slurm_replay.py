@@ -81,9 +81,10 @@ def test_hand_over_latency_accumulates_within_the_second() -> None:
     # (10.9 -> 21.3), so c starts at 21 where whole-second replays say 20.
     rows = [(0, 10, 60, 4), (0, 10, 60, 4), (0, 10, 60, 4)]
     parts = {"batch": (0, 1), "short": (0,)}
+    chain = _jobs(rows, parts=[1, 1, 1])
     lagged = dataclasses.replace(TWO_NODES, end_latency=0.4)
-    assert slurm_replay(_jobs(rows, parts=[1, 1, 1]), lagged, parts).start.tolist() == [0, 10, 21]
-    assert slurm_replay(_jobs(rows, parts=[1, 1, 1]), TWO_NODES, parts).start.tolist() == [0, 10, 20]
+    assert slurm_replay(chain, lagged, parts).start.tolist() == [0, 10, 21]
+    assert slurm_replay(chain, TWO_NODES, parts).start.tolist() == [0, 10, 20]
     # a submission is taken in the middle of its second: 0.6 s of submit latency is the
     # next second, 0.4 s the same one
     late = dataclasses.replace(TWO_NODES, submit_latency=0.6)
