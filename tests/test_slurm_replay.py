@@ -98,6 +98,7 @@ def test_latencies_default_to_the_fitted_ones() -> None:
     rows = [(0, 10, 60, 1), (5, 10, 60, 1)]
     res = slurm_replay(_logged(rows, [1, 6]), TWO_NODES, PARTS)
     assert res.start.tolist() == [1, 6]
+    assert res.stats["submit_latency_s"] == 1.0
     with pytest.raises(ConfigError, match="end_latency"):
         dataclasses.replace(TWO_NODES, end_latency=1.5)
 

@@ -295,7 +295,9 @@ class _Replay:
         return SimResult(start=start, end=np.where(start >= 0, start + self.dur, -1),
                          never_fits=np.zeros(len(start), dtype=bool),
                          killed=np.asarray(self.w.run_time, dtype=np.int64) > self.limit,
-                         backfilled=self.backfilled, stats={"engine": "slurm"})
+                         backfilled=self.backfilled,
+                         stats={"engine": "slurm", "submit_latency_s": sub_lat / MS,
+                                "end_latency_s": end_lat / MS})
 
 
 def _reserve(times: list[int], plan: I64, t0: int, t1: int,
