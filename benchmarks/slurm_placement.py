@@ -29,7 +29,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from slurm_replay import NODES, _read
+from slurm_replay import NODES, read_log
 
 from hpcpolicy.slurm.replay import place
 from hpcpolicy.workload import Workload
@@ -106,7 +106,7 @@ def main() -> int:
     args = ap.parse_args()
     if not (args.log_dir / "sacct.txt").exists():
         raise SystemExit(f"{args.log_dir}: no sacct.txt; run benchmarks/slurm_replay.py first")
-    w, _ = _read(args.log_dir)
+    w, _ = read_log(args.log_dir)
     table = pl.read_parquet(args.log_dir / "jobs.parquet", columns=["job_id", "node_list"])
     where = dict(zip(table["job_id"].to_list(), table["node_list"].to_list(), strict=True))
     out = {"log": str(args.log_dir / "sacct.txt"),

@@ -72,7 +72,7 @@ def _collect(args: argparse.Namespace, log_dir: Path) -> Path:
     return export_sacct(ids.values(), log_dir / "sacct.txt", slurm.env)
 
 
-def _read(log_dir: Path) -> tuple[Workload, list[str]]:
+def read_log(log_dir: Path) -> tuple[Workload, list[str]]:
     """The log's jobs and each one's job name (the plan's, the same in every run)."""
     sacct = log_dir / "sacct.txt"
     ingest([sacct], log_dir / "jobs.parquet", IngestConfig(overwrite=True))
@@ -127,7 +127,7 @@ def main() -> int:
     sacct = args.log_dir / "sacct.txt"
     if not sacct.exists():
         _collect(args, args.log_dir)
-    w, names = _read(args.log_dir)
+    w, names = read_log(args.log_dir)
     default = simulate(w, ClusterSpec.homogeneous(64, 4), SimConfig(policy="fcfs",
                                                                    backfill="easy"))
     flavour = slurm_replay(w, SlurmReplayConfig(cores_per_node=16, nodes=4,
@@ -142,7 +142,7 @@ def main() -> int:
     labels = ["default_replay", "slurm_replay"]
     if args.compare_log:
         out["compare_log"] = str(args.compare_log / "sacct.txt")
-        out["other_real_run"] = _other_run(names, w, *_read(args.compare_log))
+        out["other_real_run"] = _other_run(names, w, *read_log(args.compare_log))
         labels.append("other_real_run")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
