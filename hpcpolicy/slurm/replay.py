@@ -159,7 +159,7 @@ def start_latencies(w: Workload, bf_interval: int = 1) -> tuple[float, float]:
 @dataclass
 class _Running:
     planned_end: int
-    """Logged start + limit in whole seconds: what backfill plans with."""
+    """Start (its whole second) + limit: what backfill plans with."""
     cores: dict[int, int]
 
 
