@@ -93,6 +93,15 @@ def test_hand_over_latency_accumulates_within_the_second() -> None:
     assert slurm_replay(_jobs(rows[:1]), early, PARTS).start.tolist() == [0]
 
 
+def test_an_end_and_a_submission_at_the_same_instant() -> None:
+    # a fills node 0 until 10.5 s; b, submitted at 10 s, is seen at 10.5 s too: the freed
+    # cores and the new job are both in place before the pass, so b starts in that second
+    rows = [(0, 10, 60, 4), (10, 5, 60, 4)]
+    parts = {"batch": (0, 1), "short": (0,)}
+    res = slurm_replay(_jobs(rows, parts=[1, 1]), TWO_NODES, parts)
+    assert res.start.tolist() == [0, 10]
+
+
 def test_latencies_default_to_the_fitted_ones() -> None:
     # the log says every start came a second after its submit: the replay does the same
     rows = [(0, 10, 60, 1), (5, 10, 60, 1)]
