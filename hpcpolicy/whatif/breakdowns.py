@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import polars as pl
 
 __all__ = ["GROUPINGS", "LOSS_ABS_S", "LOSS_REL", "MIN_GROUP_JOBS", "RUNTIME_CLASSES",
@@ -88,8 +90,7 @@ def _means(side: pl.DataFrame, by: str) -> pl.DataFrame:
     import numpy as np
     import polars as pl
 
-    names, code = np.unique(side[by].cast(pl.String).fill_null("").to_numpy(),
-                            return_inverse=True)
+    names, code = _codes(side[by])
     jobs = np.bincount(code, minlength=len(names))
     mean = {c: np.bincount(code, weights=side[c].to_numpy().astype(np.float64),
                            minlength=len(names)) / jobs for c in ("bw", "cw", "bb", "cb")}
@@ -100,6 +101,19 @@ def _means(side: pl.DataFrame, by: str) -> pl.DataFrame:
         "baseline_mean_bsld": mean["bb"], "candidate_mean_bsld": mean["cb"],
         "diff_mean_bsld": mean["cb"] - mean["bb"],
     })
+
+
+def _codes(column: pl.Series) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.int64]]:
+    """The sorted distinct values of ``column`` as text (null as ""), and each row's index
+    into them: what ``np.unique(..., return_inverse=True)`` gives, without sorting millions
+    of strings (a hash lookup per row into the few distinct values)."""
+    import numpy as np
+    import polars as pl
+
+    text = column.cast(pl.String).fill_null("")
+    names = text.unique().sort()
+    code = text.cast(pl.Enum(names.to_list())).to_physical().to_numpy().astype(np.int64)
+    return names.to_numpy().astype(str), code
 
 
 def _extremes(table: pl.DataFrame) -> pl.DataFrame:
