@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import polars as pl
 
-__all__ = ["GROUPINGS", "LOSS_ABS_S", "LOSS_REL", "MIN_GROUP_JOBS", "RUNTIME_CLASSES",
+__all__ = ["COLUMNS", "GROUPINGS", "LOSS_ABS_S", "LOSS_REL", "MIN_GROUP_JOBS", "RUNTIME_CLASSES",
            "SIZE_CLASSES", "TOP", "group_changes", "notable_losers"]
 
 SIZE_CLASSES = ((1, "1 core"), (4, "2-4 cores"), (16, "5-16 cores"), (64, "17-64 cores"),
@@ -30,6 +30,8 @@ RUNTIME_CLASSES = ((600, "< 10 min"), (3600, "10 min - 1 h"), (4 * 3600, "1 - 4 
                    (12 * 3600, "4 - 12 h"), (86400, "12 - 24 h"), (None, "> 1 day"))
 """(upper bound exclusive, label) of the run-time classes (s)."""
 GROUPINGS = ("user", "partition", "size_class", "runtime_class")
+COLUMNS = ("user", "partition", "procs", "run", "wait", "bsld")
+"""The outcome columns :func:`group_changes` reads."""
 TOP = 10
 MIN_GROUP_JOBS = 20
 LOSS_REL = 0.25
