@@ -188,6 +188,7 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
                      step: Step, site: SiteModel | None = None,
                      ) -> tuple[list[WhatifRun], Workload, ClusterSpec, list[str]]:
     from hpcpolicy.deploy.resolve import policy_simulator
+    from hpcpolicy.sim.metrics import OUTCOME_COLUMNS, identity_columns, outcome_table
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import backfill_note, replay
     from hpcpolicy.site.apply import site_config
@@ -198,6 +199,7 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
     if site is not None:  # every run in the same calibrated world; only the policy differs
         configs = [site_config(site, cfg) for cfg in configs]
     runs, notes = [], []
+    identity = identity_columns(w)
     # one replay at a time, its outcome table straight to disk: memory holds one run
     for i, (spec, config) in enumerate(zip(specs, configs, strict=True)):
         rep = replay(w, c, [config], None, simulate=policy_simulator(policies),
@@ -205,7 +207,8 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
         never = len(rep.never_fits())
         if i == 0 and len(w) and never == len(w):
             raise SimulationError(_nothing_fits(scenario, w, c))
-        outcomes = rep.windows[0].outcomes()
+        outcomes = outcome_table(w, rep.windows[0].result, identity=False).with_columns(
+            identity).select(OUTCOME_COLUMNS)
         last = max(_extreme(outcomes["end"]) or 0, _extreme(outcomes["submit"]) or 0)
         runs.append(WhatifRun(
             id=f"{scenario.id}/{spec.text}", scenario=scenario, spec=spec,
