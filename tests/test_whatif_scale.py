@@ -51,7 +51,7 @@ def test_outcomes_live_on_disk_and_leave_with_the_result(tmp_path: Any) -> None:
     cfg = WhatifConfig(candidates=("sjf+easy",), scenarios=("nodes=+50%",), bootstrap=200)
     result = run_whatif(synthetic(400, weeks=6), ClusterSpec.homogeneous(32), cfg, source="x")
     folder = result.runs[0].store.folder
-    assert len(list(folder.iterdir())) == 4  # one file per run
+    assert len(list(folder.iterdir())) == 4 + 2  # one file per run, job names per scenario
     whole = result.outcomes()
     assert whole.height == 4 * 400
     assert whole.columns[:2] == ["run", "job_id"] and "run_s" in whole.columns

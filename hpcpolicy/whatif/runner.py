@@ -128,7 +128,9 @@ class WhatifRun:
     spec: RunSpec
     role: str
     part: Path
-    """The outcome table's file in :attr:`store`."""
+    """The outcome table's own columns, a file in :attr:`store`."""
+    identity: Path
+    """Its text columns (job id, user, partition), shared by the scenario's runs."""
     store: OutcomeStore
     summary: dict[str, Any]
     never_fits: int
@@ -139,11 +141,17 @@ class WhatifRun:
     @property
     def outcomes(self) -> pl.DataFrame:
         """The per-job outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
-        return self.store.scan(self.part).collect()
+        return self.scan().collect()
 
     def columns(self, *names: str) -> pl.DataFrame:
         """Only these columns of the outcome table."""
-        return self.store.scan(self.part).select(names).collect()
+        return self.scan().select(names).collect()
+
+    def scan(self) -> pl.LazyFrame:
+        """The outcome table as a query (only the columns selected are read)."""
+        from hpcpolicy.sim.metrics import OUTCOME_COLUMNS
+
+        return self.store.scan(self.identity, self.part).select(OUTCOME_COLUMNS)
 
 
 @dataclass
@@ -162,12 +170,12 @@ class WhatifResult:
         """:meth:`outcomes` as a query, read run by run when it is collected or sunk."""
         import polars as pl
 
-        return pl.concat([r.store.scan(r.part).rename({"run": "run_s"}).select(
+        return pl.concat([r.scan().rename({"run": "run_s"}).select(
             pl.lit(r.id).alias("run"), pl.all()) for r in self.runs])
 
     def run_outcomes(self) -> dict[str, pl.LazyFrame]:
         """Run id -> that run's outcome table as a query (``run`` is the run time there)."""
-        return {r.id: r.store.scan(r.part) for r in self.runs}
+        return {r.id: r.scan() for r in self.runs}
 
 
 def _iso(epoch: int) -> str:
@@ -187,8 +195,10 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
                      specs: list[RunSpec], policies: dict[str, Policy], store: OutcomeStore,
                      step: Step, site: SiteModel | None = None,
                      ) -> tuple[list[WhatifRun], Workload, ClusterSpec, list[str]]:
+    import polars as pl
+
     from hpcpolicy.deploy.resolve import policy_simulator
-    from hpcpolicy.sim.metrics import OUTCOME_COLUMNS, identity_columns, outcome_table
+    from hpcpolicy.sim.metrics import identity_columns, outcome_table
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import backfill_note, replay
     from hpcpolicy.site.apply import site_config
@@ -199,7 +209,8 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
     if site is not None:  # every run in the same calibrated world; only the policy differs
         configs = [site_config(site, cfg) for cfg in configs]
     runs, notes = [], []
-    identity = identity_columns(w)
+    # the text columns once per scenario, to disk before the replays need the memory
+    identity = store.put(pl.DataFrame(identity_columns(w)))
     # one replay at a time, its outcome table straight to disk: memory holds one run
     for i, (spec, config) in enumerate(zip(specs, configs, strict=True)):
         rep = replay(w, c, [config], None, simulate=policy_simulator(policies),
@@ -207,13 +218,13 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
         never = len(rep.never_fits())
         if i == 0 and len(w) and never == len(w):
             raise SimulationError(_nothing_fits(scenario, w, c))
-        outcomes = outcome_table(w, rep.windows[0].result, identity=False).with_columns(
-            identity).select(OUTCOME_COLUMNS)
+        outcomes = outcome_table(w, rep.windows[0].result, identity=False)
         last = max(_extreme(outcomes["end"]) or 0, _extreme(outcomes["submit"]) or 0)
         runs.append(WhatifRun(
             id=f"{scenario.id}/{spec.text}", scenario=scenario, spec=spec,
             role="baseline" if i == 0 else "candidate", part=store.put(outcomes),
-            store=store, summary=rep.summary, never_fits=never, cores=c.total_cores,
+            identity=identity, store=store, summary=rep.summary, never_fits=never,
+            cores=c.total_cores,
             span=(_extreme(outcomes["submit"], largest=False) or 0, last)))
         notes.append(backfill_note(rep))
         del rep, outcomes

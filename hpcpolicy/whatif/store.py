@@ -4,8 +4,10 @@ A replay of a 10 M-job log has a 1.3 GB outcome table, and a what-if with two ca
 and two scenarios makes nine: together they do not fit in memory. So each table is written
 once, as it comes out of its replay, to an uncompressed Arrow IPC file (a copy of the
 columns, nothing to encode), and read back a few columns at a time by the comparisons, the
-plots and the report's Parquet file. The folder lives in the system's temporary folder
-(``TMPDIR``) and is removed with the last :class:`OutcomeStore` that refers to it.
+plots and the report's Parquet file. Columns that several runs share (the jobs' names) can
+be stored once and read beside each run's own (:meth:`OutcomeStore.scan`). The folder lives
+in the system's temporary folder (``TMPDIR``) and is removed with the last
+:class:`OutcomeStore` that refers to it.
 """
 
 from __future__ import annotations
@@ -47,11 +49,12 @@ class OutcomeStore:
         frame.write_ipc(path, compression="uncompressed")
         return path
 
-    def scan(self, path: Path) -> pl.LazyFrame:
-        """A stored table, read lazily (only the columns a query selects are read)."""
+    def scan(self, *paths: Path) -> pl.LazyFrame:
+        """Stored tables of as many rows side by side, read lazily (only the columns a query
+        selects are read)."""
         import polars as pl
 
-        return pl.scan_ipc(path)
+        return pl.concat([pl.scan_ipc(path) for path in paths], how="horizontal")
 
     def close(self) -> None:
         """Remove the folder now."""
