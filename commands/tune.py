@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -9,12 +10,14 @@ import typer
 
 from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet, plain
 from hpcpolicy.commands._options import (
+    BackendOpt,
     BackfillOpt,
     ClusterOpt,
     CompatOpt,
     NumEnvsOpt,
     ProcsFromOpt,
     ProcsOpt,
+    RayAddressOpt,
     RewardOpt,
     SeedOpt,
     TableArg,
@@ -50,12 +53,20 @@ def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> P
 
 
 def _run(cfg: TuneConfig, base: PPOConfig, env: dict[str, Any], out: Path,
-         resume: bool) -> TuneResult:
-    """The tune, with a live progress line on stderr (none under --quiet)."""
+         resume: bool, ray: tuple[str, str | None, int]) -> TuneResult:
+    """The tune on its backend, with a live progress line on stderr (none under --quiet)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hpcpolicy.rl.tune import TuneEvent, tune
 
+    backend, address, member_cpus = ray
+    if backend == "ray":
+        from hpcpolicy.ray_support import import_ray
+
+        import_ray()  # a one-line error naming the extra, before Ray's module is imported
+        from hpcpolicy.rl.tune.on_ray import tune_on_ray
+
+        tune = functools.partial(tune_on_ray, address=address, member_cpus=member_cpus)
     if is_quiet():
         return tune(cfg, base, env, out, resume=resume)
     steps: dict[str, int] = {}
@@ -156,6 +167,11 @@ def main(
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of PPO / DD-PPO config fields every member starts from "
         "(see hpcpolicy.rl.config; anneal_lr must stay false).", callback=a_file)] = None,
+    backend: BackendOpt = "local",
+    ray_address: RayAddressOpt = None,
+    member_cpus: Annotated[int, typer.Option(
+        "--member-cpus", help="With --backend ray: cores each member's trial holds (its torch "
+        "threads; at least --workers).")] = 1,
 ) -> None:
     """Tune a policy by population-based training (PBT) of PPO or DD-PPO runs.
 
@@ -182,10 +198,12 @@ def main(
     from hpcpolicy.env.factory import env_kwargs
     from hpcpolicy.env.scheduling import EPISODE_METRICS
     from hpcpolicy.errors import ConfigError
+    from hpcpolicy.ray_support import check_backend
     from hpcpolicy.rl.runs import default_run_name
     from hpcpolicy.rl.tune import TuneConfig
 
     with fail_cleanly():
+        check_backend(backend, ray_address)
         cfg = TuneConfig(population=population, total_steps=steps, interval=interval,
                          seed=seed, workers=workers, val_frac=val_frac, val_windows=val_windows,
                          val_window_size=window_size if val_window_size is None
@@ -205,7 +223,7 @@ def main(
         if not is_quiet():
             console.print(plain(f"{table}: tune of {population} {algo} members, {steps:,} "
                                 f"steps each in {cfg.rounds} round(s); {run}"), soft_wrap=True)
-        result = _run(cfg, base, env, run, resume)
+        result = _run(cfg, base, env, run, resume, (backend, ray_address, member_cpus))
     if is_quiet():
         console.print(plain(result.root / ("tune.json" if result.interrupted else "policy")),
                       soft_wrap=True)
