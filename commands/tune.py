@@ -187,11 +187,20 @@ def main(
     directory. --seed reproduces the whole tune; Ctrl-C stops it with a resumable state
     (continue with --resume).
 
+    --backend ray runs the members side by side as trials of Ray Tune's PBT scheduler (the
+    cluster extra): on a Ray started here, or on the cluster at --ray-address. On Slurm,
+    `ray start --head --port 6379 --block` on the first node and `ray start --address
+    HEAD:6379 --block` on the others, then --ray-address HEAD:6379; the tune directory must be
+    on a shared file system (README: Ray on Slurm). --backend local (the default) needs no
+    Ray and is bit-reproducible.
+
     Examples:
 
         hpcpolicy tune jobs.parquet --population 4 --steps 200000 --interval 20000 -o runs/tune-a
 
         hpcpolicy tune jobs.parquet --algo ddppo --workers 2 --backfill easy -o runs/tune-b
+
+        hpcpolicy tune jobs.parquet --backend ray --ray-address node01:6379 -o runs/tune-c
     """
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.env import EnvConfig
