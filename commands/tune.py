@@ -53,7 +53,7 @@ def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> P
 
 
 def _run(cfg: TuneConfig, base: PPOConfig, env: dict[str, Any], out: Path,
-         resume: bool, ray: tuple[str, str | None, int]) -> TuneResult:
+         resume: bool, ray: tuple[str, str | None, float]) -> TuneResult:
     """The tune on its backend, with a live progress line on stderr (none under --quiet)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -169,9 +169,10 @@ def main(
         "(see hpcpolicy.rl.config; anneal_lr must stay false).", callback=a_file)] = None,
     backend: BackendOpt = "local",
     ray_address: RayAddressOpt = None,
-    member_cpus: Annotated[int, typer.Option(
-        "--member-cpus", help="With --backend ray: cores each member's trial holds (its torch "
-        "threads; at least --workers).")] = 1,
+    member_cpus: Annotated[float, typer.Option(
+        "--member-cpus", help="With --backend ray: cores each member's trial holds (a "
+        "fraction lets more members share a core; its torch threads: the whole cores, at "
+        "least 1; at least --workers).")] = 1,
 ) -> None:
     """Tune a policy by population-based training (PBT) of PPO or DD-PPO runs.
 

@@ -5,6 +5,7 @@ killed mid-run."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -71,10 +72,9 @@ def _training_trials(env: dict[str, str]) -> list[int]:
     return found
 
 
-@pytest.mark.slow
 def test_tune_and_sweep_on_a_two_node_ray_cluster(ray_module: object, tmp_path: Path) -> None:
-    """About 85 s on 2 busy cores, so marked slow: benchmarks/tune_ray.py --cluster-test runs
-    it."""
+    """About 30 s on 2 busy cores: 10 to start the two nodes, 15 for the tune, 5 for the
+    sweep."""
     from ray_cluster import two_node_cluster
 
     table = write_table(tmp_path / "jobs.parquet", 300)
@@ -114,3 +114,49 @@ def test_tune_and_sweep_on_a_two_node_ray_cluster(ray_module: object, tmp_path: 
     assert [r.split(" | ")[1] for r in rows] == ["sjf+easy", "f1+easy"]
     assert all((tmp_path / "sw" / "jobs" / c / "as-logged" / "seed0" / "report.html").is_file()
                for c in ("sjf+easy", "f1+easy"))
+
+
+class _Trial:
+    """What the recorder reads of a Ray trial: its config."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+
+
+def test_the_ray_recorder_writes_rounds_as_the_serial_loop_does(ray_module: object,
+                                                                tmp_path: Path) -> None:
+    from hpcpolicy.rl.tune.on_ray import _Recorder
+    from hpcpolicy.rl.tune.record import TunePaths, TuneRecord
+
+    first = {"learning_rate": 3e-4, "ent_coef": 0.01, "clip_coef": 0.2}
+    faster = {**first, "learning_rate": 4e-4}
+    paths = TunePaths(tmp_path)
+    TuneRecord(config={"total_steps": 256, "interval": 128}, base={}, env={}, data={},
+               validation={}, baselines={}, members=[
+                   {"name": "m0", "seed": 1, "hyperparameters": first},
+                   {"name": "m1", "seed": 2, "hyperparameters": first}]).save(paths)
+    recorder = _Recorder(tmp_path, 2)
+    trials = [_Trial({"member": "m0", "exploit": None}), _Trial({"member": "m1",
+                                                                 "exploit": None})]
+
+    def report(member: int, round_: int, score: float) -> TuneRecord:
+        result = {"member": f"m{member}", "round": round_, "val_bsld": score,
+                  "steps": 128 * round_, "trained_with": trials[member].config.get("hp", first)}
+        recorder.on_trial_result(0, trials, trials[member], result)
+        return TuneRecord.load(paths)
+
+    assert report(1, 1, 9.0).trained == ["m1"] and not TuneRecord.load(paths).rounds
+    # m0 reports and ranks best; PBT (before the callback) makes m1 copy it
+    trials[1].config = {"member": "m1", "hp": faster, "exploit": {
+        "round": 1, "member": "m1", "copied": "m0", "member_score": 9.0, "source_score": 5.0,
+        "before": first, "after": faster}}
+    record = report(0, 1, 5.0)
+    (round1,) = record.rounds
+    assert round1["ranking"] == ["m0", "m1"] and round1["scores"] == {"m0": 5.0, "m1": 9.0}
+    assert [(e["member"], e["copied"]) for e in round1["exploits"]] == [("m1", "m0")]
+    assert record.members[1]["hyperparameters"] == faster and record.trained == []
+    report(0, 2, 4.0)
+    record = report(1, 2, math.inf)  # a member with no finite score ranks last
+    assert record.rounds[1]["scores"] == {"m0": 4.0, "m1": None}
+    assert record.rounds[1]["hyperparameters"]["m1"] == faster
+    assert (tmp_path / "tune.csv").read_text().splitlines()[2].endswith(",m0")

@@ -31,13 +31,13 @@ from hpcpolicy.rl.config import DDPPOConfig, PPOConfig  # noqa: E402
 from hpcpolicy.rl.ppo import train  # noqa: E402
 from hpcpolicy.rl.runs import RESUMABLE_CHANGES, TUNE_CHANGES, RunPaths, load_checkpoint  # noqa: E402
 from hpcpolicy.rl.tune import TuneConfig, TuneEvent, tune  # noqa: E402
+from hpcpolicy.rl.tune.member import copy_weights  # noqa: E402
 from hpcpolicy.rl.tune.pbt import (  # noqa: E402
     HYPERPARAMETERS,
     exploit_explore,
     initial_hyperparameters,
 )
 from hpcpolicy.rl.tune.record import TunePaths, TuneRecord  # noqa: E402
-from hpcpolicy.rl.tune.member import copy_weights  # noqa: E402
 from hpcpolicy.rl.tune.validation import carve  # noqa: E402
 
 BASE = {"learning_rate": 3e-4, "ent_coef": 0.01, "clip_coef": 0.2}

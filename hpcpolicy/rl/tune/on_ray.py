@@ -5,12 +5,15 @@ Each member is one trial, holding ``--member-cpus`` cores. A trial continues its
 directory (``members/NAME``) one round at a time with the same trainer and environment as
 the serial loop (:func:`hpcpolicy.rl.tune.member.train_round`), replays the member's policy on
 the validation windows, and reports its mean bounded slowdown as the metric ``val_bsld`` with a
-Ray checkpoint: the member's ``last.pt`` and a note naming the member and round. PBT runs in
-synchronous rounds; after each round but the last, a member of the bottom quantile restarts
-from the checkpoint of a member of the top quantile, delivered by Ray, takes its model and
-optimiser state (:func:`~hpcpolicy.rl.tune.member.copy_weights`) and keeps its own seed,
-counters and episode stream, as in the serial loop. A trial that Ray restarts from its own
-checkpoint (a lost process, a resumed tune) rewinds its run to that checkpoint.
+Ray checkpoint: the member's ``last.pt`` and a note naming the member and round. Ray's PBT
+runs asynchronously, as Ray runs it by default: when a member reports a round and ranks in
+the bottom quantile of the latest scores, it restarts from the checkpoint of a member of the
+top quantile, delivered by Ray, takes its model and optimiser state
+(:func:`~hpcpolicy.rl.tune.member.copy_weights`) and keeps its own seed, counters, rounds and
+episode stream, as in the serial loop. (Synchronous PBT would stop and restart every trial
+after every round, and Ray starts a new process for some of them each time, which on a small
+machine costs more than the round: see BENCHMARKS.md.) A trial that Ray restarts from its own
+checkpoint (a lost process) rewinds its run to that checkpoint.
 
 The driver keeps ``tune.json`` and ``tune.csv`` exactly as the serial loop writes them: a Ray
 Tune callback records each round once every member has reported it, with the exploits PBT
@@ -18,10 +21,12 @@ decided after it. Ray keeps its own experiment in ``ray/`` inside the tune direc
 must lie on a file system every Ray node sees (a cluster's shared home or scratch).
 
 Differences from ``--backend local``: members train side by side (as many at once as the
-cluster has ``--member-cpus`` slots); Ray's PBT draws its exploit and explore choices with
-its own generator, so the same ``--seed`` repeats members and validation windows but not
-necessarily who copies whom; Ray takes ``ceil(quantile x population)`` members per quantile
-(the serial loop the floor, at least one).
+cluster has ``--member-cpus`` slots; a fraction of a core is allowed); exploits are decided as
+each member reports, on the latest scores of the others, with Ray's own generator, so the same
+``--seed`` repeats members and validation windows but not who copies whom; Ray takes
+``ceil(quantile x population)`` members per quantile (the serial loop the floor, at least
+one). ``--resume`` starts a new Ray session (``ray/s1`` ...) from every member's checkpoint at
+the end of the last round all members completed, with that round's exploits applied.
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ class _Setup:
     root: Path
     seeds: dict[str, int]
     provenance: dict[str, Any]
-    member_cpus: int
+    member_cpus: float
     start: int
     """Rounds recorded when this session began (0 for a new tune)."""
     copies: dict[str, str]
@@ -108,8 +113,15 @@ def _rewind(checkpoint: Any, name: str, run: RunPaths, setup: _Setup) -> int:
         if note["member"] == name:
             save_checkpoint(run.checkpoint, load_checkpoint(saved))
         else:
-            copy_weights(saved, run.root)
+            copy_weights(saved, run.root)  # the member goes on from its own round
+            return _rounds_done(run, setup.cfg)
         return int(note["round"])
+
+
+def _rounds_done(run: RunPaths, cfg: TuneConfig) -> int:
+    """The rounds a member's own checkpoint has trained."""
+    steps = int(load_checkpoint(run.checkpoint)["counters"]["global_step"])
+    return max((r for r in range(1, cfg.rounds + 1) if cfg.round_steps(r) <= steps), default=0)
 
 
 def _member(config: dict[str, Any], setup: _Setup) -> None:
@@ -120,7 +132,7 @@ def _member(config: dict[str, Any], setup: _Setup) -> None:
     from hpcpolicy.env.factory import load
     from hpcpolicy.rl.tune.validation import carve
 
-    torch.set_num_threads(setup.member_cpus)
+    torch.set_num_threads(max(1, int(setup.member_cpus)))
     name = config["member"]
     run = RunPaths(TunePaths(setup.root).member(name))
     done = _rewind(ray_tune.get_checkpoint(), name, run, setup)
@@ -177,6 +189,7 @@ class _Recorder(ray_tune.Callback):
     def __init__(self, root: Path, population: int) -> None:
         self.paths, self.population = TunePaths(root), population
         self.pending: dict[int, dict[str, Any]] = {}
+        self.exploits: dict[int, dict[str, Any]] = {}
 
     def on_trial_result(self, iteration: int, trials: list[Any], trial: Any,
                         result: dict[str, Any], **info: Any) -> None:
@@ -186,10 +199,12 @@ class _Recorder(ray_tune.Callback):
         reports[name] = {"score": _finite(float(result["val_bsld"])), "steps": result["steps"],
                          "hyperparameters": result["trained_with"]}
         record.trained = sorted(reports)
+        for other in trials:  # PBT decided before this callback; a later exploit replaces it
+            exploit = other.config.get("exploit")
+            if exploit is not None:
+                self.exploits.setdefault(exploit["round"], {})[exploit["member"]] = exploit
         if len(reports) == self.population and round_ == len(record.rounds) + 1:
-            exploits = [t.config["exploit"] for t in trials
-                        if (t.config.get("exploit") or {}).get("round") == round_]
-            _add_round(record, round_, reports, exploits)
+            _add_round(record, round_, reports, list(self.exploits.pop(round_, {}).values()))
             del self.pending[round_]
         record.save(self.paths)
         progress = _DISPLAYS.get(self.paths.root)
@@ -236,7 +251,7 @@ def _tuner(setup: _Setup, record: TuneRecord) -> Any:
                                 for k in HYPERPARAMETERS}}
     cfg = setup.cfg
     scheduler = _PBT(time_attr="round", perturbation_interval=1, quantile_fraction=cfg.quantile,
-                     resample_probability=0.0, perturbation_factors=cfg.factors, synch=True,
+                     resample_probability=0.0, perturbation_factors=cfg.factors, synch=False,
                      hyperparam_mutations={k: ray_tune.uniform(lo, hi)
                                            for k, (lo, hi) in HYPERPARAMETERS.items()})
     run = RunConfig(name=name, storage_path=str(sessions), verbose=0,
@@ -250,7 +265,7 @@ def _tuner(setup: _Setup, record: TuneRecord) -> Any:
 
 def tune_on_ray(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any],
                 out_dir: str | Path, *, resume: bool = False, address: str | None = None,
-                member_cpus: int = 1, progress: Progress | None = None) -> TuneResult:
+                member_cpus: float = 1.0, progress: Progress | None = None) -> TuneResult:
     """Population-based training on Ray Tune; arguments and result as
     :func:`hpcpolicy.rl.tune.tune`, plus:
 
@@ -265,9 +280,9 @@ def tune_on_ray(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any],
     """
     from hpcpolicy.ray_support import connect
 
-    if member_cpus < 1:
-        raise ConfigError(f"--member-cpus {member_cpus}: must be >= 1")
-    if member_cpus < cfg.workers:
+    if not member_cpus > 0:
+        raise ConfigError(f"--member-cpus {member_cpus}: must be > 0")
+    if cfg.workers > 1 and member_cpus < cfg.workers:
         raise ConfigError(f"--member-cpus {member_cpus} is fewer than --workers {cfg.workers}: "
                           "each DD-PPO worker of a member needs a core")
     opened = open_tune(cfg, base, env, out_dir, resume=resume, backend="ray")
