@@ -2,7 +2,9 @@
 
 Brings up the test Slurm (tests/slurm/cluster.py; root and Debian's slurm packages needed),
 submits N jobs that stay pending (``--begin`` two hours ahead), then times full dry-run passes
-(``squeue --json`` + ``sinfo --json`` + ranking + predicted starts) with the given policy. The
+(``squeue`` + ``sinfo`` in their text formats + ranking + predicted starts), and, on the same
+queue, the time ``squeue --json`` + ``sinfo --json`` take merely to print it (advise's former
+reading) with the given policy. The
 first pass is reported apart: it may compile the simulator's kernels on a fresh install
 (numba caches them afterwards). The jobs are cancelled at the end.
 
@@ -44,6 +46,14 @@ def _submit(env: dict[str, str], n: int) -> list[str]:
         return list(pool.map(lambda i: _sbatch(env, i), range(n)))
 
 
+def _json_read_s(env: dict[str, str]) -> float:
+    """Seconds to print the same queue and nodes as JSON (what advise read before)."""
+    tic = time.perf_counter()
+    for cmd in ("squeue", "sinfo"):
+        subprocess.run([cmd, "--json"], env=env, capture_output=True, check=True)
+    return time.perf_counter() - tic
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=2000)
@@ -59,6 +69,7 @@ def main() -> int:
     try:
         cfg = AdviseConfig(policy=args.policy)
         runs = [advise_pass(cfg, env) for _ in range(args.passes + 1)]
+        json_s = [_json_read_s(env) for _ in range(args.passes)]
     finally:
         subprocess.run(["scancel", *ids], env=env, check=False)
     first, warm = runs[0], runs[1:]
@@ -71,13 +82,15 @@ def main() -> int:
         "rank_s_median": statistics.median(r.timings_s["rank"] for r in warm),
         "predict_s_median": statistics.median(r.timings_s["predict"] for r in warm),
         "submit_s": submit_s,
+        "json_print_s_median": statistics.median(json_s),
     }
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     print(f"advise pass on {result['pending_jobs']} pending jobs ({args.policy}): median "
           f"{result['pass_s_median']:.3f} s, max {result['pass_s_max']:.3f} s (read "
           f"{result['read_s_median']:.3f}, rank {result['rank_s_median']:.3f}, predict "
-          f"{result['predict_s_median']:.3f}); first pass {result['first_pass_s']:.3f} s")
+          f"{result['predict_s_median']:.3f}); first pass {result['first_pass_s']:.3f} s; "
+          f"squeue + sinfo --json alone {result['json_print_s_median']:.3f} s")
     return 0
 
 

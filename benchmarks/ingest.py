@@ -116,19 +116,26 @@ def build_sacct(cache: Path, repeat: int) -> Path:
     return path
 
 
-def build_swf(cache: Path, repeat: int) -> Path:
-    """RICC repeated: each pass's job ids follow the last pass's, its submits its span."""
-    path = cache / f"ricc_x{repeat}.swf"
+def build_swf(cache: Path, repeat: int, source: str = SWF_SOURCE, name: str = "ricc",
+              keep_header: bool = False) -> Path:
+    """A trace repeated (RICC by default): each pass's job ids follow the last pass's, its
+    submits its span. The header is the source's own with ``keep_header`` (its machine and
+    start time), else the single line ``MaxProcs: 8192`` (what the SWF ingest was measured
+    with)."""
+    path = cache / f"{name}_x{repeat}.swf"
     if path.exists():
         return path
-    with gzip.open(DATA / SWF_SOURCE, "rt") as f:
-        rows = [ln.split() for ln in f if ln.strip() and not ln.startswith(";")]
+    with gzip.open(DATA / source, "rt") as f:
+        lines = f.read().splitlines()
+    rows = [ln.split() for ln in lines if ln.strip() and not ln.startswith(";")]
+    header = [ln for ln in lines if ln.startswith(";")] if keep_header else \
+        ["; MaxProcs: 8192"]
     max_id = max(int(r[0]) for r in rows)
     submits = [int(float(r[1])) for r in rows]
     span = max(submits) - min(submits) + 1
     tmp = path.with_suffix(".part")
     with tmp.open("w") as out:
-        out.write("; MaxProcs: 8192\n")
+        out.write("\n".join(header) + "\n")
         for k in range(repeat):
             for r in rows:
                 shifted = [str(int(r[0]) + k * max_id), str(int(float(r[1])) + k * span), *r[2:]]

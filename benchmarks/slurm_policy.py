@@ -1,14 +1,20 @@
-"""The policy on a real Slurm: one scaled trace window run twice on the test Slurm, as Slurm
-schedules it (priority/basic = FIFO, plus backfill) and under ``hpcpolicy advise --apply
---watch 1 --policy sjf``; mean bounded slowdown and wait from each run's sacct, beside what
-the simulator (the what-if's replay: FCFS+EASY vs SJF+EASY on the first run's log) predicted.
-Also how the default replay reproduces the real start times of the first run (fidelity).
+"""The policy on a real Slurm: one scaled trace window run on the test Slurm as Slurm
+schedules it (priority/basic = FIFO, plus backfill), then once under ``hpcpolicy advise
+--apply --watch 1 --policy P`` for each candidate P; mean bounded slowdown and wait from each
+run's sacct, beside what the simulator (the what-if's replay: FCFS+EASY vs P+EASY on the
+baseline run's log) predicted. Also how the default replay reproduces the real start times of
+the baseline run (fidelity).
 
-    python benchmarks/slurm_policy.py --jobs 60 [--first 5000] [--json out.json]
+    python benchmarks/slurm_policy.py --jobs 60 [--policy sjf] [--train-steps 60000] \
+        [--pairs 2] [--json out.json]
 
-Needs root and Debian's slurm packages (tests/slurm/cluster.py); takes minutes (both runs
-execute in real time). One partition (``batch``, all 4 nodes of 16 cores), so the replay's
-single pool of 64 cores is the same machine.
+``--train-steps N`` adds a trained candidate: PPO (EASY) trained for N steps on the same
+trace's jobs before the window, scaled as the window is (``--train-jobs`` of them), as an admin
+trains on their own past log. ``--pairs K`` repeats the baseline and every candidate K times
+(real start times move from run to run). Needs root and Debian's slurm packages
+(tests/slurm/cluster.py); takes minutes (every run executes in real time). One partition
+(``batch``, all 4 nodes of 16 cores), so the replay's single pool of 64 cores is the same
+machine.
 """
 
 from __future__ import annotations
@@ -30,7 +36,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from slurm.cluster import LocalSlurm, started  # noqa: E402
 
+from hpcpolicy import train  # noqa: E402
+from hpcpolicy.card import model_card  # noqa: E402
 from hpcpolicy.cluster import ClusterSpec  # noqa: E402
+from hpcpolicy.deploy.guard import active_guard  # noqa: E402
+from hpcpolicy.deploy.resolve import resolve_policy  # noqa: E402
 from hpcpolicy.ingest import IngestConfig, ingest  # noqa: E402
 from hpcpolicy.sim.engine import simulate  # noqa: E402
 from hpcpolicy.sim.metrics import outcome_table, summarize  # noqa: E402
@@ -43,6 +53,7 @@ from hpcpolicy.slurm.submit import (  # noqa: E402
     submit_plan,
     wait_finished,
 )
+from hpcpolicy.training.options import TrainOptions  # noqa: E402
 from hpcpolicy.whatif.fidelity import fidelity  # noqa: E402
 from hpcpolicy.workload import Workload  # noqa: E402
 
@@ -50,13 +61,15 @@ CLUSTER = ClusterSpec.homogeneous(64, 4)
 TRACE = Path("/work/shared/data/KTH-SP2-1996-2.1-cln.swf.gz")
 
 
-def _run(slurm: LocalSlurm, plan: Plan, work: Path, advise: bool) -> Workload:
+def _run(slurm: LocalSlurm, plan: Plan, work: Path, policy: str | None) -> Workload:
     watcher = None
-    if advise:
+    if policy is not None:
         watcher = subprocess.Popen(
-            [str(Path(sys.executable).parent / "hpcpolicy"), "-q", "advise", "--policy", "sjf",
+            [str(Path(sys.executable).parent / "hpcpolicy"), "-q", "advise", "--policy", policy,
              "--partition", "batch", "--apply", "--watch", "1", "--audit",
-             str(work / "advise.jsonl")], env=slurm.env, stdout=subprocess.DEVNULL)
+             str(work / "advise.jsonl")], env=slurm.env, stdout=subprocess.DEVNULL,
+            # a shell's background job ignores SIGINT, and a child keeps that: Ctrl-C it is
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(2)
     try:
         ids = submit_plan(plan, work / "out", slurm.env)
@@ -79,9 +92,52 @@ def _logged(w: Workload) -> dict[str, Any]:
 
 
 def _replay(w: Workload, policy: str) -> tuple[dict[str, Any], Any]:
-    result = simulate(w, CLUSTER, SimConfig(policy=policy, backfill="easy"))
+    result = simulate(w, CLUSTER, SimConfig(policy="fcfs", backfill="easy"),
+                      policy=resolve_policy(policy))
     table = outcome_table(w, result)
     return summarize(table, CLUSTER), table
+
+
+def _swf(plan: Plan, path: Path) -> Path:
+    """The scaled jobs of ``plan`` as an SWF trace (no logged starts: a training log)."""
+    rows = [f"{i + 1} {round(j.submit_s)} -1 {j.run_s} {j.cpus} -1 -1 {j.cpus} "
+            f"{j.limit_min * 60} -1 1 {1 + i % 7} 1 -1 1 -1 -1 -1"
+            for i, j in enumerate(plan.jobs)]
+    path.write_text(f"; MaxProcs: {CLUSTER.total_cores}\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _trained(whole: Workload, args: argparse.Namespace, scale: ScaleConfig, tmp: Path) -> str:
+    """PPO (EASY) trained on the scaled jobs just before the window; its policy folder."""
+    lo = max(0, args.first - args.train_jobs)
+    swf = _swf(scale_window(whole.take(range(lo, args.first)), scale), tmp / "train.swf")
+    ingest([swf], tmp / "train.parquet", IngestConfig(overwrite=True))
+    opts = TrainOptions(steps=args.train_steps, backfill="easy", seed=args.seed)
+    run = train(tmp / "train.parquet", algo="ppo", out=tmp / "train", options=opts)
+    model_card(run, tmp / "train.parquet", opts)  # its guard, as `hpcpolicy train` writes it
+    return str(run.policy)
+
+
+def _scale(whole: Workload, window: Workload, arrivals_s: float) -> ScaleConfig:
+    span = int(window.submit[-1] - window.submit[0]) or 1
+    return ScaleConfig(time_factor=0.01, min_run_s=5, max_run_s=60,
+                       arrival_factor=arrivals_s / span, trace_procs=int(whole.procs.max()),
+                       partitions=("batch",))
+
+
+def _baseline_figures(w: Workload, candidates: dict[str, str]) -> dict[str, Any]:
+    """What the what-if predicts from the baseline log, and how the default replay fits it."""
+    base, table = _replay(w, "fcfs")
+    predicted = {"fcfs_easy": {"mean_wait_s": base["mean_wait_s"], "mean_bsld": base["mean_bsld"]}}
+    for label, policy in candidates.items():
+        cand, _ = _replay(w, policy)
+        predicted[label] = {"mean_wait_s": cand["mean_wait_s"], "mean_bsld": cand["mean_bsld"]}
+    fid = fidelity(table, w.origin, "fcfs+easy")
+    starts = (table["start"] - table["logged_start"]).abs()
+    return {"whatif_predicted": predicted, "default_replay_fidelity": {
+        "median_abs_start_error_s": float(starts.median()),  # type: ignore[arg-type]
+        "spearman_waits": fid["spearman"], "mean_wait_logged_s": fid["logged_mean_wait_s"],
+        "mean_wait_replay_s": fid["simulated_mean_wait_s"]}}
 
 
 def main() -> int:
@@ -90,6 +146,14 @@ def main() -> int:
     ap.add_argument("--first", type=int, default=5000, help="first job of the trace window")
     ap.add_argument("--arrivals-s", type=float, default=60.0,
                     help="the window's submissions are spread over this many seconds")
+    ap.add_argument("--policy", action="append", help="a candidate (repeatable; default sjf)")
+    ap.add_argument("--train-steps", type=int, default=0,
+                    help="also train a PPO candidate for this many steps (0: none)")
+    ap.add_argument("--trained", help="a trained candidate's policy folder (instead of training)")
+    ap.add_argument("--train-jobs", type=int, default=4000,
+                    help="trace jobs before the window that the trained candidate learns from")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pairs", type=int, default=1, help="repeat every run this many times")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     slurm = started()
@@ -97,38 +161,37 @@ def main() -> int:
     ingest([TRACE], tmp / "trace.parquet", IngestConfig(overwrite=True))
     whole = Workload.from_table(tmp / "trace.parquet")
     window = whole.take(range(args.first, args.first + args.jobs))
-    span = int(window.submit[-1] - window.submit[0]) or 1
-    plan = scale_window(window, ScaleConfig(
-        time_factor=0.01, min_run_s=5, max_run_s=60, arrival_factor=args.arrivals_s / span,
-        trace_procs=int(whole.procs.max()), partitions=("batch",)))
-    out: dict[str, Any] = {"jobs": args.jobs, "first": args.first, "trace": TRACE.name}
-    for label, advise in (("slurm_fifo_backfill", False), ("advise_sjf", True)):
-        (tmp / label).mkdir()
+    scale = _scale(whole, window, args.arrivals_s)
+    plan = scale_window(window, scale)
+    candidates = {f"advise_{p}": p for p in args.policy or ["sjf"]}
+    out: dict[str, Any] = {"jobs": args.jobs, "first": args.first, "trace": TRACE.name,
+                           "runs": []}
+    if args.train_steps or args.trained:
         tic = time.monotonic()
-        w = _run(slurm, plan, tmp / label, advise)
-        real = _logged(w)
-        out[label] = {"mean_wait_s": real["mean_wait_s"], "mean_bsld": real["mean_bsld"],
-                      "wall_s": time.monotonic() - tic, "dir": str(tmp / label)}
-        if not advise:
-            base, table = _replay(w, "fcfs")
-            cand, _ = _replay(w, "sjf")
-            out["whatif_predicted"] = {
-                "fcfs_easy": {"mean_wait_s": base["mean_wait_s"], "mean_bsld": base["mean_bsld"]},
-                "sjf_easy": {"mean_wait_s": cand["mean_wait_s"], "mean_bsld": cand["mean_bsld"]}}
-            fid = fidelity(table, w.origin, "fcfs+easy")
-            starts = (table["start"] - table["logged_start"]).abs()
-            out["default_replay_fidelity"] = {
-                "median_abs_start_error_s": float(starts.median()),  # type: ignore[arg-type]
-                "spearman_waits": fid["spearman"],
-                "mean_wait_logged_s": fid["logged_mean_wait_s"],
-                "mean_wait_replay_s": fid["simulated_mean_wait_s"]}
+        candidates["advise_trained"] = args.trained or _trained(whole, args, scale, tmp)
+        out["trained"] = {"policy": candidates["advise_trained"], "steps": args.train_steps,
+                          "train_jobs": args.train_jobs, "wall_s": time.monotonic() - tic,
+                          "guard_fallback": active_guard(candidates["advise_trained"])}
+    for pair in range(args.pairs):
+        for label, policy in {"slurm_fifo_backfill": None, **candidates}.items():
+            work = tmp / f"{label}-{pair}"
+            work.mkdir()
+            tic = time.monotonic()
+            w = _run(slurm, plan, work, policy)
+            real = _logged(w)
+            out["runs"].append({"pair": pair, "run": label, "mean_wait_s": real["mean_wait_s"],
+                                "mean_bsld": real["mean_bsld"], "wall_s": time.monotonic() - tic,
+                                "dir": str(work)})
+            if policy is None and pair == 0:
+                out.update(_baseline_figures(w, candidates))
+            r = out["runs"][-1]
+            print(f"pair {pair} {label}: bsld {r['mean_bsld']:.2f}, wait "
+                  f"{r['mean_wait_s']:.1f} s", flush=True)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
-    a, b, p = out["slurm_fifo_backfill"], out["advise_sjf"], out["whatif_predicted"]
-    print(f"real Slurm: bsld {a['mean_bsld']:.2f} -> {b['mean_bsld']:.2f} with advise sjf "
-          f"(wait {a['mean_wait_s']:.1f} -> {b['mean_wait_s']:.1f} s); what-if predicted bsld "
-          f"{p['fcfs_easy']['mean_bsld']:.2f} -> {p['sjf_easy']['mean_bsld']:.2f} (wait "
-          f"{p['fcfs_easy']['mean_wait_s']:.1f} -> {p['sjf_easy']['mean_wait_s']:.1f} s)")
+    p = out["whatif_predicted"]
+    print("what-if predicted: " + ", ".join(f"{k} bsld {v['mean_bsld']:.2f} wait "
+                                            f"{v['mean_wait_s']:.1f} s" for k, v in p.items()))
     print(json.dumps(out["default_replay_fidelity"]))
     return 0
 

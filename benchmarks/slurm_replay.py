@@ -4,10 +4,13 @@ default replay (FCFS+EASY on one pool of 64 cores) and by :mod:`hpcpolicy.slurm.
 each replay's start times are compared with the real ones job by job.
 
     python benchmarks/slurm_replay.py --jobs 200 --log-dir DIR [--json out.json]
+    python benchmarks/slurm_replay.py --log-dir DIR --compare-log DIR2   # also real vs real
 
 With ``--log-dir``, a DIR that already holds ``sacct.txt`` is replayed without running the
 cluster again; otherwise the window is run (needs root and Debian's slurm packages, see
-tests/slurm/cluster.py; minutes in real time) and its log is kept there.
+tests/slurm/cluster.py; minutes in real time) and its log is kept there. ``--compare-log``
+names a second run of the same window (jobs matched by name): its real start times are
+scored against the first run's, the noise floor of the real Slurm on that window.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+import polars as pl
 from scipy.stats import spearmanr
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +34,11 @@ from hpcpolicy.cluster import ClusterSpec  # noqa: E402
 from hpcpolicy.ingest import IngestConfig, ingest  # noqa: E402
 from hpcpolicy.sim.engine import simulate  # noqa: E402
 from hpcpolicy.sim.types import SimConfig  # noqa: E402
-from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay  # noqa: E402
+from hpcpolicy.slurm.replay import (  # noqa: E402
+    SlurmReplayConfig,
+    slurm_replay,
+    start_latencies,
+)
 from hpcpolicy.slurm.submit import (  # noqa: E402
     ScaleConfig,
     export_sacct,
@@ -63,9 +72,36 @@ def _collect(args: argparse.Namespace, log_dir: Path) -> Path:
     return export_sacct(ids.values(), log_dir / "sacct.txt", slurm.env)
 
 
-def _figures(w: Workload, start: np.ndarray) -> dict[str, float]:
+def read_log(log_dir: Path) -> tuple[Workload, list[str]]:
+    """The log's jobs and each one's job name (the plan's, the same in every run)."""
+    sacct = log_dir / "sacct.txt"
+    ingest([sacct], log_dir / "jobs.parquet", IngestConfig(overwrite=True))
+    table = pl.read_parquet(log_dir / "jobs.parquet", columns=["job_id", "job_name"])
+    name = dict(zip(table["job_id"].to_list(), table["job_name"].to_list(), strict=True))
+    w = Workload.from_table(log_dir / "jobs.parquet")
+    return w, [name[str(w.job_id[k])] for k in range(len(w))]
+
+
+def _other_run(names: list[str], w: Workload, other: Workload, other_names: list[str]
+               ) -> dict[str, float]:
+    """The other run's figures against ``w``: its start of each job (matched by job name)
+    on ``w``'s clock (both runs' first submissions at t = 0), and its own waits (a job's
+    submission moves by up to a second between runs)."""
+    where = {n: i for i, n in enumerate(other_names)}
+    missing = [n for n in names if n not in where]
+    if missing:
+        raise SystemExit(f"--compare-log: job {missing[0]} of the first log is not in the "
+                         "second; compare two runs of the same window")
+    idx = np.array([where[n] for n in names])
+    start = np.asarray(other.logged_start[idx] - other.submit.min() + w.submit.min())
+    return _figures(w, start, other.logged_start[idx] - other.submit[idx])
+
+
+def _figures(w: Workload, start: npt.NDArray[np.int64],
+             waits: npt.NDArray[np.int64] | None = None) -> dict[str, float]:
+    """Start errors against ``w``'s logged starts; waits are start - submit unless given."""
     real_wait = (w.logged_start - w.submit).astype(float)
-    wait = (start - w.submit).astype(float)
+    wait = (start - w.submit if waits is None else waits).astype(float)
     rho = spearmanr(real_wait, wait).statistic
     return {"median_abs_start_error_s": float(np.median(np.abs(start - w.logged_start))),
             "spearman_waits": float(rho),
@@ -84,25 +120,34 @@ def main() -> int:
     ap.add_argument("--log-dir", type=Path, required=True)
     ap.add_argument("--bf-resolution", type=int, default=60,
                     help="the flavour's bf_resolution (the test Slurm's is Slurm's default, 60)")
+    ap.add_argument("--compare-log", type=Path,
+                    help="a second run of the same window: score its real starts too")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     sacct = args.log_dir / "sacct.txt"
     if not sacct.exists():
         _collect(args, args.log_dir)
-    ingest([sacct], args.log_dir / "jobs.parquet", IngestConfig(overwrite=True))
-    w = Workload.from_table(args.log_dir / "jobs.parquet")
+    w, names = read_log(args.log_dir)
     default = simulate(w, ClusterSpec.homogeneous(64, 4), SimConfig(policy="fcfs",
                                                                    backfill="easy"))
     flavour = slurm_replay(w, SlurmReplayConfig(cores_per_node=16, nodes=4,
                                                 bf_resolution=args.bf_resolution), NODES)
+    sub_lat, end_lat = start_latencies(w)
     out: dict[str, Any] = {
         "log": str(sacct), "jobs": len(w), "bf_resolution": args.bf_resolution,
         "partitions": {p: int(np.sum(w.partition == i)) for i, p in enumerate(w.partitions)},
+        "fitted_latency_s": {"submit": sub_lat, "end": end_lat},
         "default_replay": _figures(w, default.start),
         "slurm_replay": _figures(w, flavour.start)}
+    labels = ["default_replay", "slurm_replay"]
+    if args.compare_log:
+        out["compare_log"] = str(args.compare_log / "sacct.txt")
+        out["other_real_run"] = _other_run(names, w, *read_log(args.compare_log))
+        labels.append("other_real_run")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
-    for label in ("default_replay", "slurm_replay"):
+    print(f"fitted latencies: submit {sub_lat:.2f} s, end {end_lat:.2f} s")
+    for label in labels:
         f = out[label]
         print(f"{label}: median |start error| {f['median_abs_start_error_s']:.1f} s, Spearman "
               f"of waits {f['spearman_waits']:.3f}, mean wait {f['mean_wait_real_s']:.2f} s real"

@@ -1,7 +1,7 @@
 """``hpcpolicy advise`` against the real test Slurm (no mock scheduler): ranking, --apply,
 the audit file, --restore, held jobs, the rate limit, refusals, and a slurmctld restart
-under --watch. Only the "squeue has no --json" case uses a stub, on PATH, since this Slurm
-has --json."""
+under --watch. Only the case of an squeue that prints something else than asked uses a stub,
+on PATH."""
 
 from __future__ import annotations
 
@@ -181,15 +181,16 @@ def test_slurm_unreachable_is_one_line(slurm_cluster: Any, tmp_path: Path,
     assert one_line_error(result).startswith("error: Slurm is not reachable: `squeue")
 
 
-def test_squeue_without_json_is_one_line(slurm_cluster: Any, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    stub = tmp_path / "squeue"  # an older Slurm's squeue: no --json option
-    stub.write_text("#!/bin/sh\necho \"squeue: unrecognized option '--json'\" >&2\nexit 1\n")
+def test_squeue_output_in_another_shape_is_one_line(slurm_cluster: Any, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    stub = tmp_path / "squeue"  # e.g. a wrapper that ignores --format: squeue's default table
+    stub.write_text("#!/bin/sh\necho '  JOBID PARTITION NAME USER ST TIME NODES'\n")
     stub.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
     result = _run("--policy", "sjf")
-    assert one_line_error(result).startswith("error: this Slurm's `squeue` has no --json")
+    assert one_line_error(result).startswith("error: `squeue` printed a line advise cannot "
+                                            "read: '  JOBID PARTITION")
 
 
 def test_watch_survives_a_slurmctld_restart(slurm_cluster: Any, env_conf: dict[str, str],

@@ -1,58 +1,66 @@
-"""Reading squeue/sinfo --json (hpcpolicy.slurm.queue) and the ranking arithmetic of advise,
-on hand-written documents in the shape Slurm 22.05 prints (no Slurm needed)."""
+"""Reading squeue/sinfo (hpcpolicy.slurm.queue) and the ranking arithmetic of advise, on
+hand-written lines in the formats advise asks Slurm 22.05 for (no Slurm needed)."""
 
 from __future__ import annotations
-
-import json
 
 import pytest
 
 from hpcpolicy.errors import SlurmError
 from hpcpolicy.slurm.advise import AdviseConfig, plan_pass
-from hpcpolicy.slurm.queue import NO_LIMIT_S, parse_snapshot
+from hpcpolicy.slurm.queue import NO_LIMIT_S, limit_seconds, parse_snapshot
 
 
-def _job(job_id: int, state: str = "PENDING", limit: int | None = 10, **extra: object) -> dict:
-    return {"job_id": job_id, "job_state": state, "partition": "batch", "user_name": "ann",
-            "account": "physics", "submit_time": 1000 + job_id, "cpus": 4, "node_count": 1,
-            "time_limit": limit, "priority": 100 - job_id, "state_reason": "Priority",
-            "start_time": 990 if state == "RUNNING" else 0, "array_job_id": 0,
-            "array_task_id": None, "het_job_id": 0, **extra}
+def _job(job_id: int | str, state: str = "PENDING", limit: str = "10:00",
+         priority: int | None = None, reason: str = "Priority") -> str:
+    """One line of squeue --format=SQUEUE_FORMAT (id|state|partition|user|account|submit|
+    start|cpus|nodes|limit|priority|reason)."""
+    n = int(str(job_id).split("_")[0].split("+")[0])
+    start = 990 if state == "RUNNING" else "N/A"
+    prio = 100 - n if priority is None else priority
+    return f"{job_id}|{state}|batch|ann|physics|{1000 + n}|{start}|4|1|{limit}|{prio}|{reason}"
 
 
-SINFO = json.dumps({"errors": [], "nodes": [
-    {"name": f"n{i}", "cpus": 16, "alloc_cpus": 0, "partitions": ["batch"], "state": "idle"}
-    for i in range(1, 5)]})
+SINFO = "\n".join(f"n{i}|16|0/16/0/16|batch*|idle" for i in range(1, 5))
 
 
-def _snap(*jobs: dict) -> object:
-    return parse_snapshot(json.dumps({"errors": [], "jobs": list(jobs)}), SINFO, now=2000)
+def _snap(*jobs: str) -> object:
+    return parse_snapshot("\n".join(jobs) + "\n", SINFO, now=2000)
 
 
 def test_pending_and_running_are_picked_out_and_ids_written_as_scontrol_takes_them() -> None:
-    snap = _snap(_job(1), _job(2, "RUNNING"), _job(3, "COMPLETED"),
-                 _job(4, array_job_id=4, array_task_id=2), _job(5, het_job_id=5,
-                                                             het_job_offset=1),
-                 _job(6, array_job_id=6, array_task_string="3-9%2"), _job(7, limit=None))
+    snap = _snap(_job(1), _job(2, "RUNNING"), _job("4_2"), _job("5+1"), _job("6_[3-9%2]"),
+                 _job(7, limit="UNLIMITED"))
     assert [j.job_id for j in snap.pending] == ["1", "4_2", "5+1", "6_[3-9]", "7"]
     assert [j.job_id for j in snap.running] == ["2"]
+    assert snap.running[0].start == 990 and snap.pending[0].start == 0
     assert snap.pending[0].limit_s == 600 and snap.pending[-1].limit_s == NO_LIMIT_S
     assert snap.total_cores(("batch",)) == 64
 
 
-def test_a_failed_load_is_reported_not_read_as_an_empty_queue() -> None:
-    bad = json.dumps({"errors": [{"description": "Failed while looking for jobs",
-                                  "source": "slurm_load_jobs"}], "jobs": []})
-    with pytest.raises(SlurmError, match="Slurm is not reachable: `squeue --json` reported"):
-        parse_snapshot(bad, SINFO, now=0)
-    with pytest.raises(SlurmError, match="not supported"):
-        parse_snapshot("squeue: error", SINFO, now=0)
+def test_time_limits_in_every_form_squeue_prints() -> None:
+    assert [limit_seconds(t) for t in ("1:00", "59:00", "1:01:00", "1-00:00:00", "UNLIMITED")
+            ] == [60, 3540, 3660, 86400, NO_LIMIT_S]
+
+
+def test_a_node_in_two_partitions_is_one_node() -> None:
+    sinfo = "n1|16|4/12/0/16|batch*|mixed\nn2|16|0/16/0/16|batch*|idle\nn2|16|0/16/0/16|short|idle"
+    snap = parse_snapshot("", sinfo, now=0)
+    assert [(n.name, n.partitions, n.alloc_cpus) for n in snap.nodes] == [
+        ("n1", ("batch",), 4), ("n2", ("batch", "short"), 0)]
+    assert snap.total_cores(("short",)) == 16 and snap.total_cores(()) == 32
+
+
+def test_output_in_another_format_is_one_error_quoting_the_line() -> None:
+    with pytest.raises(SlurmError, match="`squeue` printed a line advise cannot read: 'JOBID"):
+        parse_snapshot("JOBID PARTITION NAME\n", SINFO, now=0)
+    with pytest.raises(SlurmError, match="`sinfo` printed a line"):
+        parse_snapshot(_job(1), "n1 16 idle", now=0)
 
 
 def test_plan_hands_out_the_jobs_own_priorities_in_policy_order() -> None:
     # limits 30, 10, 20 min; priorities 99, 98, 97 (FIFO): sjf hands 99 to job 2, 98 to 3
-    snap = _snap(_job(1, limit=30), _job(2, limit=10), _job(3, limit=20),
-                 _job(8, priority=0, state_reason="JobHeldUser"))
+    snap = _snap(_job(1, limit="30:00"), _job(2, limit="10:00"), _job(3, limit="20:00"),
+                 _job(8, priority=0, reason="JobHeldUser"))
     result = plan_pass(AdviseConfig(policy="sjf"), snap)
     assert [j.job_id for j in result.ranked] == ["2", "3", "1"]
     assert {c.job_id: c.after for c in result.changes} == {"2": 99, "3": 98, "1": 97}
@@ -61,7 +69,7 @@ def test_plan_hands_out_the_jobs_own_priorities_in_policy_order() -> None:
 
 
 def test_equal_priorities_become_distinct_and_never_zero() -> None:
-    snap = _snap(_job(1, limit=30, priority=1), _job(2, limit=10, priority=1))
+    snap = _snap(_job(1, limit="30:00", priority=1), _job(2, limit="10:00", priority=1))
     result = plan_pass(AdviseConfig(policy="sjf"), snap)
     after = {c.job_id: c.after for c in result.changes}
     prios = {j.job_id: after.get(j.job_id, j.priority) for j in result.ranked}
@@ -86,7 +94,9 @@ def test_a_trained_policy_folder_ranks_the_whole_queue(tmp_path: object) -> None
                            config={"algo": "ppo", "seed": 0, "hidden": [16],
                                    "activation": "tanh"},
                            provenance={"reward": "bsld", "training_data": None})
-    snap = _snap(*[_job(i, limit=5 * (i % 4 + 1)) for i in range(1, 11)])
+    # squeue lists by priority, here the reverse of submit order
+    snap = _snap(*[_job(i, limit=f"{5 * (i % 4 + 1)}:00") for i in range(10, 0, -1)])
+    assert [j.job_id for j in snap.pending] == [str(i) for i in range(1, 11)]
     first = plan_pass(AdviseConfig(policy=str(folder)), snap)
     again = plan_pass(AdviseConfig(policy=str(folder)), snap)
     assert sorted(j.job_id for j in first.ranked) == sorted(str(i) for i in range(1, 11))

@@ -1,6 +1,6 @@
-"""The Slurm flavour of the replay on hand-built cases: cores placed on nodes, partitions as
-overlapping node sets, the main pass, and backfill on its tick with a reservation per
-blocked job."""
+"""The Slurm flavour of the replay on hand-built cases: cores placed on nodes as cons_tres
+places them, partitions as overlapping node sets, the main pass, backfill on its tick with a
+reservation per blocked job, and the hand-over latencies within the second."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from sim_cases import workload
 
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.slurm.replay import SlurmReplayConfig, place, slurm_replay
+from hpcpolicy.slurm.replay import SlurmReplayConfig, place, slurm_replay, start_latencies
 from hpcpolicy.workload import Workload
 
 TWO_NODES = SlurmReplayConfig(cores_per_node=4, nodes=2)
@@ -35,6 +35,81 @@ def test_place_best_fit_and_spread() -> None:
     assert place(free, (0, 1, 2), 5, 1) is None             # no node has 5 free
     assert place(free, (0, 2), 6, 2) == {0: 4, 2: 2}         # one core each, then in order
     assert place(free, (1,), 2, 2) is None                  # two nodes asked, one allowed
+
+
+def test_place_takes_the_tightest_run_of_consecutive_nodes() -> None:
+    # nodes 0-1 and node 3 are two runs (node 2 is full). A 12-core job fits in both; the
+    # run with fewer free cores (node 3, 14) wins over the fuller node 0 (13 free), which
+    # a plain best fit over nodes would take.
+    free = np.array([13, 16, 0, 14], dtype=np.int64)
+    assert place(free, (0, 1, 2, 3), 12, 1) == {3: 12}
+    # a job that no single run holds takes the biggest run first, then the rest elsewhere
+    assert place(free, (0, 1, 2, 3), 32, 3) == {0: 13, 1: 16, 3: 3}
+
+
+def test_place_several_nodes_in_index_order() -> None:
+    # Seen in both logs of the test Slurm: 26 cores on 2 nodes with free (10, 16, 14, 15)
+    # went to n[1-2] (10 + 16), not to the two roomiest nodes (16 + 15).
+    free = np.array([10, 16, 14, 15], dtype=np.int64)
+    assert place(free, (0, 1, 2, 3), 26, 2) == {0: 10, 1: 16}
+    # each node takes what it has, leaving one core per node still to come; 21 cores on
+    # two empty nodes are 16 + 5 (the logs' next job then fits the 11 left on the second)
+    assert place(np.array([16, 16], dtype=np.int64), (0, 1), 21, 2) == {0: 16, 1: 5}
+    # the last node is the first one that holds the rest: node 1 (3 free) is skipped
+    assert place(np.array([10, 3, 16], dtype=np.int64), (0, 1, 2), 20, 2) == {0: 10, 2: 10}
+
+
+def _logged(rows: list[tuple[int, int, int, int]], starts: list[int]) -> Workload:
+    return dataclasses.replace(_jobs(rows), logged_start=np.array(starts, dtype=np.int64))
+
+
+def test_start_latencies_from_the_log() -> None:
+    # a, b, c start at once or a second after their submit (nothing ended in between):
+    # submit latency 1/3. d waited and started 1 s after c's end (12 + 5 = 17); e waited
+    # and started in the second of a's end (0 + 20 = 20): end latency (1 + 0) / 2.
+    rows = [(0, 20, 60, 4), (10, 5, 60, 4), (12, 5, 60, 4), (13, 5, 60, 4), (14, 5, 60, 4)]
+    sub_lat, end_lat = start_latencies(_logged(rows, [0, 11, 12, 18, 20]))
+    assert sub_lat == pytest.approx(1 / 3)
+    assert end_lat == pytest.approx(0.5)
+    # no logged starts: no latency
+    assert start_latencies(_jobs(rows)) == (0.0, 0.0)
+
+
+def test_hand_over_latency_accumulates_within_the_second() -> None:
+    # a, b, c each fill node 0 (the short partition) for 10 s, back to back. Each ended job
+    # keeps its cores for end_latency: with 0.4 s the second hand-over crosses a second
+    # (10.9 -> 21.3), so c starts at 21 where whole-second replays say 20.
+    rows = [(0, 10, 60, 4), (0, 10, 60, 4), (0, 10, 60, 4)]
+    parts = {"batch": (0, 1), "short": (0,)}
+    chain = _jobs(rows, parts=[1, 1, 1])
+    lagged = dataclasses.replace(TWO_NODES, end_latency=0.4)
+    assert slurm_replay(chain, lagged, parts).start.tolist() == [0, 10, 21]
+    assert slurm_replay(chain, TWO_NODES, parts).start.tolist() == [0, 10, 20]
+    # a submission is taken in the middle of its second: 0.6 s of submit latency is the
+    # next second, 0.4 s the same one
+    late = dataclasses.replace(TWO_NODES, submit_latency=0.6)
+    early = dataclasses.replace(TWO_NODES, submit_latency=0.4)
+    assert slurm_replay(_jobs(rows[:1]), late, PARTS).start.tolist() == [1]
+    assert slurm_replay(_jobs(rows[:1]), early, PARTS).start.tolist() == [0]
+
+
+def test_an_end_and_a_submission_at_the_same_instant() -> None:
+    # a fills node 0 until 10.5 s; b, submitted at 10 s, is seen at 10.5 s too: the freed
+    # cores and the new job are both in place before the pass, so b starts in that second
+    rows = [(0, 10, 60, 4), (10, 5, 60, 4)]
+    parts = {"batch": (0, 1), "short": (0,)}
+    res = slurm_replay(_jobs(rows, parts=[1, 1]), TWO_NODES, parts)
+    assert res.start.tolist() == [0, 10]
+
+
+def test_latencies_default_to_the_fitted_ones() -> None:
+    # the log says every start came a second after its submit: the replay does the same
+    rows = [(0, 10, 60, 1), (5, 10, 60, 1)]
+    res = slurm_replay(_logged(rows, [1, 6]), TWO_NODES, PARTS)
+    assert res.start.tolist() == [1, 6]
+    assert res.stats["submit_latency_s"] == 1.0
+    with pytest.raises(ConfigError, match="end_latency"):
+        dataclasses.replace(TWO_NODES, end_latency=1.5)
 
 
 def test_cores_on_nodes_and_backfill_reservations() -> None:

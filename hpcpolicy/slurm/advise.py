@@ -294,7 +294,7 @@ def advise_pass(cfg: AdviseConfig, env: Mapping[str, str] | None = None) -> Pass
     """Read the cluster, rank, and (with ``cfg.apply``) set the priorities.
 
     Raises:
-        SlurmError: Slurm unreachable, no ``--json``, or no permission to update.
+        SlurmError: Slurm unreachable, output advise cannot read, or no permission to update.
         ConfigError: unknown policy or partition.
     """
     tic = time.perf_counter()

@@ -75,16 +75,17 @@ def write_report(result: WhatifResult, out_dir: str | Path, *,
     created = not out.exists()
     paths = {"json": out / "report.json", "markdown": out / "report.md",
              "html": out / "report.html", "outcomes": out / "outcomes.parquet"}
-    outcomes = result.outcomes()
     try:
         out.mkdir(parents=True, exist_ok=True)
         # report.json first: the commit journal is named after it (.report.json.commit)
         with replace_together([paths["json"], paths["outcomes"], paths["markdown"],
                                paths["html"]]) as (json_tmp, outcomes_tmp, md_tmp, html_tmp):
-            outcomes.write_parquet(outcomes_tmp,
-                                   metadata={"hpcpolicy.whatif": result.doc["title"]})
+            # streamed run by run from the runs' stored tables: never all in memory
+            result.lazy_outcomes().sink_parquet(
+                outcomes_tmp, metadata={"hpcpolicy.whatif": result.doc["title"]})
             md_tmp.write_text(render_markdown(result.doc), encoding="utf-8")
-            html_tmp.write_text(render_html(result.doc, outcomes), encoding="utf-8")
+            html_tmp.write_text(render_html(result.doc, result.run_outcomes()),
+                                encoding="utf-8")
             json_tmp.write_text(json_text(result.doc), encoding="utf-8")
     except BaseException:
         if created:  # leave no empty folder behind

@@ -16,9 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import polars as pl
 
-__all__ = ["GROUPINGS", "LOSS_ABS_S", "LOSS_REL", "MIN_GROUP_JOBS", "RUNTIME_CLASSES",
+__all__ = ["COLUMNS", "GROUPINGS", "LOSS_ABS_S", "LOSS_REL", "MIN_GROUP_JOBS", "RUNTIME_CLASSES",
            "SIZE_CLASSES", "TOP", "group_changes", "notable_losers"]
 
 SIZE_CLASSES = ((1, "1 core"), (4, "2-4 cores"), (16, "5-16 cores"), (64, "17-64 cores"),
@@ -28,6 +30,8 @@ RUNTIME_CLASSES = ((600, "< 10 min"), (3600, "10 min - 1 h"), (4 * 3600, "1 - 4 
                    (12 * 3600, "4 - 12 h"), (86400, "12 - 24 h"), (None, "> 1 day"))
 """(upper bound exclusive, label) of the run-time classes (s)."""
 GROUPINGS = ("user", "partition", "size_class", "runtime_class")
+COLUMNS = ("user", "partition", "procs", "run", "wait", "bsld")
+"""The outcome columns :func:`group_changes` reads."""
 TOP = 10
 MIN_GROUP_JOBS = 20
 LOSS_REL = 0.25
@@ -88,8 +92,7 @@ def _means(side: pl.DataFrame, by: str) -> pl.DataFrame:
     import numpy as np
     import polars as pl
 
-    names, code = np.unique(side[by].cast(pl.String).fill_null("").to_numpy(),
-                            return_inverse=True)
+    names, code = _codes(side[by])
     jobs = np.bincount(code, minlength=len(names))
     mean = {c: np.bincount(code, weights=side[c].to_numpy().astype(np.float64),
                            minlength=len(names)) / jobs for c in ("bw", "cw", "bb", "cb")}
@@ -100,6 +103,19 @@ def _means(side: pl.DataFrame, by: str) -> pl.DataFrame:
         "baseline_mean_bsld": mean["bb"], "candidate_mean_bsld": mean["cb"],
         "diff_mean_bsld": mean["cb"] - mean["bb"],
     })
+
+
+def _codes(column: pl.Series) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.int64]]:
+    """The sorted distinct values of ``column`` as text (null as ""), and each row's index
+    into them: what ``np.unique(..., return_inverse=True)`` gives, without sorting millions
+    of strings (a hash lookup per row into the few distinct values)."""
+    import numpy as np
+    import polars as pl
+
+    text = column.cast(pl.String).fill_null("")
+    names = text.unique().sort()
+    code = text.cast(pl.Enum(names.to_list())).to_physical().to_numpy().astype(np.int64)
+    return names.to_numpy().astype(str), code
 
 
 def _extremes(table: pl.DataFrame) -> pl.DataFrame:

@@ -158,9 +158,8 @@ def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_w
         x = done[metric.column].to_numpy().astype(np.float64)
         edges = _edges(hist_top[metric.column])
         b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, HIST_BINS - 1)
-        hist = np.zeros((n_windows, HIST_BINS))
-        np.add.at(hist, (win, b), 1.0)
-        hists[metric.column] = hist
+        flat = np.bincount(win * HIST_BINS + b, minlength=n_windows * HIST_BINS)
+        hists[metric.column] = flat.reshape(n_windows, HIST_BINS).astype(np.float64)
         values[metric.key] = _window_quantiles(win, x, metric.quantile, n_windows)
     edges_t = t0 + period_s * np.arange(n_windows + 1, dtype=np.float64)
     if until is not None:
@@ -176,7 +175,9 @@ def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_w
 def _window_quantiles(win: npt.NDArray[np.int64], x: F64, q: float, n: int) -> F64:
     """Exact linear-interpolation quantile of ``x`` within each window (NaN if empty)."""
     out = np.full(n, np.nan)
-    order = np.lexsort((x, win))
+    # np.quantile does not care about the order within a window; jobs come in submit order,
+    # so this stable sort of the window numbers finds them already sorted (one pass)
+    order = np.argsort(win, kind="stable")
     w_sorted, x_sorted = win[order], x[order]
     bounds = np.searchsorted(w_sorted, np.arange(n + 1))
     for k in range(n):
@@ -198,6 +199,40 @@ def _hist_quantile(hist: F64, edges: F64, q: float) -> F64:
     return np.asarray(edges[k] + frac * (edges[k + 1] - edges[k]), dtype=np.float64)
 
 
+_BLOCK = 32
+"""Histogram bins per block in :func:`_resampled_quantile`."""
+
+
+def _resampled_quantile(counts: F64, hist: F64, edges: F64, q: float) -> F64:
+    """``_hist_quantile(counts @ hist, edges, q)``, the same bits, at a fraction of the cost.
+
+    ``counts @ hist`` costs replicates x windows x :data:`HIST_BINS` multiplications (18
+    G-flops for 2,000 replicates of 9,000 weekly windows, a 10 M-job log). Here the bins are
+    first summed in blocks of :data:`_BLOCK`, which finds the block holding each replicate's
+    quantile, and only that block's bins are resampled. Every sum is of whole numbers, exact
+    in float64 in any order, so the result is identical.
+    """
+    bins = hist.shape[1]
+    blocks = bins // _BLOCK
+    coarse = np.cumsum(counts @ hist.reshape(len(hist), blocks, _BLOCK).sum(axis=2), axis=1)
+    target = q * coarse[:, -1]
+    block = np.minimum((coarse < target[:, None]).sum(axis=1), blocks - 1)
+    out = np.empty(len(counts))
+    for b in np.unique(block):
+        rows = np.flatnonzero(block == b)
+        fine = counts[rows] @ hist[:, b * _BLOCK:(b + 1) * _BLOCK]
+        below = coarse[rows, b - 1] if b > 0 else np.zeros(len(rows))
+        cum = below[:, None] + np.cumsum(fine, axis=1)
+        t = target[rows]
+        j = np.minimum((cum < t[:, None]).sum(axis=1), _BLOCK - 1)
+        before = np.where(j > 0, cum[np.arange(len(j)), j - 1], below)
+        inside = fine[np.arange(len(j)), j]
+        frac = np.where(inside > 0, (t - before) / np.where(inside > 0, inside, 1.0), 0.0)
+        k = b * _BLOCK + j
+        out[rows] = edges[k] + frac * (edges[k + 1] - edges[k])
+    return out
+
+
 def _replicate_values(stats: WindowStats, counts: F64, metric: Metric,
                       edges: F64 | None, whole: float | None) -> F64:
     """The metric over the pooled jobs of each bootstrap replicate (rows of ``counts``); a
@@ -210,7 +245,7 @@ def _replicate_values(stats: WindowStats, counts: F64, metric: Metric,
             return np.asarray((counts @ stats.sums[metric.column]) / (counts @ stats.jobs))
         assert edges is not None
         hist = stats.hists[metric.column]
-        reps = _hist_quantile(counts @ hist, edges, metric.quantile)
+        reps = _resampled_quantile(counts, hist, edges, metric.quantile)
         if whole is not None:
             reps += whole - _hist_quantile(hist.sum(axis=0, keepdims=True), edges,
                                            metric.quantile)[0]

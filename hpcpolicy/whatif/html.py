@@ -21,11 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.atomic import write_text
 from hpcpolicy.textfmt import time_unit, visible
-from hpcpolicy.whatif.plots import draw_plots, metric_info, run_colours, scenario_labels
+from hpcpolicy.whatif.plots import (
+    draw_plots,
+    metric_info,
+    run_colours,
+    runs_of,
+    scenario_labels,
+)
 
 if TYPE_CHECKING:
     import jinja2
     import polars as pl
+
+    from hpcpolicy.whatif.plots import Outcomes
 
 __all__ = ["AFFECTED_JOBS", "render_html", "write_html"]
 
@@ -46,12 +54,13 @@ _NBSP = "\u00a0"
 """No-break space, between a number and its unit."""
 
 
-def render_html(doc: dict[str, Any], outcomes: pl.DataFrame) -> str:
+def render_html(doc: dict[str, Any], outcomes: Outcomes) -> str:
     """The report page as text.
 
     Args:
         doc: the what-if report (``report.json`` content).
-        outcomes: one row per (run, job): ``run`` then the outcome columns.
+        outcomes: one row per (run, job), ``run`` then the outcome columns, or one query
+            per run (:func:`hpcpolicy.whatif.plots.runs_of`).
 
     Returns:
         One self-contained HTML document.
@@ -65,7 +74,7 @@ def render_html(doc: dict[str, Any], outcomes: pl.DataFrame) -> str:
     return template.render(_context(doc, outcomes))
 
 
-def write_html(path: str | os.PathLike[str], doc: dict[str, Any], outcomes: pl.DataFrame) -> Path:
+def write_html(path: str | os.PathLike[str], doc: dict[str, Any], outcomes: Outcomes) -> Path:
     """Render the report and write it to ``path`` atomically; return the path."""
     path = Path(path)
     write_text(path, render_html(doc, outcomes))
@@ -100,8 +109,9 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def _context(doc: dict[str, Any], outcomes: pl.DataFrame) -> dict[str, Any]:
+def _context(doc: dict[str, Any], outcomes: Outcomes) -> dict[str, Any]:
     """What the template shows: the report itself plus the joins and tables it needs."""
+    runs = runs_of(outcomes)
     comparisons = [_comparison_view(doc, c) for c in doc["comparisons"]]
     primary = comparisons[0] if comparisons else None
     return {
@@ -110,8 +120,8 @@ def _context(doc: dict[str, Any], outcomes: pl.DataFrame) -> dict[str, Any]:
         "primary": primary,
         "comparisons": comparisons,
         "runs": _run_rows(doc),
-        "affected": _affected_jobs(outcomes, doc["comparisons"][0]) if primary else None,
-        "plots": draw_plots(doc, outcomes),
+        "affected": _affected_jobs(runs, doc["comparisons"][0]) if primary else None,
+        "plots": draw_plots(doc, runs),
         "windows": max((c["windows"] for c in doc["comparisons"]), default=0),
     }
 
@@ -142,7 +152,7 @@ def _run_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             for run in doc["runs"]]
 
 
-def _affected_jobs(outcomes: pl.DataFrame, comparison: dict[str, Any]
+def _affected_jobs(runs: dict[str, pl.LazyFrame], comparison: dict[str, Any]
                    ) -> dict[str, list[dict[str, Any]]] | None:
     """The jobs whose wait grew most and shrank most under the candidate.
 
@@ -152,8 +162,9 @@ def _affected_jobs(outcomes: pl.DataFrame, comparison: dict[str, Any]
     import polars as pl
 
     keys = ["job_id", "submit"]
-    base = outcomes.filter(pl.col("run") == comparison["baseline_run"])
-    cand = outcomes.filter(pl.col("run") == comparison["candidate_run"])
+    base = runs[comparison["baseline_run"]].select(
+        "job_id", "user", "partition", "procs", "submit", "wait").collect()
+    cand = runs[comparison["candidate_run"]].select(*keys, "wait").collect()
     if not base.select(keys).equals(cand.select(keys)):
         return None
     jobs = base.select(

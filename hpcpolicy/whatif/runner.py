@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -26,6 +27,7 @@ from hpcpolicy.whatif import breakdowns, compare, verdicts
 from hpcpolicy.whatif.fidelity import fidelity
 from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
 from hpcpolicy.whatif.spec import RunSpec, parse_run_spec
+from hpcpolicy.whatif.store import OutcomeStore
 from hpcpolicy.whatif.timeseries import bin_width, binned_mean
 from hpcpolicy.whatif.training import training_notes
 
@@ -118,16 +120,38 @@ class WhatifConfig(Config):
 
 @dataclass
 class WhatifRun:
-    """One replay: a policy spec under a scenario."""
+    """One replay: a policy spec under a scenario. Its outcome table is kept on disk
+    (:mod:`.store`); :attr:`outcomes` reads all of it, :meth:`columns` only what is asked."""
 
     id: str
     scenario: Scenario
     spec: RunSpec
     role: str
-    outcomes: pl.DataFrame
+    part: Path
+    """The outcome table's own columns, a file in :attr:`store`."""
+    identity: Path
+    """Its text columns (job id, user, partition), shared by the scenario's runs."""
+    store: OutcomeStore
     summary: dict[str, Any]
     never_fits: int
     cores: int
+    span: tuple[int, int]
+    """The first submit, and the last submit or end."""
+
+    @property
+    def outcomes(self) -> pl.DataFrame:
+        """The per-job outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
+        return self.scan().collect()
+
+    def columns(self, *names: str) -> pl.DataFrame:
+        """Only these columns of the outcome table."""
+        return self.scan().select(names).collect()
+
+    def scan(self) -> pl.LazyFrame:
+        """The outcome table as a query (only the columns selected are read)."""
+        from hpcpolicy.sim.metrics import OUTCOME_COLUMNS
+
+        return self.store.scan(self.identity, self.part).select(OUTCOME_COLUMNS)
 
 
 @dataclass
@@ -138,11 +162,20 @@ class WhatifResult:
     runs: list[WhatifRun] = field(default_factory=list)
 
     def outcomes(self) -> pl.DataFrame:
-        """Every run's per-job outcomes, a ``run`` id column first (run time as ``run_s``)."""
+        """Every run's per-job outcomes, a ``run`` id column first (run time as ``run_s``);
+        all in memory at once (:meth:`lazy_outcomes` for a large log)."""
+        return self.lazy_outcomes().collect()
+
+    def lazy_outcomes(self) -> pl.LazyFrame:
+        """:meth:`outcomes` as a query, read run by run when it is collected or sunk."""
         import polars as pl
 
-        return pl.concat([r.outcomes.rename({"run": "run_s"}).select(
+        return pl.concat([r.scan().rename({"run": "run_s"}).select(
             pl.lit(r.id).alias("run"), pl.all()) for r in self.runs])
+
+    def run_outcomes(self) -> dict[str, pl.LazyFrame]:
+        """Run id -> that run's outcome table as a query (``run`` is the run time there)."""
+        return {r.id: r.scan() for r in self.runs}
 
 
 def _iso(epoch: int) -> str:
@@ -159,10 +192,13 @@ def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
 
 
 def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpec,
-                     specs: list[RunSpec], policies: dict[str, Policy],
+                     specs: list[RunSpec], policies: dict[str, Policy], store: OutcomeStore,
                      step: Step, site: SiteModel | None = None,
                      ) -> tuple[list[WhatifRun], Workload, ClusterSpec, list[str]]:
+    import polars as pl
+
     from hpcpolicy.deploy.resolve import policy_simulator
+    from hpcpolicy.sim.metrics import identity_columns, outcome_table
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import backfill_note, replay
     from hpcpolicy.site.apply import site_config
@@ -172,18 +208,27 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
                for s in specs]
     if site is not None:  # every run in the same calibrated world; only the policy differs
         configs = [site_config(site, cfg) for cfg in configs]
-    replays = replay(w, c, configs, None, simulate=policy_simulator(policies),
-                     on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0))
-    never = replays[0].never_fits()
-    if len(w) and len(never) == len(w):
-        raise SimulationError(_nothing_fits(scenario, w, c))
-    runs = []
-    for i, (spec, rep) in enumerate(zip(specs, replays, strict=True)):
+    runs, notes = [], []
+    # the text columns once per scenario, to disk before the replays need the memory
+    identity = store.put(pl.DataFrame(identity_columns(w)))
+    # one replay at a time, its outcome table straight to disk: memory holds one run
+    for i, (spec, config) in enumerate(zip(specs, configs, strict=True)):
+        rep = replay(w, c, [config], None, simulate=policy_simulator(policies),
+                     on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0))[0]
+        never = len(rep.never_fits())
+        if i == 0 and len(w) and never == len(w):
+            raise SimulationError(_nothing_fits(scenario, w, c))
+        outcomes = outcome_table(w, rep.windows[0].result, identity=False)
+        last = max(_extreme(outcomes["end"]) or 0, _extreme(outcomes["submit"]) or 0)
         runs.append(WhatifRun(
             id=f"{scenario.id}/{spec.text}", scenario=scenario, spec=spec,
-            role="baseline" if i == 0 else "candidate", outcomes=rep.windows[0].outcomes(),
-            summary=rep.summary, never_fits=len(rep.never_fits()), cores=c.total_cores))
-    return runs, w, c, [n for n in map(backfill_note, replays) if n is not None]
+            role="baseline" if i == 0 else "candidate", part=store.put(outcomes),
+            identity=identity, store=store, summary=rep.summary, never_fits=never,
+            cores=c.total_cores,
+            span=(_extreme(outcomes["submit"], largest=False) or 0, last)))
+        notes.append(backfill_note(rep))
+        del rep, outcomes
+    return runs, w, c, [n for n in notes if n is not None]
 
 
 def _nothing_fits(scenario: Scenario, w: Workload, c: ClusterSpec) -> str:
@@ -203,10 +248,7 @@ def _extreme(series: pl.Series, largest: bool = True) -> int | None:
 
 def _span(runs: list[WhatifRun]) -> tuple[int, int]:
     """The first submit and the last submit or end over ``runs``."""
-    t0 = min(_extreme(r.outcomes["submit"], largest=False) or 0 for r in runs)
-    t1 = max(max(_extreme(r.outcomes["end"]) or 0, _extreme(r.outcomes["submit"]) or 0)
-             for r in runs)
-    return t0, t1
+    return min(r.span[0] for r in runs), max(r.span[1] for r in runs)
 
 
 def _grid(runs: list[WhatifRun], period_s: int) -> tuple[int, int]:
@@ -232,11 +274,14 @@ def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
              origin: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """One comparison's document, and its primary metric's row."""
     t0, n = _grid([base, cand], cfg.period_s)
-    top = {col: max(float(r.outcomes[col].max() or 0.0)  # type: ignore[arg-type]
-                    for r in (base, cand)) for col in ("wait", "bsld")}
-    until = max(_extreme(r.outcomes["submit"]) or 0 for r in (base, cand))
-    stats = [compare.window_stats(r.outcomes, r.cores, t0, cfg.period_s, n, top, until)
-             for r in (base, cand)]
+    needed = ("submit", "start", "end", "alloc_cores", "wait", "bsld", "response")
+    tables = [r.columns(*needed) for r in (base, cand)]
+    top = {col: max(float(t[col].max() or 0.0)  # type: ignore[arg-type]
+                    for t in tables) for col in ("wait", "bsld")}
+    until = max(_extreme(t["submit"]) or 0 for t in tables)
+    stats = [compare.window_stats(t, r.cores, t0, cfg.period_s, n, top, until)
+             for r, t in zip((base, cand), tables, strict=True)]
+    del tables
     metrics = list(compare.METRICS)
     # utilisation while jobs arrive, on the windows' own grid (compare's docstring says why)
     whole = [{**r.summary, "utilization": st.utilization()}
@@ -244,7 +289,7 @@ def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
     rows = compare.compare_runs(stats[0], stats[1], whole[0], whole[1], metrics,
                                 bootstrap=cfg.bootstrap, confidence=cfg.confidence,
                                 seed=cfg.seed, hist_top=top)
-    groups = breakdowns.group_changes(base.outcomes, cand.outcomes)
+    groups = breakdowns.group_changes(*(r.columns(*breakdowns.COLUMNS) for r in (base, cand)))
     primary = next(i for i, m in enumerate(metrics) if m.key == cfg.metric)
     found = verdicts.tradeoffs(metrics, rows, cfg.metric, groups, cfg.confidence)
     verdict = verdicts.comparison_verdict(metrics, rows, cfg.metric)
@@ -281,7 +326,8 @@ def _timeseries(runs: list[WhatifRun], max_bins: int) -> dict[str, Any]:
     edges = t0 + width * np.arange(math.ceil(max(t1 - t0, 1) / width) + 1, dtype=np.float64)
     series = {}
     for r in runs:
-        done = r.outcomes.filter(pl.col("start").is_not_null())
+        done = r.columns("submit", "start", "end", "alloc_cores").filter(
+            pl.col("start").is_not_null())
         start, end = done["start"].to_numpy(), done["end"].to_numpy()
         busy = binned_mean(start, end, done["alloc_cores"].to_numpy(), edges) / r.cores
         queue = binned_mean(done["submit"].to_numpy(), start, np.ones(done.height), edges)
@@ -341,6 +387,7 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         done += 1
 
     runs: list[WhatifRun] = []
+    store = OutcomeStore()
     scenario_docs, comparisons, as_logged = [], [], []
     overloads: list[str] = training_notes(cand_specs, policies, source)
     model = None
@@ -348,7 +395,7 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         workload, cluster, model = site.workload, site.cluster, site.site
     for scenario in scenarios:
         s_runs, w, c, idle = _replay_scenario(scenario, workload, cluster, specs, policies,
-                                              step, model)
+                                              store, step, model)
         runs += s_runs
         if scenario is AS_LOGGED:
             overloads += idle
@@ -388,8 +435,9 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "metrics": [m.to_dict() for m in compare.METRICS],
         "comparisons": comparisons,
         "timeseries": _timeseries(runs, cfg.max_bins),
-        "fidelity": with_site(fidelity(runs[0].outcomes, workload.origin, runs[0].id), model,
-                              site_path),
+        "fidelity": with_site(fidelity(runs[0].columns("logged_start", "start", "submit",
+                                                        "wait"), workload.origin, runs[0].id),
+                              model, site_path),
         "notes": [*overloads, *workload.notes, *cluster.notes],
     }
     return WhatifResult(doc=doc, runs=runs)
