@@ -61,9 +61,6 @@ def _run(cfg: TuneConfig, base: PPOConfig, env: dict[str, Any], out: Path,
 
     backend, address, member_cpus = ray
     if backend == "ray":
-        from hpcpolicy.ray_support import import_ray
-
-        import_ray()  # a one-line error naming the extra, before Ray's module is imported
         from hpcpolicy.rl.tune.on_ray import tune_on_ray
 
         tune = functools.partial(tune_on_ray, address=address, member_cpus=member_cpus)
@@ -203,17 +200,21 @@ def main(
 
         hpcpolicy tune jobs.parquet --backend ray --ray-address node01:6379 -o runs/tune-c
     """
+    from hpcpolicy.ray_support import check_backend, import_ray
+
+    with fail_cleanly():  # the extra named first, before modules that need Ray or [rl]
+        check_backend(backend, ray_address)
+        if backend == "ray":
+            import_ray()
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs
     from hpcpolicy.env.scheduling import EPISODE_METRICS
     from hpcpolicy.errors import ConfigError
-    from hpcpolicy.ray_support import check_backend
     from hpcpolicy.rl.runs import default_run_name
     from hpcpolicy.rl.tune import TuneConfig
 
     with fail_cleanly():
-        check_backend(backend, ray_address)
         cfg = TuneConfig(population=population, total_steps=steps, interval=interval,
                          seed=seed, workers=workers, val_frac=val_frac, val_windows=val_windows,
                          val_window_size=window_size if val_window_size is None
