@@ -44,6 +44,18 @@ def test_backend_ray_without_ray_is_one_line_naming_the_extra(
     assert not (tmp_path / "t").exists() and not (tmp_path / "s").exists()
 
 
+def test_a_tune_resumes_only_with_the_backend_it_ran_with(tmp_path: Path) -> None:
+    from hpcpolicy.rl.tune.record import TunePaths, TuneRecord
+
+    table = write_table(tmp_path / "jobs.parquet", 300)
+    out = tmp_path / "t"
+    TuneRecord(config={}, base={}, env={}, data={}, validation={}, baselines={},
+               members=[]).save(TunePaths(out))
+    (out / "ray").mkdir()
+    line = one_line_error(invoke("tune", str(table), "--resume", "-o", str(out)))
+    assert line == f"error: the tune in {out} ran with --backend ray; resume it with that backend"
+
+
 def _wait(condition: Any, timeout: float, what: str) -> None:
     end = time.time() + timeout
     while not condition():
