@@ -21,6 +21,7 @@ from hpcpolicy.commands import (
     ingest,
     simulate,
     stats,
+    sweep,
     train,
     tune,
     whatif,
@@ -74,6 +75,7 @@ app.command("calibrate")(calibrate.main)
 app.command("stats")(stats.main)
 app.command("train")(train.main)
 app.command("tune")(tune.main)
+app.command("sweep")(sweep.main)
 app.command("evaluate")(evaluate.main)
 app.add_typer(dataset.app, name="dataset")
 app.command("whatif")(whatif.main)

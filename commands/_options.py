@@ -64,6 +64,14 @@ SeedOpt = Annotated[
 OverwriteOpt = Annotated[
     bool, typer.Option("--overwrite", help="Replace output files that already exist.")
 ]
+BackendOpt = Annotated[str, typer.Option(
+    "--backend", help="local (one after another in this process) or ray (side by side on a "
+    "Ray cluster; needs the cluster extra: pip install 'hpcpolicy[cluster]').",
+    callback=lower_choice)]
+RayAddressOpt = Annotated[str | None, typer.Option(
+    "--ray-address", help="With --backend ray: HOST:PORT of a running Ray cluster (`ray start "
+    "--head` prints it); without it Ray starts here on this machine's cores.",
+    show_default=False)]
 
 
 def _refuse(message: str) -> None:

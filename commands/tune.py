@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -9,12 +10,14 @@ import typer
 
 from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet, plain
 from hpcpolicy.commands._options import (
+    BackendOpt,
     BackfillOpt,
     ClusterOpt,
     CompatOpt,
     NumEnvsOpt,
     ProcsFromOpt,
     ProcsOpt,
+    RayAddressOpt,
     RewardOpt,
     SeedOpt,
     TableArg,
@@ -50,12 +53,17 @@ def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> P
 
 
 def _run(cfg: TuneConfig, base: PPOConfig, env: dict[str, Any], out: Path,
-         resume: bool) -> TuneResult:
-    """The tune, with a live progress line on stderr (none under --quiet)."""
+         resume: bool, ray: tuple[str, str | None, float]) -> TuneResult:
+    """The tune on its backend, with a live progress line on stderr (none under --quiet)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hpcpolicy.rl.tune import TuneEvent, tune
 
+    backend, address, member_cpus = ray
+    if backend == "ray":
+        from hpcpolicy.rl.tune.on_ray import tune_on_ray
+
+        tune = functools.partial(tune_on_ray, address=address, member_cpus=member_cpus)
     if is_quiet():
         return tune(cfg, base, env, out, resume=resume)
     steps: dict[str, int] = {}
@@ -156,6 +164,12 @@ def main(
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of PPO / DD-PPO config fields every member starts from "
         "(see hpcpolicy.rl.config; anneal_lr must stay false).", callback=a_file)] = None,
+    backend: BackendOpt = "local",
+    ray_address: RayAddressOpt = None,
+    member_cpus: Annotated[float, typer.Option(
+        "--member-cpus", help="With --backend ray: cores each member's trial holds (a "
+        "fraction lets more members share a core; its torch threads: the whole cores, at "
+        "least 1; at least --workers).")] = 1,
 ) -> None:
     """Tune a policy by population-based training (PBT) of PPO or DD-PPO runs.
 
@@ -171,12 +185,27 @@ def main(
     directory. --seed reproduces the whole tune; Ctrl-C stops it with a resumable state
     (continue with --resume).
 
+    --backend ray runs the members side by side as trials of Ray Tune's PBT scheduler (the
+    cluster extra): on a Ray started here, or on the cluster at --ray-address. On Slurm,
+    `ray start --head --port 6379 --block` on the first node and `ray start --address
+    HEAD:6379 --block` on the others, then --ray-address HEAD:6379; the tune directory must be
+    on a shared file system (README: Ray on Slurm). --backend local (the default) needs no
+    Ray and is bit-reproducible.
+
     Examples:
 
         hpcpolicy tune jobs.parquet --population 4 --steps 200000 --interval 20000 -o runs/tune-a
 
         hpcpolicy tune jobs.parquet --algo ddppo --workers 2 --backfill easy -o runs/tune-b
+
+        hpcpolicy tune jobs.parquet --backend ray --ray-address node01:6379 -o runs/tune-c
     """
+    from hpcpolicy.ray_support import check_backend, import_ray
+
+    with fail_cleanly():  # the extra named first, before modules that need Ray or [rl]
+        check_backend(backend, ray_address)
+        if backend == "ray":
+            import_ray()
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs
@@ -205,7 +234,7 @@ def main(
         if not is_quiet():
             console.print(plain(f"{table}: tune of {population} {algo} members, {steps:,} "
                                 f"steps each in {cfg.rounds} round(s); {run}"), soft_wrap=True)
-        result = _run(cfg, base, env, run, resume)
+        result = _run(cfg, base, env, run, resume, (backend, ray_address, member_cpus))
     if is_quiet():
         console.print(plain(result.root / ("tune.json" if result.interrupted else "policy")),
                       soft_wrap=True)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "as_os_error",
     "atomic_path",
     "build_dir",
     "file_sha256",
@@ -56,7 +57,7 @@ _LEGACY_RANDOM = re.compile(r"^[a-z0-9_]{8}$")
 _KINDS = (".part", ".build", ".old")
 
 
-def _as_os_error(exc: BaseException, where: Path) -> BaseException:
+def as_os_error(exc: BaseException, where: Path) -> BaseException:
     """``exc`` as an :class:`OSError` naming ``where`` when it comes from the file system and
     names no file (Polars' writers report a full disk as a ComputeError "... (os error 28)"),
     else ``exc`` itself. Errors of hpcpolicy's own, which already say where, are kept."""
@@ -205,7 +206,7 @@ def replace_together(targets: Sequence[str | os.PathLike[str]],
     except BaseException as exc:
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
-        converted = _as_os_error(exc, folder)
+        converted = as_os_error(exc, folder)
         if converted is exc:
             raise
         raise converted from exc
@@ -240,7 +241,7 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException as exc:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
-        converted = _as_os_error(exc, target)
+        converted = as_os_error(exc, target)
         if converted is exc:
             raise
         raise converted from exc

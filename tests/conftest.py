@@ -60,3 +60,17 @@ def slurm_cluster() -> Iterator[object]:
     yield cluster
     if not was_up:
         cluster.down()
+
+
+@pytest.fixture(scope="session")
+def ray_module() -> object:
+    """Ray (the ``cluster`` extra). Without it the test skips, except in CI (CI=true or
+    HPCPOLICY_REQUIRE_SHARED_DATA=1), where the README's install includes it and it fails."""
+    try:
+        import ray
+    except ImportError:
+        if _ci():
+            pytest.fail("the Ray tests must run in CI, but Ray is not installed: "
+                        "pip install -e '.[dev,rl,cluster]'")
+        pytest.skip("Ray is not installed (pip install 'hpcpolicy[cluster]')")
+    return ray

@@ -34,8 +34,9 @@ def _no_space_polars(*_args: object, **_kwargs: object) -> None:
 
 
 @pytest.mark.parametrize(("target", "raiser"), [
-    ("polars.DataFrame.write_parquet", _no_space_polars),
-    ("polars.DataFrame.write_parquet", _no_space),
+    ("polars.LazyFrame.sink_parquet", _no_space_polars),   # outcomes.parquet
+    ("polars.LazyFrame.sink_parquet", _no_space),
+    ("polars.DataFrame.write_ipc", _no_space_polars),      # the runs' tables in TMPDIR
     ("pathlib.Path.write_text", _no_space),
 ])
 def test_full_disk_during_whatif(table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -62,15 +63,28 @@ def _denied(*args: object, **kwargs: object) -> None:
 @pytest.mark.parametrize("command", ["whatif", "ingest"])
 def test_output_folder_not_writable(table: Path, tmp_path: Path,
                                     monkeypatch: pytest.MonkeyPatch, command: str) -> None:
-    # root may write anywhere, so the refusal is the one the OS would give anyone else
-    monkeypatch.setattr(tempfile, "mkstemp", _denied)
-    monkeypatch.setattr(tempfile, "mkdtemp", _denied)
+    # root may write anywhere, so the refusal is the one the OS would give anyone else; only
+    # beside the output (what-if's scratch tables go to TMPDIR: next test)
+    for name in ("mkstemp", "mkdtemp"):
+        real = getattr(tempfile, name)
+        monkeypatch.setattr(tempfile, name, lambda *a, _real=real, **kw: (
+            _denied(*a, **kw) if kw.get("dir") else _real(*a, **kw)))
     if command == "whatif":
         result = invoke("whatif", str(table), *WHATIF, "-o", str(tmp_path / "rep"))
     else:
         result = invoke("ingest", str(TINY), "-o", str(tmp_path / "t.parquet"))
     line = one_line_error(result)
     assert "Permission denied" in line and str(tmp_path) in line
+
+
+def test_whatif_with_tmpdir_not_writable_names_it(table: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    real = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **kw: (
+        real(*a, **kw) if kw.get("dir") else _denied(*a, **kw)))
+    line = one_line_error(invoke("whatif", str(table), *WHATIF, "-o", str(tmp_path / "rep")))
+    assert f"error: {tempfile.gettempdir()}: Permission denied" in line
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")

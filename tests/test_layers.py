@@ -27,8 +27,9 @@ placed on its own; the longest listed prefix decides):
 9. ``deploy``: an artifact back into the simulator;
 10. using policies: ``evaluate``, ``card`` (the model card ``train`` writes: an evaluation on
     the test part), ``whatif``, ``rl.tune`` (population-based training that
-    validates every candidate with ``evaluate``; only commands import it), and ``slurm``
-    (``advise``: a policy ranks the live queue);
+    validates every candidate with ``evaluate``; only commands import it), ``slurm``
+    (``advise``: a policy ranks the live queue), ``sweep`` (a grid of what-if reports) and
+    ``ray_support`` (Ray, the optional backend of ``rl.tune`` and ``sweep``);
 11. the front end: ``demo`` (the whole pipeline on a synthetic log), ``commands``, and the
     package root ``hpcpolicy`` itself, whose public names (``hpcpolicy.train``) come from
     below; it stands for its ``__init__`` only, not for the modules under it.
@@ -72,7 +73,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.training",),
     ("hpcpolicy.deploy",),
     ("hpcpolicy.evaluate", "hpcpolicy.card", "hpcpolicy.whatif", "hpcpolicy.rl.tune",
-     "hpcpolicy.slurm", "hpcpolicy.site"),
+     "hpcpolicy.slurm", "hpcpolicy.site", "hpcpolicy.sweep", "hpcpolicy.ray_support"),
     ("hpcpolicy.demo", "hpcpolicy.commands", "hpcpolicy"),
 )
 """Lowest first; see the module docstring for why each module is where it is."""

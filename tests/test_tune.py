@@ -31,13 +31,13 @@ from hpcpolicy.rl.config import DDPPOConfig, PPOConfig  # noqa: E402
 from hpcpolicy.rl.ppo import train  # noqa: E402
 from hpcpolicy.rl.runs import RESUMABLE_CHANGES, TUNE_CHANGES, RunPaths, load_checkpoint  # noqa: E402
 from hpcpolicy.rl.tune import TuneConfig, TuneEvent, tune  # noqa: E402
+from hpcpolicy.rl.tune.member import copy_weights  # noqa: E402
 from hpcpolicy.rl.tune.pbt import (  # noqa: E402
     HYPERPARAMETERS,
     exploit_explore,
     initial_hyperparameters,
 )
 from hpcpolicy.rl.tune.record import TunePaths, TuneRecord  # noqa: E402
-from hpcpolicy.rl.tune.runner import copy_weights  # noqa: E402
 from hpcpolicy.rl.tune.validation import carve  # noqa: E402
 
 BASE = {"learning_rate": 3e-4, "ent_coef": 0.01, "clip_coef": 0.2}
@@ -146,8 +146,8 @@ def test_exploit_copies_model_and_optimiser_and_keeps_the_members_own_state(
     train(dataclasses.replace(cfg, seed=1), make_toy_env, tmp_path / "a")
     train(dataclasses.replace(cfg, seed=2), make_toy_env, tmp_path / "b")
     a, b = (load_checkpoint(RunPaths(tmp_path / n).checkpoint) for n in "ab")
-    copy_weights(tmp_path / "a", tmp_path / "b")
-    copy_weights(tmp_path / "a", tmp_path / "b")  # again, as a resumed tune may
+    copy_weights(RunPaths(tmp_path / "a").checkpoint, tmp_path / "b")
+    copy_weights(RunPaths(tmp_path / "a").checkpoint, tmp_path / "b")  # twice, as on resume
     after = load_checkpoint(RunPaths(tmp_path / "b").checkpoint)
     assert all(torch.equal(after["model"][k], a["model"][k]) for k in a["model"])
     assert not all(torch.equal(b["model"][k], a["model"][k]) for k in a["model"])

@@ -18,6 +18,8 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hpcpolicy.atomic import as_os_error
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -38,7 +40,10 @@ class OutcomeStore:
     """
 
     def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="hpcpolicy-whatif-"))
+        try:
+            self.folder = Path(tempfile.mkdtemp(prefix="hpcpolicy-whatif-"))
+        except OSError as exc:  # name the folder: TMPDIR, not the report's
+            raise OSError(exc.errno, exc.strerror, exc.filename or tempfile.gettempdir()) from None
         self._remove = weakref.finalize(self, shutil.rmtree, self.folder, ignore_errors=True)
         self._count = 0
 
@@ -46,7 +51,10 @@ class OutcomeStore:
         """Write ``frame`` to a new file of the store; returns its path."""
         path = self.folder / f"run{self._count}.arrow"
         self._count += 1
-        frame.write_ipc(path, compression="uncompressed")
+        try:
+            frame.write_ipc(path, compression="uncompressed")
+        except Exception as exc:  # Polars reports a full TMPDIR as "... (os error 28)"
+            raise as_os_error(exc, path) from None
         return path
 
     def scan(self, *paths: Path) -> pl.LazyFrame:

@@ -12,7 +12,10 @@ Modules:
 * :mod:`~hpcpolicy.rl.tune.pbt`: exploit/explore and the initial population, pure functions;
 * :mod:`~hpcpolicy.rl.tune.validation`: the validation part and how members are scored;
 * :mod:`~hpcpolicy.rl.tune.record`: the tune directory, tune.json and tune.csv;
-* :mod:`~hpcpolicy.rl.tune.runner`: ``tune(...)``, the rounds, resumable at any point.
+* :mod:`~hpcpolicy.rl.tune.member`: one member's round of training, shared by both backends;
+* :mod:`~hpcpolicy.rl.tune.runner`: ``tune(...)``, the rounds, resumable at any point;
+* :mod:`~hpcpolicy.rl.tune.on_ray`: ``tune_on_ray(...)``, the members as trials of Ray Tune's
+  PBT scheduler (``--backend ray``; imported only then, since it imports Ray).
 """
 
 from __future__ import annotations

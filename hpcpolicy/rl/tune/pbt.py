@@ -30,7 +30,7 @@ import numpy as np
 
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["HYPERPARAMETERS", "Exploit", "check_hyperparameters", "exploit_explore",
+__all__ = ["HYPERPARAMETERS", "Exploit", "check_hyperparameters", "clamp", "exploit_explore",
            "initial_hyperparameters", "ranking"]
 
 HYPERPARAMETERS: dict[str, tuple[float, float]] = {
@@ -72,7 +72,8 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _clamp(name: str, value: float) -> float:
+def clamp(name: str, value: float) -> float:
+    """``value`` kept within the range of the explored field ``name``."""
     low, high = HYPERPARAMETERS[name]
     return min(max(value, low), high)
 
@@ -106,7 +107,7 @@ def initial_hyperparameters(base: Mapping[str, float], population: int,
     """
     members = [dict(base)]
     for _ in range(1, population):
-        members.append({name: _clamp(name, base[name] * spread ** rng.uniform(-1.0, 1.0))
+        members.append({name: clamp(name, base[name] * spread ** rng.uniform(-1.0, 1.0))
                         for name in HYPERPARAMETERS})
     return members
 
@@ -151,7 +152,7 @@ def exploit_explore(scores: Sequence[float], hypers: Sequence[Mapping[str, float
     events = []
     for member in bottom:
         source = top[int(rng.integers(len(top)))]
-        after = {name: _clamp(name, hypers[source][name] * float(rng.choice(factors)))
+        after = {name: clamp(name, hypers[source][name] * float(rng.choice(factors)))
                  for name in HYPERPARAMETERS}
         new[member] = after
         events.append(Exploit(member, source, scores[member], scores[source],

@@ -8,6 +8,7 @@ Layout of ``runs/tune-NAME/``::
     tune.csv       one row per round and member: score, rank, hyperparameters, copied member
     members/m0..   ordinary run directories (hpcpolicy.rl.runs), marked as tune members
     policy/        the best member's policy, copied when the tune ends
+    ray/s0..       with --backend ray: Ray Tune's experiment of each session (checkpoints)
 
 ``tune.json`` is rewritten atomically after every step that changes the state (a member's
 round trained, a round scored and decided, its exploits applied), so a tune stopped at any

@@ -31,8 +31,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -42,12 +40,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.rl.config import DDPPOConfig, PPOConfig
-from hpcpolicy.rl.runs import RunPaths, StopOnSignal, load_checkpoint, save_checkpoint
+from hpcpolicy.rl.runs import RunPaths, StopOnSignal
 from hpcpolicy.rl.seeding import derive_seed
 from hpcpolicy.rl.tune.config import TuneConfig
+from hpcpolicy.rl.tune.member import MemberRound, copy_weights, train_round
 from hpcpolicy.rl.tune.pbt import (
     check_hyperparameters,
     exploit_explore,
@@ -61,7 +59,7 @@ if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.workload import Workload
 
-__all__ = ["TuneEvent", "TuneResult", "copy_weights", "tune"]
+__all__ = ["RAY_DIR", "OpenedTune", "TuneEvent", "TuneResult", "name_best", "open_tune", "tune"]
 
 _MEMBER_STREAM, _DECISION_STREAM = 0, 1
 """Keys of the seeds derived from the tune seed (validation windows use 2)."""
@@ -100,18 +98,6 @@ class TuneResult:
 Progress = Callable[[TuneEvent], None]
 
 
-def copy_weights(source: Path, target: Path) -> None:
-    """Exploit: give the run in ``target`` the model and optimiser state of the run in
-    ``source``, keeping its own config, counters, random generators and environments.
-
-    Applying it twice gives the same checkpoint as once (as long as ``source`` is unchanged).
-    """
-    src = load_checkpoint(RunPaths(source).checkpoint)
-    path = RunPaths(target).checkpoint
-    save_checkpoint(path, {**load_checkpoint(path), "model": src["model"],
-                           "optimizer": src["optimizer"]})
-
-
 def _check_base(cfg: TuneConfig, base: PPOConfig) -> None:
     """Refuse a base config the tune cannot run."""
     if base.anneal_lr:
@@ -135,6 +121,18 @@ def _copy_policy(source: Path, target: Path) -> None:
     build = build_dir(target)
     shutil.copytree(source, build, dirs_exist_ok=True)
     replace_dir(build, target)
+
+
+def name_best(record: TuneRecord, paths: TunePaths) -> None:
+    """Name the best member of the last round in ``record`` (status done) and copy its
+    policy to ``policy/``; the caller saves the record."""
+    last = record.rounds[-1]
+    name = last["ranking"][0]
+    _copy_policy(paths.member(name) / "policy", paths.policy)
+    member = record.members[record.names.index(name)]
+    record.best = {"member": name, "val_bsld": last["scores"][name], "round": last["round"],
+                   "seed": member["seed"], "hyperparameters": last["hyperparameters"][name]}
+    record.status = "done"
 
 
 class _Tune:
@@ -166,32 +164,11 @@ class _Tune:
         """Train member ``index`` to the end of ``round_``; True if it was interrupted."""
         member = self.record.members[index]
         name = member["name"]
-        cfg = dataclasses.replace(self.base, seed=member["seed"],
-                                  total_steps=self.cfg.round_steps(round_),
-                                  **member["hyperparameters"])
-        run = RunPaths(self.paths.member(name))
-        resume = run.checkpoint.is_file()
-        write_json(run.tune_member, {"tune": str(self.paths.root), "member": name})
-        if resume:
-            run.write_config(cfg)  # the hyperparameters of this round
-        facts = {**provenance, "tune": {"dir": str(self.paths.root), "member": name,
-                                        "round": round_,
-                                        "validation_jobs": list(self.validation.jobs)}}
-        if isinstance(cfg, DDPPOConfig):
-            from hpcpolicy.env.factory import ENV_FACTORY
-            from hpcpolicy.rl.ddppo import launch
-
-            result = launch(cfg, ENV_FACTORY, run.root, workers=self.cfg.workers,
-                            env_kwargs=self.member_env, provenance=facts, resume=resume)
-            self.emit("train", round_, name, result.global_step)
-        else:
-            from hpcpolicy.env.factory import make_env
-            from hpcpolicy.rl.ppo import train
-
-            result = train(cfg, functools.partial(make_env, **self.member_env), run.root,
-                           resume=resume, provenance=facts, progress=lambda row: self.emit(
-                               "train", round_, name, int(row["global_step"])))
-        return result.interrupted
+        spec = MemberRound(self.paths.root, self.paths.member(name), name, member["seed"],
+                           member["hyperparameters"], round_, self.cfg.round_steps(round_),
+                           self.cfg.workers, self.validation.jobs)
+        return train_round(self.base, spec, self.member_env, provenance,
+                           lambda steps: self.emit("train", round_, name, steps))
 
     def score(self, round_: int) -> None:
         """Score every member, decide exploits (but after the last round) and record them."""
@@ -223,22 +200,16 @@ class _Tune:
         last = self.record.rounds[-1]
         for event in last["exploits"]:
             self.emit("exploit", last["round"], event["member"])
-            copy_weights(self.paths.member(event["copied"]), self.paths.member(event["member"]))
+            copy_weights(RunPaths(self.paths.member(event["copied"])).checkpoint,
+                         self.paths.member(event["member"]))
         last["applied"] = True
         self.save()
 
     def finish(self) -> None:
         """Name the best member of the last round and copy its policy to ``policy/``."""
-        last = self.record.rounds[-1]
-        name = last["ranking"][0]
-        _copy_policy(self.paths.member(name) / "policy", self.paths.policy)
-        member = self.record.members[self.record.names.index(name)]
-        self.record.best = {"member": name, "val_bsld": last["scores"][name],
-                            "round": last["round"], "seed": member["seed"],
-                            "hyperparameters": last["hyperparameters"][name]}
-        self.record.status = "done"
+        name_best(self.record, self.paths)
         self.save()
-        self.emit("done", last["round"])
+        self.emit("done", self.record.rounds[-1]["round"])
 
     def run(self, provenance: Mapping[str, Any]) -> bool:
         """Continue the tune to its end; True if a signal stopped it first."""
@@ -304,6 +275,43 @@ def tune(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any], out_dir: str 
         ConfigError: Invalid combinations, a fresh tune over an existing one, a resume with
             other arguments, or a validation part too small for its windows.
     """
+    opened = open_tune(cfg, base, env, out_dir, resume=resume, backend="local")
+    session = _Tune(cfg, base, env, opened.paths, opened.workload, opened.cluster,
+                    opened.validation, opened.record, progress)
+    interrupted = session.run(opened.provenance)
+    return TuneResult(opened.paths.root, opened.record, interrupted)
+
+
+@dataclass(frozen=True)
+class OpenedTune:
+    """A tune ready to run: its files, data, validation windows and record."""
+
+    paths: TunePaths
+    """The tune directory."""
+    workload: Workload
+    """The job table's jobs."""
+    cluster: ClusterSpec
+    """The machine."""
+    validation: Validation
+    """The validation part and windows."""
+    provenance: dict[str, Any]
+    """The members' provenance (:func:`hpcpolicy.env.factory.provenance`)."""
+    record: TuneRecord
+    """The record: new (and saved), or the one resumed."""
+
+
+RAY_DIR = "ray"
+"""Folder of a tune directory where Ray Tune keeps its experiment (``--backend ray``)."""
+
+
+def open_tune(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any], out_dir: str | Path,
+              *, resume: bool, backend: str) -> OpenedTune:
+    """Check the arguments, load the job table, cut the validation part and start (or load,
+    to resume) the record; shared by both backends.
+
+    Raises:
+        ConfigError: As :func:`tune` says, and a resume with the other backend.
+    """
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.env.factory import load, provenance
     from hpcpolicy.env.split import window_range
@@ -314,6 +322,10 @@ def tune(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any], out_dir: str 
         raise ConfigError(f"{paths.root} already holds a tune ({paths.record}); continue it with "
                           "--resume, or choose another output directory")
     saved = TuneRecord.load(paths) if resume else None
+    on_ray = (paths.root / RAY_DIR).is_dir()
+    if saved is not None and on_ray != (backend == "ray"):
+        raise ConfigError(f"the tune in {paths.root} ran with --backend "
+                          f"{'ray' if on_ray else 'local'}; resume it with that backend")
     env_cfg = EnvConfig.from_dict(env["env"])
     workload, cluster = load(env["table"], env["workload"], env["cluster"], env["procs"])
     validation = carve(len(workload), env_cfg, cfg)
@@ -330,6 +342,4 @@ def tune(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any], out_dir: str 
                                "env": dict(env), "data": facts["training_data"]}, paths.root)
         record = saved
         record.status = "running"
-    session = _Tune(cfg, base, env, paths, workload, cluster, validation, record, progress)
-    interrupted = session.run(facts)
-    return TuneResult(paths.root, record, interrupted)
+    return OpenedTune(paths, workload, cluster, validation, facts, record)
