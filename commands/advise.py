@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -74,7 +75,8 @@ def main(
                            "run that prints the commands).")
     ] = False,
     watch: Annotated[
-        float | None, typer.Option("--watch", help="Repeat every SECONDS until Ctrl-C.",
+        float | None, typer.Option("--watch", help="Repeat every SECONDS until Ctrl-C or "
+                                   "SIGTERM (the pass under way finishes first).",
                                    min=0.1, show_default=False)
     ] = None,
     audit: Annotated[
@@ -126,7 +128,6 @@ def main(
         if watch is None:
             _show(lib.advise_pass(cfg), apply)
             return
-        try:
+        with contextlib.suppress(KeyboardInterrupt):  # a second signal during a pass
             lib.watch(cfg, watch, lambda r: _show(r, apply))
-        except KeyboardInterrupt:
-            console.print("stopped")
+        console.print("stopped")

@@ -193,6 +193,22 @@ def test_squeue_output_in_another_shape_is_one_line(slurm_cluster: Any, tmp_path
                                             "read: '  JOBID PARTITION")
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_watch_started_in_the_background_stops_on_a_signal(slurm_cluster: Any,
+                                                         env_conf: dict[str, str],
+                                                         sig: signal.Signals) -> None:
+    # a shell's background job starts with SIGINT ignored; a service manager stops with SIGTERM
+    watcher = subprocess.Popen(
+        [HPCPOLICY, "-q", "advise", "--policy", "sjf", "--watch", "1"], env=env_conf,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    time.sleep(3)
+    watcher.send_signal(sig)
+    out, err = watcher.communicate(timeout=30)
+    assert watcher.returncode == 0, err
+    assert out.rstrip().endswith("stopped")
+
+
 def test_watch_survives_a_slurmctld_restart(slurm_cluster: Any, env_conf: dict[str, str],
                                            tmp_path: Path) -> None:
     audit = tmp_path / "a.jsonl"
