@@ -100,6 +100,16 @@ def a_folder(value: Path | None) -> Path | None:
     return value
 
 
+def refuse_existing(*paths: Path | None, overwrite: bool) -> None:
+    """Raise the one-line ConfigError for the first of ``paths`` that exists, unless
+    ``overwrite`` (None paths are options not given)."""
+    from hpcpolicy.errors import ConfigError
+
+    for path in paths:
+        if path is not None and path.exists() and not overwrite:
+            raise ConfigError(f"{path} already exists; pass --overwrite to replace it")
+
+
 TableArg = Annotated[Path, typer.Argument(
     help="Job table written by `hpcpolicy ingest`.", show_default=False, callback=a_file)]
 

@@ -16,6 +16,7 @@ from hpcpolicy.commands._options import (
     TableArg,
     WalltimeFallbackOpt,
     a_file,
+    refuse_existing,
     workload_options,
 )
 from hpcpolicy.commands.fidelity import FitFracOpt, render_sections
@@ -45,16 +46,13 @@ def main(
     """
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster
-    from hpcpolicy.errors import ConfigError
     from hpcpolicy.site import save_site
     from hpcpolicy.site.apply import logged_delay
     from hpcpolicy.site.calibrate import CalibrateConfig, calibrate
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
-        for path in (p for p in (out, json_out) if p is not None):
-            if path.exists() and not overwrite:
-                raise ConfigError(f"{path} already exists; pass --overwrite to replace it")
+        refuse_existing(out, json_out, overwrite=overwrite)
         config = CalibrateConfig(fit_frac=fit_frac)
         machine = resolve_cluster(spec=cluster, procs=procs, table=table)
         workload = Workload.from_table(

@@ -34,6 +34,7 @@ from hpcpolicy.commands._options import (
     lower_choice,
     parse_window_starts,
     policy_choice,
+    refuse_existing,
     workload_options,
 )
 
@@ -189,10 +190,7 @@ def main(
     from hpcpolicy.site.apply import load_world
 
     with fail_cleanly():
-        if json_out is not None and json_out.exists() and not overwrite:
-            from hpcpolicy.errors import ConfigError
-
-            raise ConfigError(f"{json_out} already exists; pass --overwrite to replace it")
+        refuse_existing(json_out, overwrite=overwrite)
         policies = _listed(policy, [] if gpu_baselines else ["fcfs,sjf,f1"])
         allocators = _listed(allocator, ["first-fit"])
         if gpu_baselines:

@@ -15,6 +15,7 @@ from hpcpolicy.commands._options import (
     SiteOpt,
     TableArg,
     WalltimeFallbackOpt,
+    refuse_existing,
     workload_options,
 )
 
@@ -69,15 +70,13 @@ def main(
     """
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster
-    from hpcpolicy.errors import ConfigError
     from hpcpolicy.site import load_site
     from hpcpolicy.site.apply import eligible_delay
     from hpcpolicy.site.fidelity import FidelityConfig, fidelity_report
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
-        if json_out is not None and json_out.exists() and not overwrite:
-            raise ConfigError(f"{json_out} already exists; pass --overwrite to replace it")
+        refuse_existing(json_out, overwrite=overwrite)
         config = FidelityConfig(fit_frac=fit_frac)
         model = load_site(site) if site is not None else None
         machine = resolve_cluster(spec=cluster, procs=procs, table=table)

@@ -8,7 +8,13 @@ from typing import Annotated
 import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain
-from hpcpolicy.commands._options import OverwriteOpt, SeedOpt, a_file, lower_choice
+from hpcpolicy.commands._options import (
+    OverwriteOpt,
+    SeedOpt,
+    a_file,
+    lower_choice,
+    refuse_existing,
+)
 
 __all__ = ["main"]
 
@@ -43,13 +49,11 @@ def main(
 
         hpcpolicy generate --model lublin-split -o mixed.swf && hpcpolicy ingest mixed.swf
     """
-    from hpcpolicy.errors import ConfigError
     from hpcpolicy.generate import GenerateConfig, generate
 
     with fail_cleanly():
         cfg = GenerateConfig(model=model, jobs=jobs, procs=procs, seed=seed)
-        if out.exists() and not overwrite:
-            raise ConfigError(f"{out} already exists; pass --overwrite to replace it")
+        refuse_existing(out, overwrite=overwrite)
         result = generate(cfg, out)
     if is_quiet():
         console.print(str(result.path), markup=False)

@@ -34,6 +34,7 @@ from hpcpolicy.commands._options import (
     lower_choice,
     parse_window_starts,
     policy_choice,
+    refuse_existing,
     workload_options,
 )
 from hpcpolicy.commands._simulate_show import render_runs
@@ -127,9 +128,7 @@ def main(
         # when its guard runs a heuristic in its place
         policies = {p.name if spec.strip().lower() in HEURISTICS else spec: p
                     for spec, p in resolved.items()}
-        for path in (p for p in (json_out, out) if p is not None):
-            if path.exists() and not overwrite:
-                raise ConfigError(f"{path} already exists; pass --overwrite to replace it")
+        refuse_existing(json_out, out, overwrite=overwrite)
         starts = parse_window_starts(window_starts)
         windowed = windows is not None or starts is not None
         if not windowed and (window_size is not None or warm):
