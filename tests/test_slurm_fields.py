@@ -39,6 +39,7 @@ def test_duration_forms(text: str, seconds: int) -> None:
     out = pl.DataFrame({"t": [text]}).select(p=sf.duration_parts(pl.col("t")), t=pl.col("t"))
     got = out.select(s=sf.duration_s(pl.col("p")), bad=sf.duration_bad(pl.col("p"), pl.col("t")))
     assert got.row(0) == (seconds, False)
+    assert sf.duration_seconds(text) == seconds  # one value, outside a table (advise)
 
 
 @pytest.mark.parametrize("text", ["UNLIMITED", "Partition_Limit", "INVALID", "", None])
@@ -54,6 +55,7 @@ def test_duration_garbage_is_bad(text: str) -> None:
     out = pl.DataFrame({"t": [text]}).select(p=sf.duration_parts(pl.col("t")), t=pl.col("t"))
     got = out.select(s=sf.duration_s(pl.col("p")), bad=sf.duration_bad(pl.col("p"), pl.col("t")))
     assert got.row(0) == (None, True)
+    assert sf.duration_seconds(text) is None
 
 
 def _naive(texts: list[str], tsep: str = "T") -> pl.Series:

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import polars as pl
@@ -33,6 +34,7 @@ __all__ = [
     "duration_bad",
     "duration_parts",
     "duration_s",
+    "duration_seconds",
     "exit_status",
     "first_of",
     "has_text",
@@ -174,6 +176,25 @@ def duration_s(parts: pl.Expr) -> pl.Expr:
         .when(p2.is_not_null()).then(p1 * 60 + p2)
         .otherwise(p1 * 60)
     )
+
+
+def duration_seconds(text: str) -> int | None:
+    """Seconds of one duration text read as :func:`duration_s` reads a column (same pattern,
+    same forms), for a value outside a table; None where it does not parse.
+
+    >>> duration_seconds("1-02:03:04"), duration_seconds("05:06"), duration_seconds("soon")
+    (93784, 306, None)
+    """
+    found = re.match(_DURATION, text)
+    if found is None:
+        return None
+    p1 = int(found.group(2))  # the one part the pattern requires
+    days, p2, p3 = (None if g is None else int(g) for g in found.group(1, 3, 4))
+    if days is not None:
+        return days * 86400 + p1 * 3600 + (p2 or 0) * 60 + (p3 or 0)
+    if p3 is not None:
+        return p1 * 3600 + (p2 or 0) * 60 + p3
+    return p1 * 60 + p2 if p2 is not None else p1 * 60
 
 
 def duration_bad(parts: pl.Expr, t: pl.Expr) -> pl.Expr:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from hpcpolicy.errors import SlurmError
+from hpcpolicy.ingest.slurm_fields import duration_seconds
 from hpcpolicy.slurm.command import slurm_command
 
 __all__ = ["HELD_REASONS", "NO_LIMIT_S", "SINFO_FORMAT", "SQUEUE_FORMAT", "Job", "Node",
@@ -109,19 +110,20 @@ _UNLIMITED = frozenset({"UNLIMITED", "INFINITE", "NOT_SET", "N/A", ""})
 
 def limit_seconds(text: str) -> int:
     """Seconds of a time limit as squeue prints it (``5:00``, ``1:01:00``, ``2-00:00:00``,
-    ``UNLIMITED``: :data:`NO_LIMIT_S`).
+    ``UNLIMITED``: :data:`NO_LIMIT_S`); the forms are sacct's, read as ingest reads them.
 
     >>> limit_seconds("1:00"), limit_seconds("1:01:00"), limit_seconds("2-00:00:00")
     (60, 3660, 172800)
+
+    Raises:
+        ValueError: not a duration (the caller quotes the line).
     """
     if text in _UNLIMITED:
         return NO_LIMIT_S
-    days, _, clock = text.rpartition("-")
-    parts = [int(x) for x in clock.split(":")]
-    while len(parts) < 3:  # M:S or S
-        parts.insert(0, 0)
-    h, m, sec = parts[-3:]
-    return ((int(days or 0) * 24 + h) * 60 + m) * 60 + sec
+    seconds = duration_seconds(text)
+    if seconds is None:
+        raise ValueError(text)
+    return seconds
 
 
 def _job(line: str) -> Job:
