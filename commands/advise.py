@@ -128,6 +128,6 @@ def main(
         if watch is None:
             _show(lib.advise_pass(cfg), apply)
             return
-        with contextlib.suppress(KeyboardInterrupt):  # a second signal during a pass
+        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C during a pass
             lib.watch(cfg, watch, lambda r: _show(r, apply))
         console.print("stopped")

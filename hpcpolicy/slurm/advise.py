@@ -26,14 +26,11 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import pwd
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -313,46 +310,24 @@ def advise_pass(cfg: AdviseConfig, env: Mapping[str, str] | None = None) -> Pass
     return result
 
 
-class _StopRequest:
-    """SIGINT or SIGTERM during a pass: stop once it is done; while sleeping, or a second
-    signal: at once. Installed explicitly, so that a watch started in the background (where
-    the shell leaves SIGINT ignored) or by a service manager (SIGTERM) stops all the same."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self.sleeping = False
-
-    def __call__(self, signum: int, frame: object) -> None:
-        if self.requested or self.sleeping:
-            raise KeyboardInterrupt
-        self.requested = True
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield  # only the main thread may set handlers; the caller's stay
-            return
-        old = {sig: signal.signal(sig, self) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
-
-
 def watch(cfg: AdviseConfig, every_s: float, report: Callable[[Pass | SlurmError], None],
           env: Mapping[str, str] | None = None, passes: int | None = None) -> None:
     """Run a pass every ``every_s`` seconds until Ctrl-C or SIGTERM (or ``passes`` passes).
 
-    A signal during a pass lets that pass finish (a second one does not wait); then the
-    function returns. A pass that finds Slurm unreachable (e.g. slurmctld restarting) is
-    reported and the watch goes on; a refusal (no permission) ends it.
+    The signals are caught as training catches them (:class:`~hpcpolicy.rl.runs.StopOnSignal`,
+    installed explicitly, so that a watch started in the background, where the shell leaves
+    SIGINT ignored, or stopped by a service manager, with SIGTERM, stops all the same): the
+    pass under way finishes, then the function returns; a second Ctrl-C does not wait. A
+    pass that finds Slurm unreachable (e.g. slurmctld restarting) is reported and the watch
+    goes on; a refusal (no permission) ends it.
 
     Raises:
-        KeyboardInterrupt: a second signal during a pass.
+        KeyboardInterrupt: a second Ctrl-C during a pass.
     """
-    count, stop = 0, _StopRequest()
-    with stop.installed():
+    from hpcpolicy.rl.runs import StopOnSignal
+
+    count = 0
+    with StopOnSignal() as stop:
         while (passes is None or count < passes) and not stop.requested:
             tic = time.monotonic()
             try:
@@ -362,15 +337,8 @@ def watch(cfg: AdviseConfig, every_s: float, report: Callable[[Pass | SlurmError
                     raise
                 report(exc)
             count += 1
-            if stop.requested:
-                return
-            stop.sleeping = True
-            try:
-                time.sleep(max(every_s - (time.monotonic() - tic), 0.0))
-            except KeyboardInterrupt:
-                return
-            finally:
-                stop.sleeping = False
+            while not stop.requested and (left := tic + every_s - time.monotonic()) > 0:
+                time.sleep(min(left, 0.2))  # a signal is seen within 0.2 s
 
 
 def restore(audit: Path, env: Mapping[str, str] | None = None,
