@@ -43,7 +43,7 @@ class OutcomeStore:
         try:
             self.folder = Path(tempfile.mkdtemp(prefix="hpcpolicy-whatif-"))
         except OSError as exc:  # name the folder: TMPDIR, not the report's
-            raise OSError(exc.errno, exc.strerror, exc.filename or tempfile.gettempdir()) from None
+            raise as_os_error(exc, Path(tempfile.gettempdir())) from None
         self._remove = weakref.finalize(self, shutil.rmtree, self.folder, ignore_errors=True)
         self._count = 0
 
