@@ -61,10 +61,9 @@ def _collect(args: argparse.Namespace, log_dir: Path) -> Path:
         ingest([TRACE], Path(tmp) / "trace.parquet", IngestConfig(overwrite=True))
         whole = Workload.from_table(Path(tmp) / "trace.parquet")
     window = whole.take(range(args.first, args.first + args.jobs))
-    span = int(window.submit[-1] - window.submit[0]) or 1
     plan = scale_window(window, ScaleConfig(
-        time_factor=0.01, min_run_s=5, max_run_s=args.max_run_s,
-        arrival_factor=args.arrivals_s / span, trace_procs=int(whole.procs.max())))
+        time_factor=0.01, min_run_s=5, max_run_s=args.max_run_s, arrivals_s=args.arrivals_s,
+        trace_procs=int(whole.procs.max())))
     work = Path(tempfile.mkdtemp(prefix="slurm-replay-", dir=slurm.root))
     ids = submit_plan(plan, work, slurm.env)
     wait_finished(ids.values(), slurm.env, timeout_s=3600)

@@ -32,6 +32,13 @@ def test_scale_window_scales_times_sizes_and_arrivals() -> None:
     assert all(j.limit_min * 60 > j.run_s for j in plan.jobs)
 
 
+def test_arrivals_s_spreads_the_window_over_that_many_seconds() -> None:
+    plan = scale_window(_workload(), ScaleConfig(arrivals_s=20))
+    assert [j.submit_s for j in plan.jobs] == pytest.approx([0.0, 1.2, 20.0])
+    with pytest.raises(ConfigError, match="`arrivals_s`: give arrivals_s or arrival_factor"):
+        ScaleConfig(arrivals_s=20, arrival_factor=0.1)
+
+
 def test_short_partition_jobs_fit_its_nodes() -> None:
     plan = scale_window(_workload(), ScaleConfig(trace_procs=64))
     b = plan.jobs[1]

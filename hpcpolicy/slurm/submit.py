@@ -130,6 +130,9 @@ class ScaleConfig(Config):
     """Trace seconds -> real seconds, for run times and limits."""
     arrival_factor: float | None = None
     """Trace seconds -> real seconds for the gaps between submissions; None: time_factor."""
+    arrivals_s: float | None = None
+    """Spread the window's submissions over this many seconds instead (sets the factor from
+    the window's own span)."""
     min_run_s: int = 1
     """Shortest scaled run (a job of the trace never sleeps less)."""
     max_run_s: int = 5
@@ -151,6 +154,10 @@ class ScaleConfig(Config):
         self._require(self.time_factor > 0, "time_factor", "must be > 0")
         self._require(self.arrival_factor is None or self.arrival_factor >= 0,
                       "arrival_factor", "must be >= 0")
+        self._require(self.arrivals_s is None or self.arrivals_s >= 0,
+                      "arrivals_s", "must be >= 0")
+        self._require(self.arrivals_s is None or self.arrival_factor is None, "arrivals_s",
+                      "give arrivals_s or arrival_factor, not both")
         self._require(1 <= self.min_run_s <= self.max_run_s, "min_run_s",
                       "need 1 <= min_run_s <= max_run_s")
         self._at_least(1, "cores_per_node", "nodes", "short_nodes")
@@ -173,6 +180,8 @@ def scale_window(workload: Workload, cfg: ScaleConfig) -> Plan:
     trace_procs = cfg.trace_procs or int(workload.procs.max())
     t0 = int(workload.submit[0])
     arrivals = cfg.time_factor if cfg.arrival_factor is None else cfg.arrival_factor
+    if cfg.arrivals_s is not None:
+        arrivals = cfg.arrivals_s / (int(workload.submit[-1]) - t0 or 1)
     jobs = []
     for i in range(n):
         run = int(np.clip(round(int(workload.run_time[i]) * cfg.time_factor),

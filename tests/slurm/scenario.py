@@ -59,8 +59,7 @@ def scenario_plan(swf: Path, work: Path, first: int = 200) -> Plan:
     ingest([swf], table, IngestConfig(overwrite=True))
     whole = Workload.from_table(table)
     window = whole.take(range(first, first + TRACE_JOBS))
-    gaps = int(window.submit[-1] - window.submit[0]) or 1
-    trace = scale_window(window, ScaleConfig(time_factor=0.01, arrival_factor=10 / gaps,
+    trace = scale_window(window, ScaleConfig(time_factor=0.01, arrivals_s=10,
                                              trace_procs=int(whole.procs.max())))
     extra = feature_jobs()
     return Plan(trace.jobs + extra.jobs, extra.controls)
