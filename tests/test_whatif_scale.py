@@ -17,13 +17,7 @@ from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.whatif import WhatifConfig, run_whatif, write_report
 from hpcpolicy.whatif import plots as plots_mod
 from hpcpolicy.whatif.breakdowns import _codes
-from hpcpolicy.whatif.compare import (
-    HIST_BINS,
-    _edges,
-    _hist_quantile,
-    _resampled_quantile,
-    _window_quantiles,
-)
+from hpcpolicy.whatif.compare import HIST_BINS, _edges, _hist_quantile, _resampled_quantile
 from hpcpolicy.whatif.plots import _fidelity_months, _pooled, _pooled_times, draw_plots
 
 
@@ -41,27 +35,6 @@ def test_resampled_quantile_is_the_plain_product_bit_for_bit(windows: int, q: fl
     edges = _edges(1e6)
     expected = _hist_quantile(counts @ hist, edges, q)
     assert np.array_equal(_resampled_quantile(counts, hist, edges, q), expected)
-
-
-@pytest.mark.parametrize("q", [0.0, 0.37, 0.5, 0.95, 1.0])
-def test_window_quantiles_are_np_quantile_per_window_bit_for_bit(q: float) -> None:
-    rng = np.random.default_rng(7)
-    win = np.sort(rng.integers(0, 60, 3000)).astype(np.int64)
-    win[win == 5] = 6  # an empty window
-    x = rng.lognormal(5, 3, win.size)
-    ties = rng.random(win.size) < 0.3
-    x[ties] = np.round(np.log(x[ties]))  # many equal values
-    x[win == 9] = np.inf
-    x[win == 11] = rng.normal(0, 1e6, (win == 11).sum())
-    x[np.flatnonzero(win == 12)[:1]] = np.nan
-    got = _window_quantiles(win, x, q, 62)
-    for k in range(62):
-        part = x[win == k]
-        want = float(np.quantile(part, q)) if part.size else np.nan
-        if np.isnan(want):
-            assert np.isnan(got[k]), k
-        else:
-            assert got[k].tobytes() == np.float64(want).tobytes(), (k, got[k], want)
 
 
 def test_group_codes_are_numpys_unique() -> None:
