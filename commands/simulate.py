@@ -19,13 +19,13 @@ from hpcpolicy.commands._console import (
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
-    CompatOpt,
     JsonOutOpt,
     OverwriteOpt,
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
     SiteOpt,
+    SlurmCompatHelp,
     SpreadPenaltyOpt,
     TableArg,
     UnknownRunTimeOpt,
@@ -35,6 +35,7 @@ from hpcpolicy.commands._options import (
     parse_window_starts,
     policy_choice,
     refuse_existing,
+    slurm_layout_of,
     workload_options,
 )
 from hpcpolicy.commands._simulate_show import render_runs
@@ -64,7 +65,9 @@ def main(
     drop_zero_runtime: Annotated[bool | None, typer.Option(
         "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
         "0; default keep.", show_default=False)] = None,
-    compat: CompatOpt = None,
+    compat: Annotated[str | None, typer.Option(
+        "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
+        "options override; see README). Or " + SlurmCompatHelp, callback=lower_choice)] = None,
     site: SiteOpt = None,
     windows: Annotated[int | None, typer.Option(
         "--windows", help="Replay N random windows of consecutive jobs instead of the whole "
@@ -105,11 +108,13 @@ def main(
 
         hpcpolicy simulate lublin.parquet --compat rlscheduler --window-starts 1981,2714
 
+        hpcpolicy simulate sacct.parquet --compat slurm --cluster examples/slurm-test.toml
+
         hpcpolicy simulate gpu.parquet --cluster examples/gpu-partition.toml
             --allocator topology-aware --spread-penalty 0.2
     """
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
-    from hpcpolicy.compat import compat_preset
+    from hpcpolicy.compat import SLURM_FLAVOUR, compat_preset
     from hpcpolicy.deploy.guard import guard_note
     from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
     from hpcpolicy.errors import ConfigError
@@ -136,27 +141,44 @@ def main(
         wcfg = WindowConfig(size=1024 if window_size is None else window_size,
                             count=10 if windows is None else windows, seed=seed,
                             starts=starts, warm=warm) if windowed else None
-        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime,
+        slurm = compat == SLURM_FLAVOUR
+        peer_name = None if slurm else compat
+        options = workload_options(peer_name, procs_from, walltime_fallback, drop_zero_runtime,
                                    unknown_run_time)
-        peer = compat_preset(compat)
+        peer = compat_preset(peer_name)
         allocators = allocator or ["first-fit"]
-        configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
-                             check=check, engine=engine, exclusive_nodes=peer.exclusive_nodes,
-                             allocator=a)
-                   for p in policies for b in backfills for a in allocators]
-        machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
-                                      spread_penalty, allocators)
-        workload = Workload.from_table(table, options=options)
-        if site is not None:
-            world = load_world(site, table, workload, machine)
-            workload, machine = world.workload, world.cluster
-            configs = [site_config(world.site, c) for c in configs]
+        if slurm:
+            workload = Workload.from_table(table, options=options)
+            layout = slurm_layout_of(table, workload, cluster, procs, **{
+                "--policy": policy, "--backfill": backfill, "--allocator": allocator,
+                "--spread-penalty": spread_penalty is not None, "--site": site, "--warm": warm,
+                "--check": check, "--engine reference": engine != "fast"})
+            machine, engine_of = layout.cluster(), layout.simulator()
+            # priority/basic is FCFS; Slurm's backfill reserves for every blocked job
+            configs = [SimConfig(policy="fcfs", backfill="conservative", kill_at_limit=True)]
+        else:
+            configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit,
+                                 compat=compat, check=check, engine=engine,
+                                 exclusive_nodes=peer.exclusive_nodes, allocator=a)
+                       for p in policies for b in backfills for a in allocators]
+            machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs,
+                                                          table=table),
+                                          spread_penalty, allocators)
+            workload = Workload.from_table(table, options=options)
+            engine_of = policy_simulator(policies)
+            if site is not None:
+                world = load_world(site, table, workload, machine)
+                workload, machine = world.workload, world.cluster
+                configs = [site_config(world.site, c) for c in configs]
         if not is_quiet():
             _describe(table, workload, machine)
+            if slurm:
+                print_note(f"replayed as Slurm schedules it (--compat slurm; fcfs/conservative "
+                           f"below stand for priority/basic + sched/backfill): "
+                           f"{layout.describe()}")
         runs = with_progress(lambda step: replay(workload, machine, configs, wcfg,
                                                   utilization_end=peer.utilization_end,
-                                                  on_step=step,
-                                                  simulate=policy_simulator(policies)),
+                                                  on_step=step, simulate=engine_of),
                              "simulating")
         _write(runs, table, (workload, machine, options), wcfg, json_out, out)
     if is_quiet():
