@@ -90,7 +90,6 @@ def main(
         config = FidelityConfig(fit_frac=fit_frac)
         if compat not in (None, SLURM_FLAVOUR):
             raise ConfigError(f"fidelity --compat takes {SLURM_FLAVOUR} only, not {compat!r}")
-        model = load_site(site) if site is not None else None
         options = workload_options(None, None, walltime_fallback)
         if compat == SLURM_FLAVOUR:
             workload = Workload.from_table(table, options=options)
@@ -105,6 +104,7 @@ def main(
             machine = resolve_cluster(spec=cluster, procs=procs, table=table)
             workload = Workload.from_table(table, options=options)
             engine = None
+        model = load_site(site) if site is not None else None
         delay = eligible_delay(table, workload) if model and model.use_eligible else None
         report = fidelity_report(workload, machine, model, config, delay=delay, engine=engine)
         if json_out is not None:
