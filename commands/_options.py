@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from hpcpolicy.sim.windows import WindowConfig
     from hpcpolicy.slurm.layout import SlurmLayout
     from hpcpolicy.workload import Workload, WorkloadOptions
 
@@ -36,6 +37,7 @@ __all__ = [
     "parse_window_starts",
     "policy_choice",
     "slurm_layout_of",
+    "window_config",
     "workload_options",
 ]
 
@@ -161,12 +163,13 @@ CompatOpt = Annotated[str | None, typer.Option(
     callback=lower_choice)]
 
 SlurmCompatHelp = (
-    "slurm: replay as Slurm schedules (select/cons_tres cores on nodes, partitions as node "
-    "sets, priority/basic, the main pass and sched/backfill on its 1 s tick, hand-over "
-    "latencies fitted from the log). The nodes and partitions come from --cluster when its "
-    "spec has [partitions] (examples/slurm-test.toml), else from the log's NodeList and "
-    "Partition: each partition gets the nodes its jobs ran on, and the cores per node are "
-    "--cluster's, --procs over the nodes, or the largest share of a job on one node.")
+    "slurm, which replays the log as Slurm schedules it (select/cons_tres cores on nodes, "
+    "partitions as node sets, priority/basic, the main pass and sched/backfill on its 1 s "
+    "tick, hand-over latencies fitted from the log). Its nodes and partitions come from "
+    "--cluster when its spec has [partitions] (examples/slurm-test.toml), else from the "
+    "log's NodeList and Partition: each partition gets the nodes its jobs ran on, and the "
+    "cores per node are --cluster's, --procs over the nodes, or the largest share of a job "
+    "on one node.")
 
 # Training options, spelled the same in train and tune.
 WorkersOpt = Annotated[int, typer.Option(
@@ -224,3 +227,20 @@ def parse_window_starts(text: str | None) -> tuple[int, ...] | None:
     except ValueError:
         raise ConfigError(f"--window-starts {text!r}: give 0-based job indices separated by "
                           "commas, e.g. 1981,2714,2756") from None
+
+
+def window_config(windows: int | None, size: int | None, starts_text: str | None,
+                   seed: int, warm: bool) -> WindowConfig | None:
+    """The windowed protocol ``--windows``, ``--window-size``, ``--window-starts``,
+    ``--seed`` and ``--warm`` ask for, or None for the whole workload."""
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.sim.windows import WindowConfig
+
+    starts = parse_window_starts(starts_text)
+    if windows is None and starts is None:
+        if size is not None or warm:
+            raise ConfigError("--window-size and --warm need --windows N or --window-starts")
+        return None
+    return WindowConfig(size=1024 if size is None else size,
+                        count=10 if windows is None else windows, seed=seed, starts=starts,
+                        warm=warm)

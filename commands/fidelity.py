@@ -55,7 +55,7 @@ def main(
     table: TableArg,
     site: SiteOpt = None,
     compat: Annotated[str | None, typer.Option(
-        "--compat", help="Replay with another engine: " + SlurmCompatHelp,
+        "--compat", help="Another engine; only " + SlurmCompatHelp,
         callback=lower_choice)] = None,
     fit_frac: FitFracOpt = 0.7,
     cluster: ClusterOpt = None,
@@ -97,8 +97,7 @@ def main(
             machine = layout.cluster()
             engine = (layout.simulator(), "priority/basic", "slurm backfill")
             if not is_quiet():
-                print_note(f"replayed as Slurm schedules it: {layout.describe()}")
-                for note in layout.notes:
+                for note in machine.notes:
                     print_note(note)
         else:
             machine = resolve_cluster(spec=cluster, procs=procs, table=table)

@@ -53,10 +53,14 @@ class SlurmLayout:
     """What was inferred, and how it may fall short."""
 
     def cluster(self, name: str | None = None) -> ClusterSpec:
-        """The same machine as a :class:`ClusterSpec` (for the figures that need its size)."""
+        """The same machine as a :class:`ClusterSpec` (for the figures that need its size),
+        its notes saying that the Slurm flavour replays on it, and what was inferred."""
         return ClusterSpec((NodeGroup("nodes", len(self.nodes), self.cores_per_node),),
                            name=name or f"{len(self.nodes)} nodes x {self.cores_per_node} "
-                           "cores", source=self.source, notes=self.notes)
+                           "cores", source=self.source,
+                           notes=("replayed as Slurm schedules it (--compat slurm: "
+                                  "priority/basic and sched/backfill, shown as fcfs and "
+                                  f"conservative): {self.describe()}", *self.notes))
 
     def describe(self) -> str:
         """One line: the nodes and each partition's node count."""
