@@ -87,6 +87,21 @@ def test_a_spec_with_partitions_gives_the_layout(tmp_path: Path) -> None:
     assert _starts(out)["103"] == 1 and _starts(out)["106"] == 5
 
 
+def test_a_spec_without_partitions_sizes_the_nodes_of_the_log(tmp_path: Path) -> None:
+    table = _ingest(tmp_path, TINY)
+    out = tmp_path / "out.parquet"
+    spec = tmp_path / "plain.toml"
+    spec.write_text('[[groups]]\nname = "cpu"\ncount = 4\ncores = 8\n')
+    result = invoke("simulate", str(table), "--compat", "slurm", "--cluster", str(spec),
+                    "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "inferred as" not in result.output and "x 8 cores" in result.output
+    assert _starts(out)["103"] == 1  # 8-core nodes: `short` has room at once
+    spec.write_text('[[groups]]\nname = "cpu"\ncount = 3\ncores = 8\n')
+    assert "3 nodes, but the log ran jobs on 4" in one_line_error(
+        invoke("simulate", str(table), "--compat", "slurm", "--cluster", str(spec)))
+
+
 def test_fidelity_figures_are_the_library_replay_of_a_real_log(tmp_path: Path) -> None:
     table = _ingest(tmp_path, REAL60)
     doc_path = tmp_path / "f.json"
