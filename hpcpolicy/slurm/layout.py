@@ -27,6 +27,7 @@ import numpy as np
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.types import SimResult
+from hpcpolicy.sim.windows import Simulate
 from hpcpolicy.slurm.hostlist import expand_hostlist
 from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay
 from hpcpolicy.workload import Workload
@@ -106,7 +107,7 @@ class SlurmLayout:
         return slurm_replay(w, replace(base, nodes=len(self.nodes),
                                        cores_per_node=self.cores_per_node), self.partitions)
 
-    def simulator(self, cfg: SlurmReplayConfig | None = None) -> Any:
+    def simulator(self, cfg: SlurmReplayConfig | None = None) -> Simulate:
         """An engine with :func:`hpcpolicy.sim.simulate`'s signature for
         :func:`hpcpolicy.sim.windows.replay`; the cluster and SimConfig are not read (the
         layout and Slurm's own order and backfill replace them)."""
