@@ -11,14 +11,13 @@ the spec's (one node size), ``--procs`` over the nodes, or else the least the lo
 largest share ``ceil(cores / nodes)`` of any job. Both inferences can only fall short (a node
 no job of a partition used is not in it; nodes may be larger than any job's share), and the
 layout's notes say so.
-
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,8 @@ from hpcpolicy.slurm.hostlist import expand_hostlist
 from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay
 from hpcpolicy.workload import Workload
 
-__all__ = ["SlurmLayout", "layout_from_log", "layout_from_spec",
-           "slurm_layout"]
+__all__ = ["SlurmLayout", "layout_from_log", "layout_from_spec", "slurm_layout"]
+
 
 def _natural(name: str) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
@@ -100,8 +99,6 @@ class SlurmLayout:
     def replay(self, w: Workload, cfg: SlurmReplayConfig | None = None) -> SimResult:
         """:func:`~hpcpolicy.slurm.replay.slurm_replay` of ``w`` on this layout (``cfg``'s
         node count and size replaced by the layout's)."""
-        from dataclasses import replace
-
         self.check(w)
         base = cfg or SlurmReplayConfig()
         return slurm_replay(w, replace(base, nodes=len(self.nodes),
