@@ -115,6 +115,11 @@ def show_card(card: Mapping[str, Any]) -> None:
                   f"{card['training_data']['path']}, jobs {period['jobs'][0]:,}.."
                   f"{period['jobs'][1] - 1:,} submitted {period['from']} .. {period['to']} "
                   f"({period['part']})", markup=False, soft_wrap=True)
+    selection = card.get("selection")
+    if selection is not None:
+        console.print(f"deployed: {selection['chosen']} of {len(selection['candidates'])} "
+                      "candidates (final policy and snapshots), the best on the validation "
+                      "windows", markup=False, soft_wrap=True)
     val, guard = card.get("validation"), card["guard"]
     if val is not None and guard is not None:
         d = val["decision"]

@@ -29,6 +29,8 @@ Example:
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
 Step = Callable[[str, int, int], None]
 
 __all__ = ["CARD_FILE", "CARD_FORMAT", "GUARD_RULE", "VALIDATION_WINDOWS", "build_card",
-           "headline", "model_card"]
+           "compare", "headline", "load_table", "model_card", "select_snapshot"]
 
 CARD_FILE = "card.json"
 """The card's name in a policy directory."""
@@ -82,15 +84,22 @@ def _command(table: Path, policy: Path, opts: TrainOptions, names: tuple[str, ..
             f"--seed {CARD_SEED}{extra}")
 
 
-def _compare(workload: Workload, machine: ClusterSpec, policy: Path, opts: TrainOptions,
-             windows: dict[str, Any], on_step: Step | None) -> Evaluation:
-    """Every registered heuristic, then ``policy``, on the same windows (``windows``:
-    :class:`~hpcpolicy.evaluate.EvaluateConfig` fields choosing them)."""
+def load_table(table: Path, opts: TrainOptions) -> tuple[Workload, ClusterSpec]:
+    """The workload and machine ``opts`` trained on."""
+    from hpcpolicy.env.factory import load
+
+    return load(table, opts.workload().to_dict(),
+                None if opts.cluster is None else str(opts.cluster), opts.procs)
+
+
+def compare(workload: Workload, machine: ClusterSpec, policies: tuple[str, ...],
+            opts: TrainOptions, windows: dict[str, Any], on_step: Step | None) -> Evaluation:
+    """``policies`` on the same windows under the training run's backfilling and episode
+    options (``windows``: :class:`~hpcpolicy.evaluate.EvaluateConfig` fields choosing them)."""
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
-    from hpcpolicy.policies.heuristics import HEURISTICS
 
-    cfg = EvaluateConfig(policies=(*HEURISTICS, str(policy)), backfills=(opts.backfill,),
+    cfg = EvaluateConfig(policies=policies, backfills=(opts.backfill,),
                          window_size=opts.window_size, train_frac=opts.train_frac,
                          warm=opts.warm, compat=opts.compat,
                          exclusive_nodes=compat_preset(opts.compat).exclusive_nodes, **windows)
@@ -112,8 +121,8 @@ def _test(workload: Workload, machine: ClusterSpec, table: Path, policy: Path,
     """The test-split comparison (raises ConfigError when the test part holds no window)."""
     from hpcpolicy.policies.heuristics import HEURISTICS
 
-    ev = _compare(workload, machine, policy, opts,
-                  {"windows": CARD_WINDOWS, "seed": CARD_SEED, "split": "test"}, on_step)
+    ev = compare(workload, machine, (*HEURISTICS, str(policy)), opts,
+                 {"windows": CARD_WINDOWS, "seed": CARD_SEED, "split": "test"}, on_step)
     best, best_bsld = ev.best_heuristics()[opts.backfill]
     return {"split": "test", "train_frac": opts.train_frac, "backfill": opts.backfill,
             "window_size": opts.window_size, "windows": CARD_WINDOWS, "seed": CARD_SEED,
@@ -129,10 +138,12 @@ def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: Tr
     validation part holds no window)."""
     from hpcpolicy.deploy.improvement import decide
     from hpcpolicy.env.split import validation_range, validation_starts
+    from hpcpolicy.policies.heuristics import HEURISTICS
 
     starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
                                size=opts.window_size, count=VALIDATION_WINDOWS)
-    ev = _compare(workload, machine, policy, opts, {"starts": starts, "split": "all"}, on_step)
+    ev = compare(workload, machine, (*HEURISTICS, str(policy)), opts,
+                 {"starts": starts, "split": "all"}, on_step)
     best, best_bsld = ev.best_heuristics()[opts.backfill]
     per_window = {run.config.policy: [float(w.summary["mean_bsld"]) for w in run.windows]
                   for run in ev.runs}
@@ -148,8 +159,6 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
                on_step: Step | None = None) -> dict[str, Any]:
     """The card of the online policy ``policy`` trained on ``table`` with ``opts``; the data
     and period it learned on come from its manifest (``on_step``: evaluate's progress)."""
-    from hpcpolicy.env.factory import load
-
     manifest = json.loads((policy / "manifest.json").read_text(encoding="utf-8"))
     card: dict[str, Any] = {"format": CARD_FORMAT, "card_version": 2, "algo": manifest["algo"],
                             "training_data": manifest["training_data"],
@@ -160,8 +169,7 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
         card["skipped"] = ("trained on all of the log (--split all): no later part is left to "
                            "validate or test on")
         return card
-    workload, machine = load(table, opts.workload().to_dict(),
-                             None if opts.cluster is None else str(opts.cluster), opts.procs)
+    workload, machine = load_table(table, opts)
     skipped = []
     if opts.val_frac > 0:
         try:
@@ -194,10 +202,63 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
     return card
 
 
+def _swap_in(snapshot: Path, policy: Path) -> None:
+    """Replace the directory ``policy`` by a copy of ``snapshot``, never leaving it half
+    written: the copy is made beside it, then renamed over it."""
+    tmp = Path(tempfile.mkdtemp(prefix=".policy-", dir=policy.parent))
+    shutil.copytree(snapshot, tmp / "new")
+    old = tmp / "old"
+    policy.rename(old)
+    (tmp / "new").rename(policy)
+    shutil.rmtree(tmp)
+
+
+def select_snapshot(table: Path, policy: Path, opts: TrainOptions,
+                    on_step: Step | None = None
+                    ) -> dict[str, Any] | None:
+    """Deploy the run's best policy on the validation part in ``policy``: the final policy
+    and every snapshot (``snapshots/update_NNNNNN``, exported every ``snapshot_every``
+    updates; the last policy is not always the best) replay the validation windows, and the
+    lowest mean bounded slowdown there takes ``policy/`` (ties keep the final policy). The
+    guard is then decided on the same windows: the chosen policy's edge there is a little
+    optimistic (the best of a few), which the guard's confidence bound absorbs; the test part,
+    used for neither, stays an honest estimate.
+
+    Returns:
+        ``{"candidates": [{"policy", "mean_bsld"}...], "chosen": NAME}`` (NAME: ``final`` or
+        the snapshot's directory name), or None without snapshots or validation windows.
+    """
+    from hpcpolicy.env.split import validation_starts
+
+    folder = policy.parent / "snapshots"
+    snaps = sorted(p for p in folder.glob("update_*") if (p / "manifest.json").is_file()) \
+        if folder.is_dir() else []
+    if not snaps or opts.split == "all" or opts.val_frac <= 0:
+        return None
+    workload, machine = load_table(table, opts)
+    try:
+        starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
+                                   size=opts.window_size, count=VALIDATION_WINDOWS)
+    except ConfigError:
+        return None
+    ev = compare(workload, machine, tuple(map(str, (policy, *snaps))), opts,
+                 {"starts": starts, "split": "all"}, on_step)
+    scores = [float(run.summary["mean_bsld"]) for run in ev.runs]
+    best = min(range(len(scores)), key=lambda i: (scores[i], i))  # ties: the final policy
+    names = ["final", *(p.name for p in snaps)]
+    if best:
+        _swap_in(snaps[best - 1], policy)
+    return {"candidates": [{"policy": n, "mean_bsld": s} for n, s in zip(names, scores,
+                                                                           strict=True)],
+            "chosen": names[best]}
+
+
 def model_card(trained: Trained, table: str | Path, opts: TrainOptions,
                on_step: Step | None = None) -> dict[str, Any] | None:
-    """Build the card of an online run's policy and write it to ``policy/card.json``
-    (atomically); None for the other routes, or a run stopped before its first policy.
+    """Deploy the run's best snapshot on the validation part in ``policy/``
+    (:func:`select_snapshot`), build its card (with ``selection``: what
+    that chose) and write it to ``policy/card.json`` (atomically); None for the other routes,
+    or a run stopped before its first policy.
 
     Args:
         trained: What :func:`hpcpolicy.train` returned.
@@ -209,7 +270,9 @@ def model_card(trained: Trained, table: str | Path, opts: TrainOptions,
 
     if trained.route != "online" or not (trained.policy / "manifest.json").is_file():
         return None
+    selection = select_snapshot(Path(table), trained.policy, opts, on_step)
     card = build_card(Path(table), trained.policy, opts, on_step)
+    card["selection"] = selection
     write_json(trained.policy / CARD_FILE, card)
     return card
 

@@ -51,6 +51,15 @@ def test_the_card_follows_its_schema_and_names_the_training_period(
     jsonschema.validate(card, schemas.load("model_card"))
     assert card["training_data"]["path"] == str(table)
     assert card["period"]["part"] == "train" and card["period"]["jobs"] == [0, 120]
+    selection = card["selection"]  # the final policy and a snapshot after each of 2 updates
+    names = [c["policy"] for c in selection["candidates"]]
+    assert names == ["final", "update_000001", "update_000002"]
+    chosen = min(selection["candidates"], key=lambda c: c["mean_bsld"])
+    assert selection["chosen"] == chosen["policy"]
+    if chosen["policy"] != "final":  # the chosen snapshot now sits in policy/
+        snap = policy.parent / "snapshots" / chosen["policy"]
+        assert {f.name: f.read_bytes() for f in snap.iterdir()} == \
+            {f.name: f.read_bytes() for f in policy.iterdir() if f.name != "card.json"}
     val = card["validation"]  # jobs 120..209: after every episode, before every test window
     assert val["jobs"] == [120, 210] and val["starts"] == [130, 170]
     test = card["test"]

@@ -187,8 +187,15 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
                           f"is online already (offline: {', '.join(OFFLINE_ALGOS)})")
     flags = {"total_steps": opts.steps, "seed": opts.seed, "num_envs": opts.num_envs,
              "episode_metric_names": list(EPISODE_METRICS)}
-    cfg = config_from_dict({**config_fields(config, algo),
-                            **{k: v for k, v in flags.items() if v is not None}, "algo": algo})
+    given = config_fields(config, algo)
+    cfg = config_from_dict({**given, **{k: v for k, v in flags.items() if v is not None},
+                            "algo": algo})
+    if "snapshot_every" not in given and opts.split == "train" and opts.val_frac > 0:
+        from hpcpolicy.rl.runs import default_snapshot_every
+
+        # snapshots for the card to choose among on validation (card.select_snapshot)
+        cfg = config_from_dict({**cfg.to_dict(), "snapshot_every": default_snapshot_every(
+            cfg.total_steps, cfg.batch_size * opts.workers)})
     if algo != "ddppo" and opts.workers != 1:
         raise ConfigError(f"--workers {opts.workers} needs --algo ddppo; --algo {algo} trains "
                           "in this process")
