@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 if "within" in modes and name in traces:
                     cells.append({"trace": name, "backfill": backfill, "seed": seed,
                                   "steps": a.steps, "train_wall_s": wall,
-                                  "selection": card.get("selection"), "guard": card["guard"],
+                                  "selection": card.get("selection"), "card_guard": card["guard"],
                                   **deployed_score(table, run / "policy", backfill, a,
                                                    run / "test.json")})
                     _save(a.out, cells, across)
@@ -174,8 +174,7 @@ def _summary(cells: list[dict[str, Any]], across: list[dict[str, Any]]) -> dict[
         groups.setdefault((c["trace"], c["backfill"]), []).append(c)
     per_cell = [{"trace": t, "backfill": b, "seeds": len(rows),
                  "versus_best": _mean(rows, "versus_best"),
-                 "guard_active": sum(r["guard"] is not None and r["guard"]["active"]
-                                     for r in rows)} for (t, b), rows in groups.items()]
+                 "guard_active": sum(r["guard"] is not None for r in rows)} for (t, b), rows in groups.items()]
     never_worse = sum(c["versus_best"] <= 0.0 for c in per_cell)
     ten = sum(c["versus_best"] <= BAR for c in per_cell)
     fcfs_ok = sum(r["versus_fcfs"] <= 0.0 for r in across)
