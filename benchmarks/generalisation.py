@@ -174,7 +174,8 @@ def _summary(cells: list[dict[str, Any]], across: list[dict[str, Any]]) -> dict[
         groups.setdefault((c["trace"], c["backfill"]), []).append(c)
     per_cell = [{"trace": t, "backfill": b, "seeds": len(rows),
                  "versus_best": _mean(rows, "versus_best"),
-                 "guard_active": sum(r["guard"] is not None for r in rows)} for (t, b), rows in groups.items()]
+                 "guard_active": sum(r["guard"] is not None for r in rows)}
+                for (t, b), rows in groups.items()]
     never_worse = sum(c["versus_best"] <= 0.0 for c in per_cell)
     ten = sum(c["versus_best"] <= BAR for c in per_cell)
     fcfs_ok = sum(r["versus_fcfs"] <= 0.0 for r in across)
