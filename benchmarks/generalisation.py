@@ -50,6 +50,8 @@ from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
 TRACES = {"CTC-SP2": "CTC-SP2-1996-3.1-cln.swf.gz", "HPC2N": "HPC2N-2002-2.2-cln.swf.gz",
           "KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz", "RICC": "RICC-2010-2.swf.gz"}
 """The shared traces with requested times."""
+PROCS = {"RICC": ["--procs", "8192"]}
+"""Machine size of a trace whose log header has none (README: RICC has 8,192 processors)."""
 BAR = -0.10
 
 
@@ -77,7 +79,8 @@ def train(table: Path, run: Path, backfill: str, seed: int, a: argparse.Namespac
         return 0.0
     start = time.perf_counter()
     _run(["train", str(table), "--algo", "ddppo", "--workers", str(a.workers), "--steps",
-          str(a.steps), "--seed", str(seed), "--backfill", backfill, "-o", str(run)])
+          str(a.steps), "--seed", str(seed), "--backfill", backfill, "-o", str(run),
+          *PROCS.get(table.stem, [])])
     return time.perf_counter() - start
 
 
@@ -89,7 +92,8 @@ def deployed_score(table: Path, policy: Path, backfill: str, a: argparse.Namespa
 
     _run(["evaluate", str(table), "--policy", ",".join((*HEURISTICS, str(policy))),
           "--backfill", backfill, "--windows", str(a.windows), "--window-size",
-          str(a.window_size), "--seed", "1", "--json", str(out), "--overwrite"])
+          str(a.window_size), "--seed", "1", "--json", str(out), "--overwrite",
+          *PROCS.get(table.stem, [])])
     doc = json.loads(out.read_text(encoding="utf-8"))
     scores = {r["policy"]: r["summary"]["mean_bsld"] for r in doc["runs"]}
     learned = scores.pop(str(policy))
