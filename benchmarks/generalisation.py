@@ -42,7 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from cli import hpcpolicy_cli  # noqa: E402  (benchmarks/cli.py)
-from env import DATA  # noqa: E402  (benchmarks/env.py)
+from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
 
 from hpcpolicy.atomic import write_json  # noqa: E402
 from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
@@ -63,14 +63,7 @@ def _run(args: list[str]) -> None:
 
 def table_of(name: str, cache: Path) -> Path:
     """The job table of a shared trace, ingested once into ``cache``."""
-    table = cache / f"{name}.parquet"
-    if not table.exists():
-        source = DATA / TRACES[name]
-        if not source.exists():
-            raise SystemExit(f"{source} is absent: the benchmark needs ../shared/data")
-        cache.mkdir(parents=True, exist_ok=True)
-        _run(["ingest", str(source), "-o", str(table)])
-    return table
+    return ingest_trace(name, cache, TRACES)
 
 
 def train(table: Path, run: Path, backfill: str, seed: int, a: argparse.Namespace) -> float:
