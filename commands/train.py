@@ -198,7 +198,7 @@ def main(
     with fail_cleanly():
         trained = _train(table, algo, config, out, options)
         card = with_progress(lambda step: model_card(trained, table, options, step),
-                             "model card: test split")
+                             "model card: validation and test")
     if is_quiet():
         console.print(str(trained.policy), markup=False)
         return

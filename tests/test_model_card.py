@@ -200,3 +200,17 @@ def test_the_guard_ignores_the_test_part(trained: tuple[Path, Path, str],
     before, after = build_card(table, policy, opts), build_card(changed, policy, opts)
     assert before["validation"] == after["validation"] and before["guard"] == after["guard"]
     assert before["test"]["scores"] != after["test"]["scores"]
+
+
+def test_the_guard_note_says_which_part_decided(trained: tuple[Path, Path, str],
+                                                tmp_path: Path) -> None:
+    from hpcpolicy.deploy.guard import guard_note
+
+    _, policy, _ = trained
+    old = _guarded(policy, tmp_path / "old", "sjf")  # a version-1 card: decided on test
+    new = shutil.copytree(old, tmp_path / "new")
+    card = _card(new)
+    card["guard"]["rule"] = "beats-best-on-validation"
+    (new / "card.json").write_text(json.dumps(card))
+    assert f"{old} lost to sjf on its test split" in (guard_note(str(old)) or "")
+    assert f"{new} did not beat sjf on its validation part" in (guard_note(str(new)) or "")
