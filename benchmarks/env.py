@@ -40,13 +40,14 @@ TARGET = 20_000
 """Decisions per second per core the issue asks for."""
 
 
-def ingest_trace(name: str, cache: Path) -> Path:
-    """The job table of a shared trace, ingested once into ``cache``."""
+def ingest_trace(name: str, cache: Path, traces: dict[str, str] | None = None) -> Path:
+    """The job table of a shared trace (a name of ``traces``, default :data:`TRACES`),
+    ingested once into ``cache``."""
     from hpcpolicy.ingest import IngestConfig, ingest
 
     table = cache / f"{name}.parquet"
     if not table.exists():
-        source = DATA / TRACES[name]
+        source = DATA / (TRACES if traces is None else traces)[name]
         if not source.exists():
             raise SystemExit(f"{source} is absent: the benchmark needs ../shared/data")
         cache.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from hpcpolicy.workload import WorkloadOptions
+    from hpcpolicy.sim.windows import WindowConfig
+    from hpcpolicy.slurm.layout import SlurmLayout
+    from hpcpolicy.workload import Workload, WorkloadOptions
 
 __all__ = [
     "BackfillOpt",
@@ -23,6 +25,7 @@ __all__ = [
     "RewardOpt",
     "SeedOpt",
     "SiteOpt",
+    "SlurmCompatHelp",
     "UnknownRunTimeOpt",
     "WalltimeFallbackOpt",
     "WarmOpt",
@@ -33,6 +36,8 @@ __all__ = [
     "lower_choice",
     "parse_window_starts",
     "policy_choice",
+    "slurm_layout_of",
+    "window_config",
     "workload_options",
 ]
 
@@ -157,6 +162,15 @@ CompatOpt = Annotated[str | None, typer.Option(
     "options override; see README).",
     callback=lower_choice)]
 
+SlurmCompatHelp = (
+    "slurm, which replays the log as Slurm schedules it (select/cons_tres cores on nodes, "
+    "partitions as node sets, priority/basic, the main pass and sched/backfill on its 1 s "
+    "tick, hand-over latencies fitted from the log). Its nodes and partitions come from "
+    "--cluster when its spec has [partitions] (examples/slurm-test.toml), else from the "
+    "log's NodeList and Partition: each partition gets the nodes its jobs ran on, and the "
+    "cores per node are --cluster's, --procs over the nodes, or the largest share of a job "
+    "on one node.")
+
 # Training options, spelled the same in train and tune.
 WorkersOpt = Annotated[int, typer.Option(
     "--workers", help="DD-PPO worker processes on this machine.")]
@@ -185,6 +199,23 @@ def workload_options(compat: str | None, procs_from: str | None, walltime_fallba
     return select(compat, procs_from, walltime_fallback, drop_zero_runtime, unknown_run_time)
 
 
+def slurm_layout_of(table: Path, workload: Workload, cluster: Path | None,
+                    procs: int | None, **unused: object) -> SlurmLayout:
+    """The node layout of ``--compat slurm`` (:func:`hpcpolicy.slurm.layout.slurm_layout`),
+    after refusing in one line the options given in ``unused`` (name -> value; None, False
+    and empty mean not given), which that replay has no use for."""
+    from hpcpolicy.cluster_io import load_cluster
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.slurm.layout import slurm_layout
+
+    given = [name for name, value in unused.items() if value]
+    if given:
+        raise ConfigError(f"--compat slurm replays Slurm's own order and backfilling on its "
+                          f"own engine; drop {', '.join(given)}")
+    spec = load_cluster(cluster) if cluster is not None else None
+    return slurm_layout(table, workload, spec, procs)
+
+
 def parse_window_starts(text: str | None) -> tuple[int, ...] | None:
     """``--window-starts`` (comma-separated 0-based job indices) as a tuple, or None."""
     from hpcpolicy.errors import ConfigError
@@ -196,3 +227,20 @@ def parse_window_starts(text: str | None) -> tuple[int, ...] | None:
     except ValueError:
         raise ConfigError(f"--window-starts {text!r}: give 0-based job indices separated by "
                           "commas, e.g. 1981,2714,2756") from None
+
+
+def window_config(windows: int | None, size: int | None, starts_text: str | None,
+                   seed: int, warm: bool) -> WindowConfig | None:
+    """The windowed protocol ``--windows``, ``--window-size``, ``--window-starts``,
+    ``--seed`` and ``--warm`` ask for, or None for the whole workload."""
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.sim.windows import WindowConfig
+
+    starts = parse_window_starts(starts_text)
+    if windows is None and starts is None:
+        if size is not None or warm:
+            raise ConfigError("--window-size and --warm need --windows N or --window-starts")
+        return None
+    return WindowConfig(size=1024 if size is None else size,
+                        count=10 if windows is None else windows, seed=seed, starts=starts,
+                        warm=warm)

@@ -115,9 +115,25 @@ def show_card(card: Mapping[str, Any]) -> None:
                   f"{card['training_data']['path']}, jobs {period['jobs'][0]:,}.."
                   f"{period['jobs'][1] - 1:,} submitted {period['from']} .. {period['to']} "
                   f"({period['part']})", markup=False, soft_wrap=True)
+    selection = card.get("selection")
+    if selection is not None:
+        console.print(f"deployed: {selection['chosen']} of {len(selection['candidates'])} "
+                      "candidates (final policy and snapshots), the best on the validation "
+                      "windows", markup=False, soft_wrap=True)
+    val, guard = card.get("validation"), card["guard"]
+    if val is not None and guard is not None:
+        d = val["decision"]
+        bound = "n/a" if d["upper_bound"] is None else f"{d['upper_bound']:+.2f}"
+        console.print(f"validation (jobs {val['jobs'][0]:,}..{val['jobs'][1] - 1:,}, "
+                      f"{d['windows']} window(s)): policy - {guard['fallback']} mean bsld "
+                      f"{d['mean_difference']:+.2f}, {d['confidence']:.0%} upper bound {bound}: "
+                      + ("the policy is deployed" if d["deploy"] else
+                         f"the guard deploys {guard['fallback']}"), markup=False, soft_wrap=True)
     test = card["test"]
     if test is None:
         console.print(f"no test comparison: {card['skipped']}", markup=False, soft_wrap=True)
+        if card["warning"]:
+            console.print(f"warning: {card['warning']}", markup=False, soft_wrap=True)
         return
     out = Table(title=f"test split, backfill {test['backfill']}: mean bsld over "
                 f"{len(test['starts'])} window(s) of {test['window_size']} jobs",

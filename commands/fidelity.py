@@ -6,16 +6,19 @@ from typing import Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, print_note
 from hpcpolicy.commands._options import (
     ClusterOpt,
     JsonOutOpt,
     OverwriteOpt,
     ProcsOpt,
     SiteOpt,
+    SlurmCompatHelp,
     TableArg,
     WalltimeFallbackOpt,
+    lower_choice,
     refuse_existing,
+    slurm_layout_of,
     workload_options,
 )
 
@@ -51,6 +54,9 @@ def render_sections(rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
 def main(
     table: TableArg,
     site: SiteOpt = None,
+    compat: Annotated[str | None, typer.Option(
+        "--compat", help="Another engine; only " + SlurmCompatHelp,
+        callback=lower_choice)] = None,
     fit_frac: FitFracOpt = 0.7,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
@@ -58,18 +64,22 @@ def main(
     json_out: JsonOutOpt = None,
     overwrite: OverwriteOpt = False,
 ) -> None:
-    """Replay the log as it was (FCFS + EASY, or the site model's world) and compare the
-    replayed waits with the logged ones: on the whole log, out of sample (after --fit-frac),
-    by month, partition and job size.
+    """Replay the log as it was (FCFS + EASY, the site model's world, or Slurm's own
+    scheduling with --compat slurm) and compare the replayed waits with the logged ones: on
+    the whole log, out of sample (after --fit-frac), by month, partition and job size.
 
     Examples:
 
         hpcpolicy fidelity jobs.parquet
 
         hpcpolicy fidelity jobs.parquet --site site.toml --json fidelity.json
+
+        hpcpolicy fidelity sacct.parquet --compat slurm --cluster examples/slurm-test.toml
     """
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.compat import SLURM_FLAVOUR
+    from hpcpolicy.errors import ConfigError
     from hpcpolicy.site import load_site
     from hpcpolicy.site.apply import eligible_delay
     from hpcpolicy.site.fidelity import FidelityConfig, fidelity_report
@@ -78,12 +88,24 @@ def main(
     with fail_cleanly():
         refuse_existing(json_out, overwrite=overwrite)
         config = FidelityConfig(fit_frac=fit_frac)
+        if compat not in (None, SLURM_FLAVOUR):
+            raise ConfigError(f"fidelity --compat takes {SLURM_FLAVOUR} only, not {compat!r}")
+        options = workload_options(None, None, walltime_fallback)
+        if compat == SLURM_FLAVOUR:
+            workload = Workload.from_table(table, options=options)
+            layout = slurm_layout_of(table, workload, cluster, procs, **{"--site": site})
+            machine = layout.cluster()
+            engine = (layout.simulator(), "priority/basic", "slurm backfill")
+            if not is_quiet():
+                for note in machine.notes:
+                    print_note(note)
+        else:
+            machine = resolve_cluster(spec=cluster, procs=procs, table=table)
+            workload = Workload.from_table(table, options=options)
+            engine = None
         model = load_site(site) if site is not None else None
-        machine = resolve_cluster(spec=cluster, procs=procs, table=table)
-        workload = Workload.from_table(
-            table, options=workload_options(None, None, walltime_fallback))
         delay = eligible_delay(table, workload) if model and model.use_eligible else None
-        report = fidelity_report(workload, machine, model, config, delay=delay)
+        report = fidelity_report(workload, machine, model, config, delay=delay, engine=engine)
         if json_out is not None:
             write_json(json_out, report)
     if is_quiet():

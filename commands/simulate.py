@@ -19,22 +19,23 @@ from hpcpolicy.commands._console import (
 from hpcpolicy.commands._options import (
     AllocatorOpt,
     ClusterOpt,
-    CompatOpt,
     JsonOutOpt,
     OverwriteOpt,
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
     SiteOpt,
+    SlurmCompatHelp,
     SpreadPenaltyOpt,
     TableArg,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
     a_file,
     lower_choice,
-    parse_window_starts,
     policy_choice,
     refuse_existing,
+    slurm_layout_of,
+    window_config,
     workload_options,
 )
 from hpcpolicy.commands._simulate_show import render_runs
@@ -64,7 +65,9 @@ def main(
     drop_zero_runtime: Annotated[bool | None, typer.Option(
         "--drop-zero-runtime/--keep-zero-runtime", help="Drop jobs whose logged run time is "
         "0; default keep.", show_default=False)] = None,
-    compat: CompatOpt = None,
+    compat: Annotated[str | None, typer.Option(
+        "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
+        "options override; see README); or " + SlurmCompatHelp, callback=lower_choice)] = None,
     site: SiteOpt = None,
     windows: Annotated[int | None, typer.Option(
         "--windows", help="Replay N random windows of consecutive jobs instead of the whole "
@@ -105,17 +108,18 @@ def main(
 
         hpcpolicy simulate lublin.parquet --compat rlscheduler --window-starts 1981,2714
 
+        hpcpolicy simulate sacct.parquet --compat slurm --cluster examples/slurm-test.toml
+
         hpcpolicy simulate gpu.parquet --cluster examples/gpu-partition.toml
             --allocator topology-aware --spread-penalty 0.2
     """
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
-    from hpcpolicy.compat import compat_preset
+    from hpcpolicy.compat import SLURM_FLAVOUR, compat_preset
     from hpcpolicy.deploy.guard import guard_note
     from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
-    from hpcpolicy.errors import ConfigError
     from hpcpolicy.policies.heuristics import HEURISTICS
     from hpcpolicy.sim.types import SimConfig
-    from hpcpolicy.sim.windows import WindowConfig, replay
+    from hpcpolicy.sim.windows import replay
     from hpcpolicy.site.apply import load_world, site_config
     from hpcpolicy.workload import Workload
 
@@ -129,34 +133,37 @@ def main(
         policies = {p.name if spec.strip().lower() in HEURISTICS else spec: p
                     for spec, p in resolved.items()}
         refuse_existing(json_out, out, overwrite=overwrite)
-        starts = parse_window_starts(window_starts)
-        windowed = windows is not None or starts is not None
-        if not windowed and (window_size is not None or warm):
-            raise ConfigError("--window-size and --warm need --windows N or --window-starts")
-        wcfg = WindowConfig(size=1024 if window_size is None else window_size,
-                            count=10 if windows is None else windows, seed=seed,
-                            starts=starts, warm=warm) if windowed else None
-        options = workload_options(compat, procs_from, walltime_fallback, drop_zero_runtime,
+        wcfg = window_config(windows, window_size, window_starts, seed, warm)
+        slurm = compat == SLURM_FLAVOUR
+        peer_name = None if slurm else compat
+        options = workload_options(peer_name, procs_from, walltime_fallback, drop_zero_runtime,
                                    unknown_run_time)
-        peer = compat_preset(compat)
+        peer = compat_preset(peer_name)
         allocators = allocator or ["first-fit"]
-        configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit, compat=compat,
-                             check=check, engine=engine, exclusive_nodes=peer.exclusive_nodes,
-                             allocator=a)
-                   for p in policies for b in backfills for a in allocators]
-        machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
-                                      spread_penalty, allocators)
-        workload = Workload.from_table(table, options=options)
-        if site is not None:
-            world = load_world(site, table, workload, machine)
-            workload, machine = world.workload, world.cluster
-            configs = [site_config(world.site, c) for c in configs]
+        if slurm:
+            workload, machine, engine_of, configs = _slurm_setup(table, options, cluster, procs, {
+                "--policy": policy, "--backfill": backfill, "--allocator": allocator,
+                "--spread-penalty": spread_penalty is not None, "--site": site, "--warm": warm,
+                "--check": check, "--engine reference": engine != "fast"})
+        else:
+            configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit,
+                                 compat=compat, check=check, engine=engine,
+                                 exclusive_nodes=peer.exclusive_nodes, allocator=a)
+                       for p in policies for b in backfills for a in allocators]
+            machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs,
+                                                          table=table),
+                                          spread_penalty, allocators)
+            workload = Workload.from_table(table, options=options)
+            engine_of = policy_simulator(policies)
+            if site is not None:
+                world = load_world(site, table, workload, machine)
+                workload, machine = world.workload, world.cluster
+                configs = [site_config(world.site, c) for c in configs]
         if not is_quiet():
             _describe(table, workload, machine)
         runs = with_progress(lambda step: replay(workload, machine, configs, wcfg,
                                                   utilization_end=peer.utilization_end,
-                                                  on_step=step,
-                                                  simulate=policy_simulator(policies)),
+                                                  on_step=step, simulate=engine_of),
                              "simulating")
         _write(runs, table, (workload, machine, options), wcfg, json_out, out)
     if is_quiet():
@@ -164,7 +171,21 @@ def main(
             console.print(plain(path), soft_wrap=True)
         return
     render_runs(runs, wcfg is not None)
-    _report(runs, wcfg, check)
+    _report(runs, wcfg, check, backfill_notes=compat != SLURM_FLAVOUR)
+
+
+def _slurm_setup(table: Path, options: Any, cluster: Path | None, procs: int | None,
+                 unused: dict[str, Any]) -> tuple[Any, Any, Any, list[Any]]:
+    """``--compat slurm``: the workload, its layout's machine and engine, and the one
+    configuration the run is labelled with (priority/basic is FCFS; Slurm's backfill
+    reserves for every blocked job, as conservative backfilling does)."""
+    from hpcpolicy.sim.types import SimConfig
+    from hpcpolicy.workload import Workload
+
+    workload = Workload.from_table(table, options=options)
+    layout = slurm_layout_of(table, workload, cluster, procs, **unused)
+    return (workload, layout.cluster(), layout.simulator(),
+            [SimConfig(policy="fcfs", backfill="conservative", kill_at_limit=True)])
 
 
 def _write(runs: list[Replay], table: Path, world: tuple[Any, Any, Any], wcfg: Any,
@@ -187,14 +208,16 @@ def _write(runs: list[Replay], table: Path, world: tuple[Any, Any, Any], wcfg: A
             "hpcpolicy.workload_options": json.dumps(options.to_dict())})
 
 
-def _report(runs: list[Replay], wcfg: Any, check: bool) -> None:
+def _report(runs: list[Replay], wcfg: Any, check: bool, *, backfill_notes: bool) -> None:
+    """Notes after the table; ``backfill_notes``: the project engine's note on a backfilling
+    that started nothing (not said of the Slurm flavour, whose main pass is not FCFS's)."""
     from hpcpolicy.sim.windows import backfill_note
 
     never = runs[0].never_fits()
     if never:
         print_note(f"{len(never):,} jobs need more than the machine has and never started "
                    f"(e.g. {', '.join(never[:5])})")
-    for note in filter(None, map(backfill_note, runs)):
+    for note in filter(None, map(backfill_note, runs if backfill_notes else [])):
         print_note(note)
     if wcfg is not None:
         kind = "warm (pre-loaded)" if wcfg.warm else "cold (empty machine)"

@@ -118,6 +118,10 @@ def main(
         "or all (RLScheduler's protocol; then no later period is left unseen).",
         callback=lower_choice)] = _D.split,
     train_frac: TrainFracOpt = _D.train_frac,
+    val_frac: Annotated[float, typer.Option(
+        "--val-frac", help="ppo, ddppo: share of all jobs, just before the test part, kept "
+        "out of training; the model card decides there whether the policy or the best "
+        "heuristic is deployed (0: no validation, no guard).")] = _D.val_frac,
     warm: WarmOpt = _D.warm,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
@@ -184,8 +188,9 @@ def main(
     options = TrainOptions(
         steps=steps, seed=seed, workers=workers, resume=resume, reward=reward,
         backfill=backfill, window_size=window_size, k=k, visible=visible, num_envs=num_envs,
-        split=split, train_frac=train_frac, warm=warm, cluster=cluster, procs=procs,
-        procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat, site=site,
+        split=split, train_frac=train_frac, val_frac=val_frac, warm=warm, cluster=cluster,
+        procs=procs, procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat,
+        site=site,
         finetune_steps=finetune_steps if online_finetune else None, init_from=init_from,
         idle_weight=idle_weight)
     from hpcpolicy.card import model_card
@@ -193,7 +198,7 @@ def main(
     with fail_cleanly():
         trained = _train(table, algo, config, out, options)
         card = with_progress(lambda step: model_card(trained, table, options, step),
-                             "model card: test split")
+                             "model card: validation and test")
     if is_quiet():
         console.print(str(trained.policy), markup=False)
         return

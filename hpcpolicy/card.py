@@ -1,15 +1,25 @@
 """The model card ``hpcpolicy train`` leaves in a policy directory (``policy/card.json``).
 
-After an online run (ppo, ddppo), the trained policy and every registered heuristic replay the
-same windows of the log's *test* part under the backfilling the policy learned with, through
-:func:`hpcpolicy.evaluate.evaluate` with the options ``hpcpolicy evaluate`` defaults to (10
-windows, seed 1) and the run's window size: the card's figures are the ones the command it
-records prints. The card also says which log and period the policy learned on, warns when the
-policy loses to the best heuristic, and carries the policy's guard
-(:mod:`hpcpolicy.deploy.guard`): that heuristic, deployed in the policy's place when it lost.
-Where the test part holds no window the card says why it has no comparison. It sits with
-``evaluate``, above the training entry point, so the command (or a library user, after
-:func:`hpcpolicy.train`) writes it: :func:`model_card`.
+After an online run (ppo, ddppo) the card answers two questions on two different periods.
+
+* **Which policy to deploy** is decided on the *validation* part: the last ``val_frac`` of the
+  jobs before the test part, which no training episode used (:func:`hpcpolicy.env.split.
+  validation_starts`). The policy and every registered heuristic replay its latest
+  side-by-side windows; the best heuristic there is the guard's fallback, and the policy is
+  deployed only when it beats it with confidence on those paired windows
+  (:func:`hpcpolicy.deploy.improvement.decide`); otherwise the guard
+  (:mod:`hpcpolicy.deploy.guard`, rule :data:`GUARD_RULE`) runs the heuristic in its place.
+* **How it does on the months after** is reported on the windows of the log's *test* part,
+  under the backfilling the policy learned with, through :func:`hpcpolicy.evaluate.evaluate`
+  with the options ``hpcpolicy evaluate`` defaults to (10 windows, seed 1) and the run's
+  window size: the card's figures are the ones the command it records prints. The test part
+  plays no role in the decision, so it stays an honest estimate of what deploying gives.
+
+The card also says which log and period the policy learned on, and warns when the policy
+loses to the best heuristic on the test part. Where a part holds no window the card says why.
+It sits with ``evaluate``, above the training entry point, so the command (or a library
+user, after :func:`hpcpolicy.train`) writes it: :func:`model_card`. Cards of version 1 (guard
+rule ``lost-on-test``, decided on the test part) still load.
 
 Example:
     >>> headline({"skipped": "no test part"})
@@ -19,6 +29,8 @@ Example:
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,12 +39,16 @@ from typing import TYPE_CHECKING, Any
 from hpcpolicy.errors import ConfigError
 
 if TYPE_CHECKING:
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.evaluate import Evaluation
     from hpcpolicy.training import Trained
     from hpcpolicy.training.options import TrainOptions
+    from hpcpolicy.workload import Workload
 
 Step = Callable[[str, int, int], None]
 
-__all__ = ["CARD_FILE", "CARD_FORMAT", "build_card", "headline", "model_card"]
+__all__ = ["CARD_FILE", "CARD_FORMAT", "GUARD_RULE", "VALIDATION_WINDOWS", "build_card",
+           "compare", "headline", "load_table", "model_card", "select_snapshot"]
 
 CARD_FILE = "card.json"
 """The card's name in a policy directory."""
@@ -40,6 +56,10 @@ CARD_FORMAT = "hpcpolicy.model-card"
 """The card's ``format`` field (schemas/model_card.schema.json)."""
 CARD_WINDOWS, CARD_SEED = 10, 1
 """``hpcpolicy evaluate``'s default window count and seed, which the card uses."""
+VALIDATION_WINDOWS = 20
+"""At most this many side-by-side windows of the validation part decide the guard."""
+GUARD_RULE = "beats-best-on-validation"
+"""The guard's rule: active unless the policy beat the best heuristic on validation."""
 
 
 def _day(epoch: int) -> str:
@@ -64,35 +84,75 @@ def _command(table: Path, policy: Path, opts: TrainOptions, names: tuple[str, ..
             f"--seed {CARD_SEED}{extra}")
 
 
-def _test(table: Path, policy: Path, opts: TrainOptions, on_step: Step | None) -> dict[str, Any]:
-    """The test-split comparison (raises ConfigError when the test part holds no window)."""
-    from hpcpolicy.compat import compat_preset
+def load_table(table: Path, opts: TrainOptions) -> tuple[Workload, ClusterSpec]:
+    """The workload and machine ``opts`` trained on."""
     from hpcpolicy.env.factory import load
-    from hpcpolicy.evaluate import EvaluateConfig, evaluate
-    from hpcpolicy.policies.heuristics import HEURISTICS
 
-    names = tuple(HEURISTICS)
-    cfg = EvaluateConfig(policies=(*names, str(policy)), backfills=(opts.backfill,),
-                         windows=CARD_WINDOWS, window_size=opts.window_size, seed=CARD_SEED,
-                         split="test", train_frac=opts.train_frac, warm=opts.warm,
-                         compat=opts.compat,
-                         exclusive_nodes=compat_preset(opts.compat).exclusive_nodes)
-    workload, machine = load(table, opts.workload().to_dict(),
-                             None if opts.cluster is None else str(opts.cluster), opts.procs)
-    ev = evaluate(workload, machine, cfg, on_step=on_step)
+    return load(table, opts.workload().to_dict(),
+                None if opts.cluster is None else str(opts.cluster), opts.procs)
+
+
+def compare(workload: Workload, machine: ClusterSpec, policies: tuple[str, ...],
+            opts: TrainOptions, windows: dict[str, Any], on_step: Step | None) -> Evaluation:
+    """``policies`` on the same windows under the training run's backfilling and episode
+    options (``windows``: :class:`~hpcpolicy.evaluate.EvaluateConfig` fields choosing them)."""
+    from hpcpolicy.compat import compat_preset
+    from hpcpolicy.evaluate import EvaluateConfig, evaluate
+
+    cfg = EvaluateConfig(policies=policies, backfills=(opts.backfill,),
+                         window_size=opts.window_size, train_frac=opts.train_frac,
+                         warm=opts.warm, compat=opts.compat,
+                         exclusive_nodes=compat_preset(opts.compat).exclusive_nodes, **windows)
+    return evaluate(workload, machine, cfg, on_step=on_step)
+
+
+def _scores(ev: Evaluation) -> list[dict[str, Any]]:
     scores = []
     for run in ev.runs:
         spread = ev.spread(run)["mean_bsld"]
         scores.append({"policy": run.config.policy,
                        "kind": "learned" if run.config.policy in ev.learned else "heuristic",
                        "mean_bsld": run.summary["mean_bsld"], **spread})
+    return scores
+
+
+def _test(workload: Workload, machine: ClusterSpec, table: Path, policy: Path,
+          opts: TrainOptions, on_step: Step | None) -> dict[str, Any]:
+    """The test-split comparison (raises ConfigError when the test part holds no window)."""
+    from hpcpolicy.policies.heuristics import HEURISTICS
+
+    ev = compare(workload, machine, (*HEURISTICS, str(policy)), opts,
+                 {"windows": CARD_WINDOWS, "seed": CARD_SEED, "split": "test"}, on_step)
     best, best_bsld = ev.best_heuristics()[opts.backfill]
     return {"split": "test", "train_frac": opts.train_frac, "backfill": opts.backfill,
             "window_size": opts.window_size, "windows": CARD_WINDOWS, "seed": CARD_SEED,
-            "starts": list(ev.starts), "scores": scores,
+            "starts": list(ev.starts), "scores": _scores(ev),
             "best_heuristic": {"policy": best, "mean_bsld": best_bsld},
             "versus_best": ev.versus_best(ev.runs[-1]),
-            "evaluate": _command(table, policy, opts, names)}
+            "evaluate": _command(table, policy, opts, tuple(HEURISTICS))}
+
+
+def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: TrainOptions,
+                on_step: Step | None) -> dict[str, Any]:
+    """The validation comparison and the guard decided on it (raises ConfigError when the
+    validation part holds no window)."""
+    from hpcpolicy.deploy.improvement import decide
+    from hpcpolicy.env.split import validation_range, validation_starts
+    from hpcpolicy.policies.heuristics import HEURISTICS
+
+    starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
+                               size=opts.window_size, count=VALIDATION_WINDOWS)
+    ev = compare(workload, machine, (*HEURISTICS, str(policy)), opts,
+                 {"starts": starts, "split": "all"}, on_step)
+    best, best_bsld = ev.best_heuristics()[opts.backfill]
+    per_window = {run.config.policy: [float(w.summary["mean_bsld"]) for w in run.windows]
+                  for run in ev.runs}
+    decision = decide(per_window[str(policy)], per_window[best])
+    return {"val_frac": opts.val_frac,
+            "jobs": list(validation_range(len(workload), opts.train_frac, opts.val_frac)),
+            "window_size": opts.window_size, "starts": list(starts), "scores": _scores(ev),
+            "best_heuristic": {"policy": best, "mean_bsld": best_bsld},
+            "versus_best": ev.versus_best(ev.runs[-1]), "decision": decision}
 
 
 def build_card(table: Path, policy: Path, opts: TrainOptions,
@@ -100,35 +160,105 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
     """The card of the online policy ``policy`` trained on ``table`` with ``opts``; the data
     and period it learned on come from its manifest (``on_step``: evaluate's progress)."""
     manifest = json.loads((policy / "manifest.json").read_text(encoding="utf-8"))
-    card: dict[str, Any] = {"format": CARD_FORMAT, "card_version": 1, "algo": manifest["algo"],
+    card: dict[str, Any] = {"format": CARD_FORMAT, "card_version": 2, "algo": manifest["algo"],
                             "training_data": manifest["training_data"],
-                            "period": _period(manifest["provenance"]["split"]), "test": None,
-                            "skipped": None, "warning": None, "guard": None}
+                            "period": _period(manifest["provenance"]["split"]),
+                            "validation": None, "test": None, "skipped": None,
+                            "warning": None, "guard": None}
     if opts.split == "all":
         card["skipped"] = ("trained on all of the log (--split all): no later part is left to "
-                           "test on")
+                           "validate or test on")
         return card
+    workload, machine = load_table(table, opts)
+    skipped = []
+    if opts.val_frac > 0:
+        try:
+            card["validation"] = _validation(workload, machine, policy, opts, on_step)
+        except ConfigError as exc:
+            skipped.append(f"no guard: {exc}")
+    else:
+        skipped.append("no guard: --val-frac 0 keeps no validation part")
     try:
-        test = _test(table, policy, opts, on_step)
+        card["test"] = _test(workload, machine, table, policy, opts, on_step)
     except ConfigError as exc:
-        card["skipped"] = f"the test part holds no window: {exc}"
-        return card
-    card["test"] = test
-    change, best = test["versus_best"], test["best_heuristic"]
-    lost = change is not None and change > 0
-    if lost:
-        card["warning"] = (f"the policy loses to {best['policy']} on the test split "
-                           f"({change:+.1%} mean bsld under backfilling {opts.backfill}): its "
-                           f"guard runs {best['policy']} in its place; retrain, or delete "
-                           "card.json to deploy the policy anyway")
-    card["guard"] = {"fallback": best["policy"], "rule": "lost-on-test", "active": lost}
+        skipped.append(f"the test part holds no window: {exc}")
+    card["skipped"] = "; ".join(skipped) or None
+    warnings = []
+    test = card["test"]
+    if test is not None and test["versus_best"] is not None and test["versus_best"] > 0:
+        warnings.append(f"the policy loses to {test['best_heuristic']['policy']} on the test "
+                        f"split ({test['versus_best']:+.1%} mean bsld under backfilling "
+                        f"{opts.backfill})")
+    val = card["validation"]
+    if val is not None:
+        fallback, deploy = val["best_heuristic"]["policy"], val["decision"]["deploy"]
+        card["guard"] = {"fallback": fallback, "rule": GUARD_RULE, "active": not deploy}
+        if not deploy:
+            warnings.append(f"it did not beat {fallback} on the validation part with "
+                            f"{val['decision']['confidence']:.0%} confidence, so its guard "
+                            f"runs {fallback} in its place; retrain, or delete card.json to "
+                            "deploy the policy anyway")
+    card["warning"] = "; ".join(warnings) or None
     return card
+
+
+def _swap_in(snapshot: Path, policy: Path) -> None:
+    """Replace the directory ``policy`` by a copy of ``snapshot``, never leaving it half
+    written: the copy is made beside it, then renamed over it."""
+    tmp = Path(tempfile.mkdtemp(prefix=".policy-", dir=policy.parent))
+    shutil.copytree(snapshot, tmp / "new")
+    old = tmp / "old"
+    policy.rename(old)
+    (tmp / "new").rename(policy)
+    shutil.rmtree(tmp)
+
+
+def select_snapshot(table: Path, policy: Path, opts: TrainOptions,
+                    on_step: Step | None = None
+                    ) -> dict[str, Any] | None:
+    """Deploy the run's best policy on the validation part in ``policy``: the final policy
+    and every snapshot (``snapshots/update_NNNNNN``, exported every ``snapshot_every``
+    updates; the last policy is not always the best) replay the validation windows, and the
+    lowest mean bounded slowdown there takes ``policy/`` (ties keep the final policy). The
+    guard is then decided on the same windows: the chosen policy's edge there is a little
+    optimistic (the best of a few), which the guard's confidence bound absorbs; the test part,
+    used for neither, stays an honest estimate.
+
+    Returns:
+        ``{"candidates": [{"policy", "mean_bsld"}...], "chosen": NAME}`` (NAME: ``final`` or
+        the snapshot's directory name), or None without snapshots or validation windows.
+    """
+    from hpcpolicy.env.split import validation_starts
+
+    folder = policy.parent / "snapshots"
+    snaps = sorted(p for p in folder.glob("update_*") if (p / "manifest.json").is_file()) \
+        if folder.is_dir() else []
+    if not snaps or opts.split == "all" or opts.val_frac <= 0:
+        return None
+    workload, machine = load_table(table, opts)
+    try:
+        starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
+                                   size=opts.window_size, count=VALIDATION_WINDOWS)
+    except ConfigError:
+        return None
+    ev = compare(workload, machine, tuple(map(str, (policy, *snaps))), opts,
+                 {"starts": starts, "split": "all"}, on_step)
+    scores = [float(run.summary["mean_bsld"]) for run in ev.runs]
+    best = min(range(len(scores)), key=lambda i: (scores[i], i))  # ties: the final policy
+    names = ["final", *(p.name for p in snaps)]
+    if best:
+        _swap_in(snaps[best - 1], policy)
+    return {"candidates": [{"policy": n, "mean_bsld": s} for n, s in zip(names, scores,
+                                                                           strict=True)],
+            "chosen": names[best]}
 
 
 def model_card(trained: Trained, table: str | Path, opts: TrainOptions,
                on_step: Step | None = None) -> dict[str, Any] | None:
-    """Build the card of an online run's policy and write it to ``policy/card.json``
-    (atomically); None for the other routes, or a run stopped before its first policy.
+    """Deploy the run's best snapshot on the validation part in ``policy/``
+    (:func:`select_snapshot`), build its card (with ``selection``: what
+    that chose) and write it to ``policy/card.json`` (atomically); None for the other routes,
+    or a run stopped before its first policy.
 
     Args:
         trained: What :func:`hpcpolicy.train` returned.
@@ -140,7 +270,9 @@ def model_card(trained: Trained, table: str | Path, opts: TrainOptions,
 
     if trained.route != "online" or not (trained.policy / "manifest.json").is_file():
         return None
+    selection = select_snapshot(Path(table), trained.policy, opts, on_step)
     card = build_card(Path(table), trained.policy, opts, on_step)
+    card["selection"] = selection
     write_json(trained.policy / CARD_FILE, card)
     return card
 

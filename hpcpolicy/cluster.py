@@ -42,6 +42,9 @@ class NodeGroup(Config):
     allocator replays logged run times as they are."""
     rack: str | None = None
     """Rack name, for topology-aware allocation."""
+    nodes: str | None = None
+    """The group's node names in Slurm's hostlist form (``n[1-4]``), as many as
+    :attr:`count`; read by the Slurm flavour of the replay (:mod:`hpcpolicy.slurm.layout`)."""
 
     def validate(self) -> None:
         self._at_least(1, "count", "cores")
@@ -108,6 +111,10 @@ class ClusterSpec:
     notes: tuple[str, ...] = field(default=())
     gpu: GpuModel = field(default_factory=GpuModel)
     """Distances, spread penalty and speed sensitivity for the node-level GPU allocators."""
+    partitions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(partition, its members): group names and node names (the spec's hostlist expanded),
+    as in slurm.conf's ``PartitionName=... Nodes=...``; read by the Slurm flavour of the replay
+    (``--compat slurm``). Empty: that replay infers them from the log."""
 
     def __post_init__(self) -> None:
         if not self.groups:

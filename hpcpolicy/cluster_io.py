@@ -26,6 +26,7 @@ from typing import Any
 
 from hpcpolicy.cluster import ClusterSpec, GpuModel, NodeGroup
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.slurm.hostlist import expand_hostlist
 
 __all__ = ["cluster_from_dict", "header_facts", "load_cluster", "resolve_cluster",
            "with_spread_penalty"]
@@ -128,13 +129,18 @@ def cluster_from_dict(doc: Any, *, source: str = "explicit") -> ClusterSpec:
             raise ConfigError(f"{where}: gpu_type is required when gpus > 0")
         if raw.get("gpus", 0) == 0 and "gpu_type" in raw:
             raise ConfigError(f"{where}: gpu_type {raw['gpu_type']!r} given but gpus is 0")
+        if "nodes" in raw and len(names := expand_hostlist(raw["nodes"])) != raw["count"]:
+            raise ConfigError(f"{where}: nodes {raw['nodes']!r} names {len(names)} nodes, "
+                              f"count is {raw['count']}")
         ints = {k: int(v) for k, v in raw.items() if k in ("count", "cores", "mem_mib", "gpus")}
         groups.append(NodeGroup(**{**raw, **ints}))
     gpu = dict(doc.get("gpu", {}))
     parts = tuple(sorted(gpu.pop("partitions", {}).items()))
+    members = tuple((name, tuple(expand_hostlist(value)))
+                    for name, value in doc.get("partitions", {}).items())
     return ClusterSpec(tuple(groups), name=doc.get("name", "cluster"), source=source,
                        notes=tuple(doc.get("notes", ())),
-                       gpu=GpuModel(**gpu, partition_sensitivity=parts))
+                       gpu=GpuModel(**gpu, partition_sensitivity=parts), partitions=members)
 
 
 def load_cluster(path: str | Path) -> ClusterSpec:

@@ -22,7 +22,7 @@ from typing import Any
 
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["COMPAT_NAMES", "CompatPreset", "compat_preset"]
+__all__ = ["COMPAT_NAMES", "SLURM_FLAVOUR", "CompatPreset", "compat_preset"]
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,24 @@ COMPAT_NAMES: tuple[str, ...] = tuple(name for name in _PRESETS if name is not N
 """Values of ``--compat``: the peers whose conventions can be selected."""
 
 
+SLURM_FLAVOUR = "slurm"
+"""``--compat slurm``: not a peer's conventions but Slurm's own scheduling, replayed by
+:mod:`hpcpolicy.slurm.replay` on a node layout (:mod:`hpcpolicy.slurm.layout`). It replaces
+the engine and needs that layout, so only ``simulate`` and ``fidelity`` offer it, which ask
+for it by name; it has no preset."""
+
+
 def compat_preset(name: str | None) -> CompatPreset:
     """The preset of ``--compat name`` (None: the project's own conventions).
 
     Raises:
-        ConfigError: an unknown name; the message lists the known ones.
+        ConfigError: an unknown name; the message lists the known ones (and says where
+            ``slurm`` is offered).
     """
+    if name == SLURM_FLAVOUR:
+        raise ConfigError("--compat slurm is a replay of Slurm itself, offered by `hpcpolicy "
+                          "simulate` and `hpcpolicy fidelity` only; here use "
+                          f"{' or '.join(COMPAT_NAMES)}, or drop --compat")
     try:
         return _PRESETS[name]
     except KeyError:

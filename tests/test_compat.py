@@ -26,9 +26,17 @@ def test_presets_name_the_behaviours() -> None:
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="compat 'slurm' is not one of rlscheduler, hpcopt"):
-        compat_preset("slurm")
+    with pytest.raises(ConfigError, match="compat 'pbs' is not one of rlscheduler, hpcopt"):
+        compat_preset("pbs")
     assert COMPAT_NAMES == ("rlscheduler", "hpcopt")
+
+
+def test_slurm_is_refused_where_it_is_not_offered() -> None:
+    # --compat slurm replaces the engine in simulate and fidelity only; the commands that
+    # build a workload or SimConfig from a peer's preset (train, evaluate, tune) say where
+    with pytest.raises(ConfigError, match="offered by `hpcpolicy simulate` and `hpcpolicy "
+                       "fidelity` only"):
+        WorkloadOptions.preset("slurm")
 
 
 def _compared_names(source: str) -> list[int]:

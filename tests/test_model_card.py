@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from cli_helpers import invoke, one_line_error
-from env_jobs import write_table
+from env_jobs import CORES, write_table
+from job_tables import write_job_table
 
 from hpcpolicy import schemas
 
@@ -31,7 +32,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     table = write_table(tmp / "jobs.parquet", 300)
     config = tmp / "ppo.json"
     config.write_text(json.dumps(ROLLOUT))
-    result = invoke("train", str(table), *TINY, "--config", str(config), "-o", str(tmp / "run"))
+    result = invoke("train", str(table), *TINY, "--val-frac", "0.3", "--config", str(config),
+                    "-o", str(tmp / "run"))
     assert result.exit_code == 0, result.output
     return table, tmp / "run" / "policy", result.output
 
@@ -48,7 +50,18 @@ def test_the_card_follows_its_schema_and_names_the_training_period(
     jsonschema.Draft202012Validator.check_schema(schemas.load("model_card"))
     jsonschema.validate(card, schemas.load("model_card"))
     assert card["training_data"]["path"] == str(table)
-    assert card["period"]["part"] == "train" and card["period"]["jobs"] == [0, 210]
+    assert card["period"]["part"] == "train" and card["period"]["jobs"] == [0, 120]
+    selection = card["selection"]  # the final policy and a snapshot after each of 2 updates
+    names = [c["policy"] for c in selection["candidates"]]
+    assert names == ["final", "update_000001", "update_000002"]
+    chosen = min(selection["candidates"], key=lambda c: c["mean_bsld"])
+    assert selection["chosen"] == chosen["policy"]
+    if chosen["policy"] != "final":  # the chosen snapshot now sits in policy/
+        snap = policy.parent / "snapshots" / chosen["policy"]
+        assert {f.name: f.read_bytes() for f in snap.iterdir()} == \
+            {f.name: f.read_bytes() for f in policy.iterdir() if f.name != "card.json"}
+    val = card["validation"]  # jobs 120..209: after every episode, before every test window
+    assert val["jobs"] == [120, 210] and val["starts"] == [130, 170]
     test = card["test"]
     assert test["backfill"] == "easy" and test["window_size"] == 40
     assert all(210 <= s <= 260 for s in test["starts"])
@@ -56,12 +69,17 @@ def test_the_card_follows_its_schema_and_names_the_training_period(
 
     assert [s["policy"] for s in test["scores"]] == [*HEURISTICS, str(policy)]
     lost = test["versus_best"] > 0
-    assert (card["warning"] is not None) == lost == card["guard"]["active"]
-    assert card["guard"]["fallback"] == test["best_heuristic"]["policy"]
+    guard = card["guard"]  # decided on validation, whatever the test part says
+    assert guard == {"fallback": val["best_heuristic"]["policy"],
+                     "rule": "beats-best-on-validation",
+                     "active": not val["decision"]["deploy"]}
+    assert val["decision"]["windows"] == 2
+    assert (card["warning"] is not None) == (lost or guard["active"])
     text = " ".join(output.split())
     assert "model card (card.json): trained on" in text
     assert f"same windows: {test['evaluate']}" in text
     assert ("warning: the policy loses to" in text) == lost
+    assert "validation (jobs 120..209, 2 window(s))" in text
 
 
 def test_the_cards_numbers_are_what_evaluate_prints(trained: tuple[Path, Path, str],
@@ -158,6 +176,41 @@ def test_no_test_window_leaves_a_card_that_says_why(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     card = _card(tmp_path / "run" / "policy")
     jsonschema.validate(card, schemas.load("model_card"))
-    assert card["test"] is None and card["guard"] is None
-    assert card["skipped"].startswith("the test part holds no window")
-    assert "no test comparison: the test part holds no window" in " ".join(result.output.split())
+    assert card["test"] is None and card["guard"] is None and card["validation"] is None
+    assert card["skipped"].startswith("no guard: the validation part holds 30 jobs")
+    assert "; the test part holds no window" in card["skipped"]
+    assert "no test comparison: no guard:" in " ".join(result.output.split())
+
+
+def test_the_guard_ignores_the_test_part(trained: tuple[Path, Path, str],
+                                         tmp_path: Path) -> None:
+    """Jobs of the test part changed: the test figures move, the validation and guard do not."""
+    import polars as pl
+
+    from hpcpolicy.card import build_card
+    from hpcpolicy.training.options import TrainOptions
+
+    table, policy, _ = trained
+    jobs = pl.read_parquet(table)
+    later = pl.int_range(pl.len()) >= 210
+    changed = write_job_table(tmp_path / "jobs.parquet", jobs.with_columns(
+        pl.when(later).then(pl.col(c) * 3).otherwise(pl.col(c)).alias(c)
+        for c in ("run_time_s", "req_walltime_s")), [{"MaxProcs": CORES}])
+    opts = TrainOptions(window_size=40, k=8, backfill="easy", val_frac=0.3)
+    before, after = build_card(table, policy, opts), build_card(changed, policy, opts)
+    assert before["validation"] == after["validation"] and before["guard"] == after["guard"]
+    assert before["test"]["scores"] != after["test"]["scores"]
+
+
+def test_the_guard_note_says_which_part_decided(trained: tuple[Path, Path, str],
+                                                tmp_path: Path) -> None:
+    from hpcpolicy.deploy.guard import guard_note
+
+    _, policy, _ = trained
+    old = _guarded(policy, tmp_path / "old", "sjf")  # a version-1 card: decided on test
+    new = shutil.copytree(old, tmp_path / "new")
+    card = _card(new)
+    card["guard"]["rule"] = "beats-best-on-validation"
+    (new / "card.json").write_text(json.dumps(card))
+    assert f"{old} lost to sjf on its test split" in (guard_note(str(old)) or "")
+    assert f"{new} did not beat sjf on its validation part" in (guard_note(str(new)) or "")

@@ -95,7 +95,8 @@ def test_unknown_machine_size(tmp_path: Path) -> None:
     (["--window-starts", "6", "--window-size", "4"],
      "window start(s) [6] + size 4 run past the workload's 8 jobs"),
     (["--procs-from", "most"], "procs_from 'most' is not one of requested, allocated, max"),
-    (["--compat", "slurm"], "compat 'slurm' is not one of rlscheduler, hpcopt"),
+    (["--compat", "pbs"], "compat 'pbs' is not one of rlscheduler, hpcopt"),
+    (["--compat", "slurm"], "has no NodeList to infer it from; give --cluster FILE"),
     (["-b", "greedy"], "backfill 'greedy' is not one of none, easy, conservative"),
     (["--procs", "2", "--cluster", "x.toml"], "give only one"),
 ])

@@ -51,7 +51,7 @@ def test_ppo_run_writes_a_policy_that_evaluate_replays(table: Path, tmp_path: Pa
     manifest = json.loads((run / "policy" / "manifest.json").read_text())
     assert manifest["reward"] == "bsld" and manifest["observation"]["k"] == 8
     assert manifest["training_data"] == {"path": str(table), "sha256": file_sha256(table)}
-    assert manifest["provenance"]["split"]["jobs"] == [0, 210]
+    assert manifest["provenance"]["split"]["jobs"] == [0, 180]  # 60 %: the next 10 % validate
     assert manifest["provenance"]["environment"]["backfill"] == "easy"
     env = json.loads((run / "env.json").read_text())
     assert env["factory"] == "hpcpolicy.env.factory:make_env"
@@ -121,7 +121,7 @@ def test_ddppo_hands_the_env_factory_to_the_workers(table: Path, tmp_path: Path,
     make_env = getattr(__import__(module, fromlist=[name]), name)
     env = make_env(**json.loads(json.dumps(call["env_kwargs"])))  # JSON-ready, as workers get it
     obs, info = env.reset(seed=0)
-    assert obs["jobs"].shape == (8, 7) and info["window_start"] + 40 <= 210
+    assert obs["jobs"].shape == (8, 7) and info["window_start"] + 40 <= 180
 
 
 def test_bad_options_are_one_line_errors(table: Path, tmp_path: Path) -> None:
@@ -136,8 +136,12 @@ def test_bad_options_are_one_line_errors(table: Path, tmp_path: Path) -> None:
     assert "--resume needs --out" in one_line_error(invoke("train", str(table), "--resume"))
     assert "reward 'slowdown': unknown term" in one_line_error(
         invoke("train", str(table), "--reward", "slowdown", "-o", str(tmp_path / "r")))
-    assert "the train part holds 210 jobs" in one_line_error(
+    assert "the train part holds 180 jobs" in one_line_error(
         invoke("train", str(table), "--window-size", "250", "-o", str(tmp_path / "r")))
+    assert "(0.1 of the jobs kept for validation: --val-frac)" in one_line_error(
+        invoke("train", str(table), "--window-size", "200", "-o", str(tmp_path / "r")))
+    assert "val_frac must be in [0, train_frac=0.7), not 0.8" in one_line_error(
+        invoke("train", str(table), "--val-frac", "0.8", "-o", str(tmp_path / "r")))
     bad = tmp_path / "bad.json"
     bad.write_text('{"learning_rat": 0.1}')
     assert "unknown field(s) learning_rat" in one_line_error(

@@ -60,7 +60,8 @@ def test_the_library_run_is_the_command_run(table: Path, tmp_path: Path) -> None
                                 f"{trained.policy} --backfill easy")
     (start,) = starts
     assert start.run == tmp_path / "lib" and start.resumable
-    assert start.description.startswith(f"{table}: 300 jobs; episodes from jobs 0..209 (train)")
+    assert start.description.startswith(f"{table}: 300 jobs; episodes from jobs 0..179 (train; "
+                                         "180..209 validate)")
     assert [(r.phase, r.done, r.total) for r in reports] == [("training", 64, 128),
                                                              ("training", 128, 128)]
     assert reports[-1].row is not None and "charts/episodic_return" in reports[-1].row

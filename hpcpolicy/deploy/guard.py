@@ -1,9 +1,11 @@
 """A trained policy's guard: the heuristic deployed in its place when its card says it lost.
 
-``hpcpolicy train`` writes a model card into the policy directory
-(:mod:`hpcpolicy.training.card`) with ``guard = {"fallback": NAME, "rule": "lost-on-test",
-"active": BOOL}``: the best heuristic on the log's test part, active when the policy scored a
-higher mean bounded slowdown than it there. Wherever a policy directory is resolved
+``hpcpolicy train`` writes a model card into the policy directory (:mod:`hpcpolicy.card`)
+with ``guard = {"fallback": NAME, "rule": RULE, "active": BOOL}``. Rule
+``beats-best-on-validation``: NAME is the best heuristic on the validation part kept out of
+training, and the guard is active unless the policy beat it there with confidence
+(:mod:`hpcpolicy.deploy.improvement`). Cards written before it carry ``lost-on-test`` (the
+same, decided on the test part); they load and act alike. Wherever a policy directory is resolved
 (:func:`hpcpolicy.deploy.resolve.resolve_policy`: ``simulate``, ``whatif``, ``advise``) an
 active guard deploys that heuristic instead; ``evaluate`` measures the policy itself.
 
@@ -60,5 +62,8 @@ def guard_note(spec: str) -> str | None:
     fallback = active_guard(spec)
     if fallback is None:
         return None
-    return (f"guard active: {spec} lost to {fallback} on its test split (card.json), so "
-            f"{fallback} runs in its place")
+    rule = ((read_card(spec) or {}).get("guard") or {}).get("rule")
+    where = ("lost to {} on its test split" if rule == "lost-on-test"
+             else "did not beat {} on its validation part")
+    return (f"guard active: {spec} {where.format(fallback)} (card.json), so {fallback} runs "
+            "in its place")

@@ -18,6 +18,8 @@ Example:
     (794, 802, 851)
     >>> latest_starts(1000, "train", 0.7, size=100, count=3)
     (400, 500, 600)
+    >>> validation_range(1000, 0.7, 0.1), validation_starts(1000, 0.7, 0.1, size=40, count=9)
+    ((600, 700), (620, 660))
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import math
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.windows import WindowConfig, choose_starts
 
-__all__ = ["SPLITS", "latest_starts", "part_range", "split_starts", "window_range"]
+__all__ = ["SPLITS", "fit_frac", "latest_starts", "part_range", "split_starts",
+           "validation_range", "validation_starts", "window_range"]
 
 SPLITS = ("train", "test", "all")
 """Parts of the workload: before the cut, after it, or everything."""
@@ -101,3 +104,42 @@ def latest_starts(n_jobs: int, split: str, train_frac: float, *, size: int,
         raise ConfigError(f"count must be >= 1, not {count}")
     first, last = window_range(n_jobs, split, train_frac, size)
     return tuple(range(last, first - 1, -size))[:count][::-1]
+
+
+def fit_frac(train_frac: float, val_frac: float) -> float:
+    """The share of the jobs training episodes come from: the training part less its last
+    ``val_frac`` of all jobs, kept for validation.
+
+    Raises:
+        ConfigError: ``val_frac`` outside [0, ``train_frac``).
+    """
+    if not 0.0 <= val_frac < train_frac:
+        raise ConfigError(f"val_frac must be in [0, train_frac={train_frac:g}), not {val_frac:g}"
+                          "; it is the share of all jobs, just before the test part, kept out "
+                          "of training to choose and guard the policy")
+    return round(train_frac - val_frac, 12)  # 0.7 - 0.3 is 0.3999..., which floors a job short
+
+
+def validation_range(n_jobs: int, train_frac: float, val_frac: float) -> tuple[int, int]:
+    """Job indices ``[lo, hi)`` of the validation part: the last ``val_frac`` of the jobs
+    before the test part, after every training episode and before every test window."""
+    return (math.floor(fit_frac(train_frac, val_frac) * n_jobs),
+            math.floor(train_frac * n_jobs))
+
+
+def validation_starts(n_jobs: int, train_frac: float, val_frac: float, *, size: int,
+                      count: int) -> tuple[int, ...]:
+    """Starts of up to ``count`` side-by-side ``size``-job windows inside the validation part,
+    the last one ending at its end, oldest first.
+
+    Raises:
+        ConfigError: The validation part holds fewer than ``size`` jobs, or ``count`` < 1.
+    """
+    if count < 1:
+        raise ConfigError(f"count must be >= 1, not {count}")
+    lo, hi = validation_range(n_jobs, train_frac, val_frac)
+    if hi - lo < size:
+        raise ConfigError(f"the validation part holds {hi - lo} jobs (of {n_jobs}, val_frac "
+                          f"{val_frac:g}), fewer than one window of {size}; raise --val-frac or "
+                          "use smaller windows")
+    return tuple(range(hi - size, lo - 1, -size))[:count][::-1]

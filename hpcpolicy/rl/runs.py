@@ -43,12 +43,14 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "METRICS",
     "RESUMABLE_CHANGES",
+    "SNAPSHOTS_PER_RUN",
     "TUNE_CHANGES",
     "MetricsLog",
     "RunPaths",
     "StopOnSignal",
     "check_resume_config",
     "default_run_name",
+    "default_snapshot_every",
     "load_checkpoint",
     "save_checkpoint",
 ]
@@ -316,3 +318,19 @@ class StopOnSignal:
             if self.requested and isinstance(outer, StopOnSignal):
                 outer.signalled = True
         self._previous.clear()
+
+
+SNAPSHOTS_PER_RUN = 5
+"""Snapshots a run exports by default (``snapshot_every`` not set in ``--config``)."""
+
+
+def default_snapshot_every(total_steps: int, steps_per_update: int) -> int:
+    """Updates between snapshots so that a run of ``total_steps`` exports about
+    :data:`SNAPSHOTS_PER_RUN` of them.
+
+    Example:
+        >>> default_snapshot_every(1_000_000, 2048), default_snapshot_every(128, 64)
+        (97, 1)
+    """
+    updates = -(-total_steps // steps_per_update)
+    return max(1, updates // SNAPSHOTS_PER_RUN)

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.engine import simulate
+from hpcpolicy.sim.windows import Simulate
 from hpcpolicy.site.apply import World, apply_site
 from hpcpolicy.site.model import SiteModel
 from hpcpolicy.whatif.fidelity import MIN_JOBS, trust, wait_figures
@@ -60,12 +61,16 @@ class Waits:
     """Engine time of the replay."""
 
 
-def replay_waits(world: World, policy: str | None = None) -> Waits:
-    """Replay ``world`` under its baseline policy (or ``policy``) and align the waits with
-    the workload as logged (:attr:`World.order`)."""
+def replay_waits(world: World, policy: str | None = None, *,
+                 engine: Simulate | None = None) -> Waits:
+    """Replay ``world`` under its baseline policy (or ``policy``) with ``engine`` (default
+    the project's :func:`~hpcpolicy.sim.engine.simulate`) and align the waits with the
+    workload as logged (:attr:`World.order`)."""
     w = world.workload
     cfg = replace(world.cfg, policy=policy or world.baseline_policy)
-    result = simulate(w, world.cluster, cfg)
+    t0 = time.perf_counter()
+    result = (engine or simulate)(w, world.cluster, cfg)
+    wall = float(result.stats.get("wall_s", time.perf_counter() - t0))
     n = len(w)
     sim = np.full(n, np.nan)
     logged = np.full(n, np.nan)
@@ -74,7 +79,7 @@ def replay_waits(world: World, policy: str | None = None) -> Waits:
     sim[world.order[started]] = (result.start - real_submit)[started]
     has_log = w.logged_start >= 0
     logged[world.order[has_log]] = (w.logged_start - real_submit)[has_log]
-    return Waits(logged=logged, simulated=sim, wall_s=float(result.stats["wall_s"]))
+    return Waits(logged=logged, simulated=sim, wall_s=wall)
 
 
 def section(logged: F64, simulated: F64) -> dict[str, Any]:
@@ -113,7 +118,8 @@ def _size_labels(procs: npt.NDArray[np.int64]) -> npt.NDArray[np.str_]:
 
 def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | None = None,
                     config: FidelityConfig | None = None, *,
-                    delay: npt.NDArray[np.int64] | None = None) -> dict[str, Any]:
+                    delay: npt.NDArray[np.int64] | None = None,
+                    engine: tuple[Simulate, str, str] | None = None) -> dict[str, Any]:
     """Fidelity of the replay of the log as it was (the ``fidelity.schema.json`` document).
 
     Args:
@@ -122,6 +128,9 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
         site: the site model; None replays FCFS + EASY as the log header describes it.
         config: the out-of-sample split.
         delay: eligible delays, when ``site.use_eligible``.
+        engine: another engine in place of the project's, with the priority order and the
+            backfilling the report names for it (``--compat slurm``: the layout's
+            :meth:`~hpcpolicy.slurm.layout.SlurmLayout.simulator`).
 
     Raises:
         ConfigError: the log has too few logged starts to compare.
@@ -129,7 +138,8 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
     cfg = config or FidelityConfig()
     tic = time.perf_counter()
     world = apply_site(site or SiteModel(), workload, cluster, delay=delay)
-    waits = replay_waits(world)
+    waits = replay_waits(world, engine=engine[0] if engine else None)
+    policy, backfill = engine[1:] if engine else (world.baseline_policy, world.cfg.backfill)
     n = len(workload)
     split = int(n * cfg.fit_frac)
     whole = section(waits.logged, waits.simulated)
@@ -146,7 +156,7 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
         "site": None if site is None else {"elements": site.elements(),
                                            "evidence": dict(site.evidence)},
         "machine": {"name": world.cluster.name, "cores": world.cluster.total_cores},
-        "policy": world.baseline_policy, "backfill": world.cfg.backfill,
+        "policy": policy, "backfill": backfill,
         "fit_frac": cfg.fit_frac, "jobs": n, "split_job": split,
         "whole": whole,
         "fit": section(waits.logged[:split], waits.simulated[:split]),

@@ -296,7 +296,8 @@ class _Replay:
                          never_fits=np.zeros(len(start), dtype=bool),
                          killed=np.asarray(self.w.run_time, dtype=np.int64) > self.limit,
                          backfilled=self.backfilled,
-                         stats={"engine": "slurm", "submit_latency_s": sub_lat / MS,
+                         stats={"engine": "slurm", "backfilled": int(self.backfilled.sum()),
+                                "submit_latency_s": sub_lat / MS,
                                 "end_latency_s": end_lat / MS})
 
 

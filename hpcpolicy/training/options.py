@@ -62,6 +62,9 @@ class TrainOptions:
     """Part episodes come from: train (the first ``train_frac`` of the jobs) or all."""
     train_frac: float = 0.7
     """Share of the jobs, earliest first, in the training part."""
+    val_frac: float = 0.1
+    """ppo, ddppo: share of all jobs, at the end of the training part, kept out of episodes;
+    the model card decides the policy's guard on it (0: no validation, no guard)."""
     warm: bool = False
     """Start episodes with the jobs then running, not an empty machine."""
     cluster: Path | None = None

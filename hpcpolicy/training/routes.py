@@ -27,13 +27,14 @@ __all__ = ["gpu_dqn", "marl", "offline", "online"]
 Config = Mapping[str, Any] | str | Path | None
 
 ONLINE_ONLY = ("workers", "resume", "reward", "backfill", "window_size", "num_envs", "split",
-               "train_frac", "warm", "cluster", "procs", "procs_from", "walltime_fallback",
-               "compat", "site")
+               "train_frac", "val_frac", "warm", "cluster", "procs", "procs_from",
+               "walltime_fallback", "compat", "site")
 """Options that shape the simulated environment; an offline run takes it from the dataset."""
-NOT_MARL = ("reward", "num_envs", "warm", "compat", "finetune_steps", "idle_weight", "site")
+NOT_MARL = ("reward", "num_envs", "warm", "compat", "finetune_steps", "idle_weight", "site",
+            "val_frac")
 """Options the two-agent scheduler does not take (its reward weights are config fields)."""
 NOT_GPU_DQN = ("workers", "reward", "k", "visible", "num_envs", "split", "warm", "procs",
-               "compat", "finetune_steps", "site")
+               "compat", "finetune_steps", "site", "val_frac")
 """Options GPU-type DQN does not take (its fields are in hpcpolicy.hetero.config)."""
 
 
@@ -186,8 +187,15 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
                           f"is online already (offline: {', '.join(OFFLINE_ALGOS)})")
     flags = {"total_steps": opts.steps, "seed": opts.seed, "num_envs": opts.num_envs,
              "episode_metric_names": list(EPISODE_METRICS)}
-    cfg = config_from_dict({**config_fields(config, algo),
-                            **{k: v for k, v in flags.items() if v is not None}, "algo": algo})
+    given = config_fields(config, algo)
+    cfg = config_from_dict({**given, **{k: v for k, v in flags.items() if v is not None},
+                            "algo": algo})
+    if "snapshot_every" not in given and opts.split == "train" and opts.val_frac > 0:
+        from hpcpolicy.rl.runs import default_snapshot_every
+
+        # snapshots for the card to choose among on validation (card.select_snapshot)
+        cfg = config_from_dict({**cfg.to_dict(), "snapshot_every": default_snapshot_every(
+            cfg.total_steps, cfg.batch_size * opts.workers)})
     if algo != "ddppo" and opts.workers != 1:
         raise ConfigError(f"--workers {opts.workers} needs --algo ddppo; --algo {algo} trains "
                           "in this process")
@@ -228,13 +236,15 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs, load, provenance
     from hpcpolicy.env.spaces import DEFAULT_K
-    from hpcpolicy.env.split import window_range
+    from hpcpolicy.env.split import fit_frac, validation_range, window_range
     from hpcpolicy.site.apply import env_options
     from hpcpolicy.site.toml_io import load_site
 
+    # episodes stop short of the validation part, kept for the model card's guard
+    frac = opts.train_frac if opts.split == "all" else fit_frac(opts.train_frac, opts.val_frac)
     env = EnvConfig(k=DEFAULT_K if opts.k is None else opts.k, window_size=opts.window_size,
                     reward=opts.reward, backfill=opts.backfill, split=opts.split,
-                    train_frac=opts.train_frac, warm=opts.warm, compat=opts.compat,
+                    train_frac=frac, warm=opts.warm, compat=opts.compat,
                     exclusive_nodes=compat_preset(opts.compat).exclusive_nodes)
     site = None if opts.site is None else str(opts.site.resolve())
     if site is not None:  # the episodes replay in the site model's world
@@ -244,15 +254,24 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
     options = opts.workload()
     workload, machine = load(table, options.to_dict(),
                              None if opts.cluster is None else str(opts.cluster), opts.procs, site)
-    window_range(len(workload), opts.split, opts.train_frac, opts.window_size)
+    try:
+        window_range(len(workload), opts.split, frac, opts.window_size)
+    except ConfigError as exc:
+        held = f" ({opts.val_frac:g} of the jobs kept for validation: --val-frac)" \
+            if frac != opts.train_frac else ""
+        raise ConfigError(f"{exc}{held}") from None
     kwargs = env_kwargs(table, env, workload=options, cluster=opts.cluster, procs=opts.procs,
                         site=site)
     facts = provenance(table, env, workload, machine)
     lo, hi = facts["split"]["jobs"]
+    part = opts.split
+    if frac != opts.train_frac:
+        val_end = validation_range(len(workload), opts.train_frac, opts.val_frac)[1]
+        part = f"train; {hi:,}..{val_end - 1:,} validate"
     if site is not None:
         facts["site"] = site
     return kwargs, facts, (f"{table}: {len(workload):,} jobs; episodes from jobs {lo:,}.."
-                           f"{hi - 1:,} ({opts.split}); machine {machine.name} "
+                           f"{hi - 1:,} ({part}); machine {machine.name} "
                            f"({machine.total_cores:,} cores)")
 
 

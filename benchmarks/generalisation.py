@@ -1,0 +1,187 @@
+"""The generalisation protocol of issue 27: does the policy a user trains with the README's
+command keep beating the heuristics on the site's next months, and at another site?
+
+**Within a site** (``--modes within``), for each shared trace with requested times (CTC-SP2,
+HPC2N, KTH-SP2, RICC) x backfilling (``--backfills``: easy, none) x seed (``--seeds``):
+
+1. ``hpcpolicy train TABLE --algo ddppo --workers 2 --steps N --seed S [--backfill easy]``,
+   the README recipe with its defaults: episodes from the first 60 % of the jobs, the next
+   10 % validate (snapshot choice and guard, :mod:`hpcpolicy.card`), the last 30 % are left;
+2. ``hpcpolicy evaluate`` of the policy and every heuristic on ``--windows`` windows of
+   ``--window-size`` jobs of the last 30 %, same backfilling; the *deployed* policy is what
+   its guard runs (the fallback heuristic when active, as ``simulate``, ``whatif`` and
+   ``advise`` do), so its score is that heuristic's on the same windows.
+
+Bars (per trace x backfilling, mean over seeds): deployed never worse than the best heuristic;
+>= 10 % better on at least half of the cells.
+
+**Across sites** (``--modes across``): the policies of ``--train-on`` (each trained as above,
+reused when the within mode ran) are evaluated on the last 30 % of every other trace; bar:
+the deployed policy never worse than FCFS there (the best heuristic is reported too).
+
+Writes JSON (default ``benchmarks/results/generalisation.json``) and prints one line. Train
+wall times are recorded (the bar: <= 30 min per trace and mode on the 2-core machine).
+
+Usage:
+    python benchmarks/generalisation.py --traces KTH-SP2 --backfills easy --seeds 1 \
+        --steps 20000 --windows 5        # a reduced run
+    python benchmarks/generalisation.py --steps 1000000   # the full protocol (hours)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from cli import hpcpolicy_cli  # noqa: E402  (benchmarks/cli.py)
+from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
+
+from hpcpolicy.atomic import write_json  # noqa: E402
+from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
+
+TRACES = {"CTC-SP2": "CTC-SP2-1996-3.1-cln.swf.gz", "HPC2N": "HPC2N-2002-2.2-cln.swf.gz",
+          "KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz", "RICC": "RICC-2010-2.swf.gz"}
+"""The shared traces with requested times."""
+PROCS = {"RICC": ["--procs", "8192"]}
+"""Machine size of a trace whose log header has none (README: RICC has 8,192 processors)."""
+BAR = -0.10
+
+
+def _run(args: list[str]) -> None:
+    proc = subprocess.run([*hpcpolicy_cli(), "-q", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"hpcpolicy {' '.join(args)} failed: {proc.stderr.strip()[-400:]}")
+
+
+def table_of(name: str, cache: Path) -> Path:
+    """The job table of a shared trace, ingested once into ``cache``."""
+    return ingest_trace(name, cache, TRACES)
+
+
+def train(table: Path, run: Path, backfill: str, seed: int, a: argparse.Namespace) -> float:
+    """The README recipe; its wall time (reused, 0.0, when ``run`` already has a card)."""
+    if (run / "policy" / "card.json").is_file():
+        return 0.0
+    start = time.perf_counter()
+    _run(["train", str(table), "--algo", "ddppo", "--workers", str(a.workers), "--steps",
+          str(a.steps), "--seed", str(seed), "--backfill", backfill, "-o", str(run),
+          *PROCS.get(table.stem, [])])
+    return time.perf_counter() - start
+
+
+def deployed_score(table: Path, policy: Path, backfill: str, a: argparse.Namespace,
+                   out: Path) -> dict[str, Any]:
+    """``hpcpolicy evaluate`` of the policy and the heuristics on the test part; the deployed
+    policy's score is its guard's fallback's when the guard is active."""
+    from hpcpolicy.deploy.guard import active_guard
+
+    _run(["evaluate", str(table), "--policy", ",".join((*HEURISTICS, str(policy))),
+          "--backfill", backfill, "--windows", str(a.windows), "--window-size",
+          str(a.window_size), "--seed", "1", "--json", str(out), "--overwrite",
+          *PROCS.get(table.stem, [])])
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    scores = {r["policy"]: r["summary"]["mean_bsld"] for r in doc["runs"]}
+    learned = scores.pop(str(policy))
+    fallback = active_guard(str(policy))
+    deployed = learned if fallback is None else scores[fallback]
+    best, best_bsld = min(scores.items(), key=lambda kv: kv[1])
+    return {"heuristics": scores, "learned": learned, "guard": fallback,
+            "deployed": deployed, "best_heuristic": best,
+            "versus_best": deployed / best_bsld - 1.0,
+            "versus_fcfs": deployed / scores["fcfs"] - 1.0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--traces", default=",".join(TRACES))
+    p.add_argument("--backfills", default="easy,none")
+    p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--modes", default="within,across")
+    p.add_argument("--train-on", default="HPC2N", help="across: traces trained on")
+    p.add_argument("--steps", type=int, required=True, help="training steps per run")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--windows", type=int, default=10)
+    p.add_argument("--window-size", type=int, default=1024)
+    p.add_argument("--cache", type=Path,
+                   default=Path(tempfile.gettempdir()) / "hpcpolicy-generalisation")
+    p.add_argument("--runs", type=Path, default=ROOT / "runs" / "generalisation")
+    p.add_argument("--out", type=Path,
+                   default=ROOT / "benchmarks" / "results" / "generalisation.json")
+    a = p.parse_args(argv)
+    traces, modes = a.traces.split(","), a.modes.split(",")
+    seeds = [int(s) for s in a.seeds.split(",")]
+    unknown = sorted(set(traces) - set(TRACES))
+    if unknown:
+        raise SystemExit(f"--traces {','.join(unknown)}: not one of {', '.join(TRACES)}")
+    cells: list[dict[str, Any]] = []
+    across: list[dict[str, Any]] = []
+    for backfill in a.backfills.split(","):
+        trained_on = traces if "within" in modes else []
+        if "across" in modes:
+            trained_on = list(dict.fromkeys([*trained_on, *a.train_on.split(",")]))
+        for name in trained_on:
+            table = table_of(name, a.cache)
+            for seed in seeds:
+                run = a.runs / f"{name}-{backfill}-s{seed}"
+                wall = train(table, run, backfill, seed, a)
+                card = json.loads((run / "policy" / "card.json").read_text(encoding="utf-8"))
+                if "within" in modes and name in traces:
+                    cells.append({"trace": name, "backfill": backfill, "seed": seed,
+                                  "steps": a.steps, "train_wall_s": wall,
+                                  "selection": card.get("selection"), "card_guard": card["guard"],
+                                  **deployed_score(table, run / "policy", backfill, a,
+                                                   run / "test.json")})
+                    _save(a.out, cells, across)
+                if "across" in modes and name in a.train_on.split(","):
+                    for other in (t for t in traces if t != name):
+                        score = deployed_score(table_of(other, a.cache), run / "policy",
+                                               backfill, a, run / f"on-{other}.json")
+                        across.append({"trained_on": name, "tested_on": other,
+                                       "backfill": backfill, "seed": seed, **score})
+                        _save(a.out, cells, across)
+    summary = _save(a.out, cells, across)
+    print(f"generalisation: {summary['text']} -> {a.out}")
+    return 0
+
+
+def _save(out: Path, cells: list[dict[str, Any]], across: list[dict[str, Any]]) -> dict[str, Any]:
+    """Write what is measured so far (after every cell: a long run stopped keeps them)."""
+    summary = _summary(cells, across)
+    write_json(out, {"argv": sys.argv[1:], "cells": cells, "across": across,
+                     "summary": summary})
+    return summary
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    return sum(float(r[key]) for r in rows) / len(rows)
+
+
+def _summary(cells: list[dict[str, Any]], across: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per trace x backfilling, the mean over seeds, and the bars."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for c in cells:
+        groups.setdefault((c["trace"], c["backfill"]), []).append(c)
+    per_cell = [{"trace": t, "backfill": b, "seeds": len(rows),
+                 "versus_best": _mean(rows, "versus_best"),
+                 "guard_active": sum(r["guard"] is not None for r in rows)}
+                for (t, b), rows in groups.items()]
+    never_worse = sum(c["versus_best"] <= 0.0 for c in per_cell)
+    ten = sum(c["versus_best"] <= BAR for c in per_cell)
+    fcfs_ok = sum(r["versus_fcfs"] <= 0.0 for r in across)
+    text = (f"{len(per_cell)} trace x backfill cell(s): deployed never worse than the best "
+            f"heuristic in {never_worse}, >= 10 % better in {ten}; across sites: not worse "
+            f"than FCFS in {fcfs_ok}/{len(across)}")
+    return {"cells": per_cell, "never_worse": never_worse, "ten_percent_better": ten,
+            "across_not_worse_than_fcfs": fcfs_ok, "across": len(across), "text": text}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
