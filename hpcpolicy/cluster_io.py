@@ -26,7 +26,7 @@ from typing import Any
 
 from hpcpolicy.cluster import ClusterSpec, GpuModel, NodeGroup
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.slurm.hostlist import expand_hostlist
+from hpcpolicy.hostlist import expand_hostlist
 
 __all__ = ["cluster_from_dict", "header_facts", "load_cluster", "resolve_cluster",
            "with_spread_penalty"]

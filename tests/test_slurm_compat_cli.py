@@ -21,7 +21,7 @@ from conftest import DATA
 from hpcpolicy.cluster_io import cluster_from_dict
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.site.fidelity import section
-from hpcpolicy.slurm.hostlist import expand_hostlist
+from hpcpolicy.hostlist import expand_hostlist
 from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay
 from hpcpolicy.workload import Workload
 

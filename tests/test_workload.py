@@ -162,7 +162,9 @@ def test_option_validation_names_the_field() -> None:
         WorkloadOptions(procs_from="alloc")
     with pytest.raises(ConfigError, match="walltime_fallback 'perfect'"):
         WorkloadOptions(walltime_fallback="perfect")
-    with pytest.raises(ConfigError, match="compat 'slurm'"):
+    with pytest.raises(ConfigError, match="compat 'pbs'"):
+        WorkloadOptions.preset("pbs")
+    with pytest.raises(ConfigError, match="--compat slurm is a replay of Slurm itself"):
         WorkloadOptions.preset("slurm")
     assert WorkloadOptions.parse_walltime_fallback("3600") == 3600
     assert WorkloadOptions.parse_walltime_fallback("runtime") == "runtime"

@@ -27,7 +27,7 @@ from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.types import SimResult
 from hpcpolicy.sim.windows import Simulate
-from hpcpolicy.slurm.hostlist import expand_hostlist
+from hpcpolicy.hostlist import expand_hostlist
 from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay
 from hpcpolicy.workload import Workload
 
