@@ -20,8 +20,8 @@ from conftest import DATA
 
 from hpcpolicy.cluster_io import cluster_from_dict
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.site.fidelity import section
 from hpcpolicy.hostlist import expand_hostlist
+from hpcpolicy.site.fidelity import section
 from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay
 from hpcpolicy.workload import Workload
 

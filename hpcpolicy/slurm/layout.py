@@ -25,9 +25,9 @@ import numpy as np
 
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.hostlist import expand_hostlist
 from hpcpolicy.sim.types import SimResult
 from hpcpolicy.sim.windows import Simulate
-from hpcpolicy.hostlist import expand_hostlist
 from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay
 from hpcpolicy.workload import Workload
 
