@@ -103,6 +103,12 @@ def latest_starts(n_jobs: int, split: str, train_frac: float, *, size: int,
     if count < 1:
         raise ConfigError(f"count must be >= 1, not {count}")
     first, last = window_range(n_jobs, split, train_frac, size)
+    return _back_to_back(first, last, size, count)
+
+
+def _back_to_back(first: int, last: int, size: int, count: int) -> tuple[int, ...]:
+    """Starts of up to ``count`` side-by-side windows, the latest starting at ``last``, none
+    before ``first``, oldest first."""
     return tuple(range(last, first - 1, -size))[:count][::-1]
 
 
@@ -142,4 +148,4 @@ def validation_starts(n_jobs: int, train_frac: float, val_frac: float, *, size: 
         raise ConfigError(f"the validation part holds {hi - lo} jobs (of {n_jobs}, val_frac "
                           f"{val_frac:g}), fewer than one window of {size}; raise --val-frac or "
                           "use smaller windows")
-    return tuple(range(hi - size, lo - 1, -size))[:count][::-1]
+    return _back_to_back(lo, hi - size, size, count)
