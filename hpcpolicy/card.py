@@ -156,9 +156,11 @@ def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: Tr
 
 
 def build_card(table: Path, policy: Path, opts: TrainOptions,
-               on_step: Step | None = None) -> dict[str, Any]:
+               on_step: Step | None = None, *,
+               loaded: tuple[Workload, ClusterSpec] | None = None) -> dict[str, Any]:
     """The card of the online policy ``policy`` trained on ``table`` with ``opts``; the data
-    and period it learned on come from its manifest (``on_step``: evaluate's progress)."""
+    and period it learned on come from its manifest (``on_step``: evaluate's progress;
+    ``loaded``: :func:`load_table`'s answer, when the caller has it already)."""
     manifest = json.loads((policy / "manifest.json").read_text(encoding="utf-8"))
     card: dict[str, Any] = {"format": CARD_FORMAT, "card_version": 2, "algo": manifest["algo"],
                             "training_data": manifest["training_data"],
@@ -169,7 +171,7 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
         card["skipped"] = ("trained on all of the log (--split all): no later part is left to "
                            "validate or test on")
         return card
-    workload, machine = load_table(table, opts)
+    workload, machine = loaded or load_table(table, opts)
     skipped = []
     if opts.val_frac > 0:
         try:
@@ -214,7 +216,8 @@ def _swap_in(snapshot: Path, policy: Path) -> None:
 
 
 def select_snapshot(table: Path, policy: Path, opts: TrainOptions,
-                    on_step: Step | None = None
+                    on_step: Step | None = None, *,
+                    loaded: tuple[Workload, ClusterSpec] | None = None
                     ) -> dict[str, Any] | None:
     """Deploy the run's best policy on the validation part in ``policy``: the final policy
     and every snapshot (``snapshots/update_NNNNNN``, exported every ``snapshot_every``
@@ -227,6 +230,7 @@ def select_snapshot(table: Path, policy: Path, opts: TrainOptions,
     Returns:
         ``{"candidates": [{"policy", "mean_bsld"}...], "chosen": NAME}`` (NAME: ``final`` or
         the snapshot's directory name), or None without snapshots or validation windows.
+        (``loaded``: :func:`load_table`'s answer, when the caller has it already.)
     """
     from hpcpolicy.env.split import validation_starts
 
@@ -235,7 +239,7 @@ def select_snapshot(table: Path, policy: Path, opts: TrainOptions,
         if folder.is_dir() else []
     if not snaps or opts.split == "all" or opts.val_frac <= 0:
         return None
-    workload, machine = load_table(table, opts)
+    workload, machine = loaded or load_table(table, opts)
     try:
         starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
                                    size=opts.window_size, count=VALIDATION_WINDOWS)
@@ -270,8 +274,10 @@ def model_card(trained: Trained, table: str | Path, opts: TrainOptions,
 
     if trained.route != "online" or not (trained.policy / "manifest.json").is_file():
         return None
-    selection = select_snapshot(Path(table), trained.policy, opts, on_step)
-    card = build_card(Path(table), trained.policy, opts, on_step)
+    table = Path(table)
+    loaded = None if opts.split == "all" else load_table(table, opts)  # read once, for both
+    selection = select_snapshot(table, trained.policy, opts, on_step, loaded=loaded)
+    card = build_card(table, trained.policy, opts, on_step, loaded=loaded)
     card["selection"] = selection
     write_json(trained.policy / CARD_FILE, card)
     return card
