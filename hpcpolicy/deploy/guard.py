@@ -46,7 +46,11 @@ def read_card(spec: str) -> dict[str, Any] | None:
 
 def active_guard(spec: str) -> str | None:
     """The heuristic the policy directory ``spec`` deploys in its place, or None."""
-    card = read_card(spec)
+    return _fallback(read_card(spec), spec)
+
+
+def _fallback(card: dict[str, Any] | None, spec: str) -> str | None:
+    """The active guard's heuristic in ``card`` (``spec``'s), or None."""
     guard = None if card is None else card.get("guard")
     if not isinstance(guard, dict) or guard.get("active") is not True:
         return None
@@ -59,11 +63,11 @@ def active_guard(spec: str) -> str | None:
 
 def guard_note(spec: str) -> str | None:
     """What to tell the user when ``spec``'s guard is active; None otherwise."""
-    fallback = active_guard(spec)
-    if fallback is None:
+    card = read_card(spec)
+    fallback = _fallback(card, spec)
+    if card is None or fallback is None:
         return None
-    rule = ((read_card(spec) or {}).get("guard") or {}).get("rule")
-    where = ("lost to {} on its test split" if rule == "lost-on-test"
+    where = ("lost to {} on its test split" if card["guard"].get("rule") == "lost-on-test"
              else "did not beat {} on its validation part")
     return (f"guard active: {spec} {where.format(fallback)} (card.json), so {fallback} runs "
             "in its place")
