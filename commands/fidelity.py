@@ -90,9 +90,9 @@ def main(
         config = FidelityConfig(fit_frac=fit_frac)
         if compat not in (None, SLURM_FLAVOUR):
             raise ConfigError(f"fidelity --compat takes {SLURM_FLAVOUR} only, not {compat!r}")
-        options = workload_options(None, None, walltime_fallback)
+        workload = Workload.from_table(
+            table, options=workload_options(None, None, walltime_fallback))
         if compat == SLURM_FLAVOUR:
-            workload = Workload.from_table(table, options=options)
             layout = slurm_layout_of(table, workload, cluster, procs, **{"--site": site})
             machine = layout.cluster()
             engine = (layout.simulator(), "priority/basic", "slurm backfill")
@@ -101,7 +101,6 @@ def main(
                     print_note(note)
         else:
             machine = resolve_cluster(spec=cluster, procs=procs, table=table)
-            workload = Workload.from_table(table, options=options)
             engine = None
         model = load_site(site) if site is not None else None
         delay = eligible_delay(table, workload) if model and model.use_eligible else None
