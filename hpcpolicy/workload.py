@@ -66,6 +66,11 @@ class JobIds:
         self._array: npt.NDArray[np.object_] | None = None
 
     @property
+    def column(self) -> pl.Series:
+        """The ids as the table's text column (never turned into Python strings)."""
+        return self._column
+
+    @property
     def array(self) -> npt.NDArray[np.object_]:
         """The ids as an object array of str (built on first use)."""
         if self._array is None:

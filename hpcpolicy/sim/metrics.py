@@ -174,8 +174,13 @@ def identity_columns(workload: Workload) -> list[pl.Series]:
     second a replay)."""
     import polars as pl
 
-    return [pl.Series("job_id", np.asarray(workload.job_id, dtype=object), dtype=pl.String),
-            _names("user", workload.users, workload.user),
+    from hpcpolicy.workload import JobIds
+
+    ids = workload.job_id
+    # a table's ids stay an Arrow column: 10 M Python strings would take about 2 GB
+    job_id = (ids.column.rename("job_id") if isinstance(ids, JobIds)
+              else pl.Series("job_id", np.asarray(ids, dtype=object), dtype=pl.String))
+    return [job_id, _names("user", workload.users, workload.user),
             _names("partition", workload.partitions, workload.partition)]
 
 
@@ -183,8 +188,9 @@ def _names(name: str, names: tuple[str, ...], codes: npt.NDArray[np.int32]) -> p
     """Codes as their names (the codes themselves, as text, when no names are given)."""
     import polars as pl
 
-    values = np.asarray(names, dtype=object)[codes] if names else codes.astype(str)
-    return pl.Series(name, values, dtype=pl.String)
+    if not names:
+        return pl.Series(name, codes.astype(str), dtype=pl.String)
+    return pl.Series(name, names, dtype=pl.String).gather(codes)
 
 
 def _stat(value: Any) -> float | None:

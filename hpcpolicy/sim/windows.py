@@ -186,6 +186,9 @@ class WindowRun:
     gpu: dict[str, Any] | None = None
     """GPU metrics of a node-level replay (:func:`hpcpolicy.gpu.metrics.gpu_summary`); None
     under the pooled ``first-fit`` allocator."""
+    table: pl.DataFrame | None = None
+    """The outcome table without its text columns (``outcome_table(..., identity=False)``)
+    that :attr:`summary` was made from; kept only under ``replay(..., keep_tables=True)``."""
 
     def outcomes(self) -> pl.DataFrame:
         """The window's outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
@@ -254,6 +257,7 @@ def replay(
     utilization_end: str = "last_end",
     simulate: Simulate | None = None,
     on_step: Callable[[str, int, int], None] | None = None,
+    keep_tables: bool = False,
 ) -> list[Replay]:
     """Replay ``workload`` under each of ``configs``, whole or on identical windows.
 
@@ -266,6 +270,8 @@ def replay(
         simulate: the engine (default :func:`hpcpolicy.sim.simulate`); tests pass their own.
         on_step: called as ``on_step(label, done, total)`` before each simulation, for
             progress output (a warm-up replay reports without advancing ``done``).
+        keep_tables: keep each window's outcome table (:attr:`WindowRun.table`), for a
+            caller that needs it besides the summary (it is made for the summary anyway).
 
     Returns:
         One :class:`Replay` per configuration.
@@ -320,7 +326,8 @@ def replay(
                     running, backlog = preload[key]
             step(label, len(out) * len(starts) + len(runs), total)
             runs.append(_measured_run(jobs, cluster, cfg, simulate, start=start, running=running,
-                                      backlog=backlog, utilization_end=utilization_end))
+                                      backlog=backlog, utilization_end=utilization_end,
+                                      keep_table=keep_tables))
         out.append(_combine(cfg, runs, windowed=windows is not None))
     return out
 
@@ -335,6 +342,7 @@ def _measured_run(
     running: RunningJobs | None,
     backlog: int,
     utilization_end: str,
+    keep_table: bool,
 ) -> WindowRun:
     """Simulate one window (or the whole workload) and summarize what happened."""
     t0 = time.perf_counter()
@@ -357,6 +365,7 @@ def _measured_run(
         backlog=backlog,
         wall_s=wall,
         gpu=gpu,
+        table=table if keep_table else None,
     )
 
 

@@ -45,8 +45,8 @@ from hpcpolicy.whatif.timeseries import cumulative_area
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["HIST_BINS", "METRICS", "MIN_WINDOWS", "Metric", "WindowStats", "compare_runs",
-           "get_metric", "window_stats"]
+__all__ = ["HIST_BINS", "METRICS", "MIN_WINDOWS", "Metric", "RunWindows", "WindowStats",
+           "compare_runs", "get_metric", "run_windows", "window_stats", "with_histograms"]
 
 F64 = npt.NDArray[np.float64]
 HIST_BINS = 1024
@@ -126,6 +126,26 @@ def _edges(top: float) -> F64:
                                               HIST_BINS)))
 
 
+@dataclass
+class RunWindows:
+    """The per-window figures of one replay that do not depend on the replay it is compared
+    with: all of :class:`WindowStats` but the histograms, whose bins do (their top is the
+    largest value of the two runs). Made once per run (:func:`run_windows`) on a grid long
+    enough for all its comparisons, and binned for each (:func:`with_histograms`)."""
+
+    win: npt.NDArray[np.int64]
+    """The window of each started job."""
+    samples: dict[str, F64]
+    """Histogram column -> each started job's value."""
+    tops: dict[str, float]
+    """Histogram column -> its largest value in the run (0 if none)."""
+    jobs: F64
+    sums: dict[str, F64]
+    values: dict[str, F64]
+    busy: F64
+    capacity: F64
+
+
 def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_windows: int,
                  hist_top: dict[str, float], until: int | None = None) -> WindowStats:
     """Per-window sums, histograms and exact values of one replay's outcome table.
@@ -139,28 +159,32 @@ def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_w
         hist_top: column -> largest value over the compared runs (shared histogram bins).
         until: end of the utilisation span (the last submit); None: the end of the grid.
     """
+    run = run_windows(outcomes, cores, t0, period_s, n_windows, until)
+    return with_histograms(run, hist_top, n_windows)
+
+
+def run_windows(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_windows: int,
+                until: int | None = None) -> RunWindows:
+    """All of :func:`window_stats` (same arguments) but the histograms."""
     import polars as pl
 
     done = outcomes.filter(pl.col("start").is_not_null())
     win = ((done["submit"].to_numpy() - t0) // period_s).astype(np.int64)
     jobs = np.bincount(win, minlength=n_windows).astype(np.float64)
     sums: dict[str, F64] = {}
-    hists: dict[str, F64] = {}
     values: dict[str, F64] = {}
     for column in ("wait", "bsld", "response"):
         x = done[column].to_numpy().astype(np.float64)
         sums[column] = np.bincount(win, weights=x, minlength=n_windows).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             values[f"mean_{column}" + ("_s" if column != "bsld" else "")] = sums[column] / jobs
+    samples: dict[str, F64] = {}
     for metric in METRICS:
         if metric.quantile is None or metric.column is None:
             continue
-        x = done[metric.column].to_numpy().astype(np.float64)
-        edges = _edges(hist_top[metric.column])
-        b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, HIST_BINS - 1)
-        flat = np.bincount(win * HIST_BINS + b, minlength=n_windows * HIST_BINS)
-        hists[metric.column] = flat.reshape(n_windows, HIST_BINS).astype(np.float64)
+        x = samples[metric.column] = done[metric.column].to_numpy().astype(np.float64)
         values[metric.key] = _window_quantiles(win, x, metric.quantile, n_windows)
+    tops = {c: float(outcomes[c].max() or 0.0) for c in samples}  # type: ignore[arg-type]
     edges_t = t0 + period_s * np.arange(n_windows + 1, dtype=np.float64)
     if until is not None:
         edges_t = np.minimum(edges_t, float(until))
@@ -169,7 +193,24 @@ def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_w
     capacity = float(cores) * np.diff(edges_t)
     with np.errstate(invalid="ignore", divide="ignore"):
         values["utilization"] = np.where(capacity > 0, busy / capacity, np.nan)
-    return WindowStats(jobs, sums, hists, values, busy, capacity)
+    return RunWindows(win, samples, tops, jobs, sums, values, busy, capacity)
+
+
+def with_histograms(run: RunWindows, hist_top: dict[str, float], n_windows: int) -> WindowStats:
+    """``run``'s :class:`WindowStats` on the first ``n_windows`` windows of its grid (which
+    must hold all its submits), histograms binned up to ``hist_top`` (as in
+    :func:`window_stats`). Every figure is per window, so a longer grid cut to ``n_windows``
+    gives the same bits as that grid itself."""
+    hists: dict[str, F64] = {}
+    for column, x in run.samples.items():
+        edges = _edges(hist_top[column])
+        b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, HIST_BINS - 1)
+        flat = np.bincount(run.win * HIST_BINS + b, minlength=n_windows * HIST_BINS)
+        hists[column] = flat.reshape(n_windows, HIST_BINS).astype(np.float64)
+    cut = slice(0, n_windows)
+    return WindowStats(run.jobs[cut], {k: v[cut] for k, v in run.sums.items()}, hists,
+                       {k: v[cut] for k, v in run.values.items()}, run.busy[cut],
+                       run.capacity[cut])
 
 
 def _window_quantiles(win: npt.NDArray[np.int64], x: F64, q: float, n: int) -> F64:

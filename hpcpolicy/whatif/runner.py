@@ -198,7 +198,7 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
     import polars as pl
 
     from hpcpolicy.deploy.resolve import policy_simulator
-    from hpcpolicy.sim.metrics import identity_columns, outcome_table
+    from hpcpolicy.sim.metrics import identity_columns
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import backfill_note, replay
     from hpcpolicy.site.apply import site_config
@@ -214,11 +214,13 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
     # one replay at a time, its outcome table straight to disk: memory holds one run
     for i, (spec, config) in enumerate(zip(specs, configs, strict=True)):
         rep = replay(w, c, [config], None, simulate=policy_simulator(policies),
-                     on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0))[0]
+                     on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0),
+                     keep_tables=True)[0]
         never = len(rep.never_fits())
         if i == 0 and len(w) and never == len(w):
             raise SimulationError(_nothing_fits(scenario, w, c))
-        outcomes = outcome_table(w, rep.windows[0].result, identity=False)
+        outcomes = rep.windows[0].table
+        assert outcomes is not None  # keep_tables
         last = max(_extreme(outcomes["end"]) or 0, _extreme(outcomes["submit"]) or 0)
         runs.append(WhatifRun(
             id=f"{scenario.id}/{spec.text}", scenario=scenario, spec=spec,
@@ -270,18 +272,42 @@ def _grid(runs: list[WhatifRun], period_s: int) -> tuple[int, int]:
     return t0, n
 
 
-def _compare(base: WhatifRun, cand: WhatifRun, cfg: WhatifConfig,
+_STATS_COLUMNS = ("submit", "start", "end", "alloc_cores", "wait", "bsld", "response")
+"""The outcome columns :func:`hpcpolicy.whatif.compare.run_windows` reads."""
+
+
+def _compare_scenario(runs: list[WhatifRun], cfg: WhatifConfig,
+                      origin: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each candidate of a scenario (``runs[1:]``) against its baseline (``runs[0]``): the
+    comparison's document and its primary metric's row.
+
+    The baseline's per-window figures are made once, on a grid long enough for every
+    comparison (each is per window, so cutting that grid to a comparison's own gives the
+    same bits as making them on it).
+    """
+    base, cands = runs[0], runs[1:]
+    grids = [_grid([base, cand], cfg.period_s) for cand in cands]
+    t0 = grids[0][0]  # the runs of a scenario replay the same jobs: one first submit
+    base_windows = _run_windows(base, t0, max(n for _, n in grids), cfg.period_s)
+    return [_compare(base, cand, base_windows, _run_windows(cand, t0, n, cfg.period_s), t0, n,
+                     cfg, origin) for cand, (_, n) in zip(cands, grids, strict=True)]
+
+
+def _run_windows(run: WhatifRun, t0: int, n: int, period_s: int) -> compare.RunWindows:
+    """A run's per-window figures on ``n`` windows from ``t0``, utilisation until its last
+    submit (the last of every run of its scenario: they replay the same jobs)."""
+    table = run.columns(*_STATS_COLUMNS)
+    return compare.run_windows(table, run.cores, t0, period_s, n, _extreme(table["submit"]) or 0)
+
+
+def _compare(base: WhatifRun, cand: WhatifRun, base_windows: compare.RunWindows,
+             cand_windows: compare.RunWindows, t0: int, n: int, cfg: WhatifConfig,
              origin: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One comparison's document, and its primary metric's row."""
-    t0, n = _grid([base, cand], cfg.period_s)
-    needed = ("submit", "start", "end", "alloc_cores", "wait", "bsld", "response")
-    tables = [r.columns(*needed) for r in (base, cand)]
-    top = {col: max(float(t[col].max() or 0.0)  # type: ignore[arg-type]
-                    for t in tables) for col in ("wait", "bsld")}
-    until = max(_extreme(t["submit"]) or 0 for t in tables)
-    stats = [compare.window_stats(t, r.cores, t0, cfg.period_s, n, top, until)
-             for r, t in zip((base, cand), tables, strict=True)]
-    del tables
+    """One comparison's document, and its primary metric's row (the runs' per-window
+    figures from :func:`_run_windows`, on a grid of ``n`` windows from ``t0`` or longer)."""
+    top = {col: max(base_windows.tops[col], cand_windows.tops[col])
+           for col in base_windows.tops}
+    stats = [compare.with_histograms(w, top, n) for w in (base_windows, cand_windows)]
     metrics = list(compare.METRICS)
     # utilisation while jobs arrive, on the windows' own grid (compare's docstring says why)
     whole = [{**r.summary, "utilization": st.utilization()}
@@ -409,8 +435,8 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
                              "capacity over the submit span, past 100 %: the queue grows "
                              "until the last submit whatever the policy, so waits there "
                              "measure the log's length as much as the policy")
-        for cand in s_runs[1:]:
-            doc, row = _compare(s_runs[0], cand, cfg, workload.origin)
+        for cand, (doc, row) in zip(s_runs[1:], _compare_scenario(s_runs, cfg,
+                                                                  workload.origin), strict=True):
             comparisons.append(doc)
             if scenario is AS_LOGGED:
                 as_logged.append((cand.spec.text, doc["verdict"], row))
