@@ -62,6 +62,7 @@ def group_changes(base: pl.DataFrame, cand: pl.DataFrame) -> dict[str, list[dict
     Args:
         base, cand: outcome tables of the same jobs in the same order (with identity columns).
     """
+    import numpy as np
     import polars as pl
 
     side = pl.DataFrame({
@@ -72,9 +73,11 @@ def group_changes(base: pl.DataFrame, cand: pl.DataFrame) -> dict[str, list[dict
         _classes("procs", SIZE_CLASSES, inclusive=True).alias("size_class"),
         _classes("run_s", RUNTIME_CLASSES, inclusive=False).alias("runtime_class"),
     )
+    # each measured column as float once, for the four groupings
+    measured = {c: side[c].to_numpy().astype(np.float64) for c in _MEASURED}
     out: dict[str, list[dict[str, Any]]] = {}
     for by in GROUPINGS:
-        table = _means(side, by)
+        table = _means(side[by], measured)
         if by in ("size_class", "runtime_class"):
             labels = [label for _, label in (SIZE_CLASSES if by == "size_class"
                                              else RUNTIME_CLASSES)]
@@ -87,15 +90,19 @@ def group_changes(base: pl.DataFrame, cand: pl.DataFrame) -> dict[str, list[dict
     return out
 
 
-def _means(side: pl.DataFrame, by: str) -> pl.DataFrame:
+_MEASURED = ("bw", "cw", "bb", "cb")
+"""The side-by-side columns averaged per group: both runs' wait, then both runs' bsld."""
+
+
+def _means(by: pl.Series, measured: dict[str, npt.NDArray[np.float64]]) -> pl.DataFrame:
     """Jobs and mean of each measured column per value of ``by``, with the changes."""
     import numpy as np
     import polars as pl
 
-    names, code = _codes(side[by])
+    names, code = _codes(by)
     jobs = np.bincount(code, minlength=len(names))
-    mean = {c: np.bincount(code, weights=side[c].to_numpy().astype(np.float64),
-                           minlength=len(names)) / jobs for c in ("bw", "cw", "bb", "cb")}
+    mean = {c: np.bincount(code, weights=x, minlength=len(names)) / jobs
+            for c, x in measured.items()}
     return pl.DataFrame({
         "name": names.astype(str), "jobs": jobs.astype(np.int64),
         "baseline_mean_wait_s": mean["bw"], "candidate_mean_wait_s": mean["cw"],
