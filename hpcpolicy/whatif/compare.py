@@ -203,9 +203,12 @@ def with_histograms(run: RunWindows, hist_top: dict[str, float], n_windows: int)
     gives the same bits as that grid itself."""
     hists: dict[str, F64] = {}
     for column, x in run.samples.items():
-        edges = _edges(hist_top[column])
-        b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, HIST_BINS - 1)
-        flat = np.bincount(run.win * HIST_BINS + b, minlength=n_windows * HIST_BINS)
+        # bin b of each job, then its cell win * HIST_BINS + b, in place: two arrays a job
+        b = np.searchsorted(_edges(hist_top[column]), x, side="right")
+        b -= 1
+        np.clip(b, 0, HIST_BINS - 1, out=b)
+        b += run.win * HIST_BINS
+        flat = np.bincount(b, minlength=n_windows * HIST_BINS)
         hists[column] = flat.reshape(n_windows, HIST_BINS).astype(np.float64)
     cut = slice(0, n_windows)
     return WindowStats(run.jobs[cut], {k: v[cut] for k, v in run.sums.items()}, hists,
@@ -217,9 +220,11 @@ def _window_quantiles(win: npt.NDArray[np.int64], x: F64, q: float, n: int) -> F
     """Exact linear-interpolation quantile of ``x`` within each window (NaN if empty)."""
     out = np.full(n, np.nan)
     # np.quantile does not care about the order within a window; jobs come in submit order,
-    # so this stable sort of the window numbers finds them already sorted (one pass)
-    order = np.argsort(win, kind="stable")
-    w_sorted, x_sorted = win[order], x[order]
+    # so the window numbers are already sorted (then a stable sort would change nothing)
+    w_sorted, x_sorted = win, x
+    if (win[1:] < win[:-1]).any():
+        order = np.argsort(win, kind="stable")
+        w_sorted, x_sorted = win[order], x[order]
     bounds = np.searchsorted(w_sorted, np.arange(n + 1))
     for k in range(n):
         lo, hi = bounds[k], bounds[k + 1]
