@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 
 Step = Callable[[str, int, int], None]
 
-__all__ = ["CARD_FILE", "CARD_FORMAT", "GUARD_RULE", "VALIDATION_WINDOWS", "build_card",
-           "compare", "headline", "load_table", "model_card", "select_snapshot"]
+__all__ = ["CARD_FILE", "CARD_FORMAT", "GUARD_RULE", "SEPARATION", "VALIDATION_WINDOWS",
+           "build_card", "compare", "headline", "heuristics_too_close", "load_table",
+           "model_card", "select_snapshot"]
 
 CARD_FILE = "card.json"
 """The card's name in a policy directory."""
@@ -60,6 +61,11 @@ VALIDATION_WINDOWS = 20
 """At most this many side-by-side windows of the validation part decide the guard."""
 GUARD_RULE = "beats-best-on-validation"
 """The guard's rule: active unless the policy beat the best heuristic on validation."""
+SEPARATION = 0.05
+"""The validation part tells the heuristics apart when the worst one's mean bsld there is at
+least this share above the best one's. A quiet period (RICC's 60-70 %: every heuristic between
+1.01 and 1.03) does not, and the heuristic that is best there is then little more than a guess
+for the months after (``benchmarks/fallback_choice.py``)."""
 
 
 def _day(epoch: int) -> str:
@@ -155,6 +161,29 @@ def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: Tr
             "versus_best": ev.versus_best(ev.runs[-1]), "decision": decision}
 
 
+def heuristics_too_close(validation: dict[str, Any]) -> str | None:
+    """A warning when the heuristics' mean bsld on the validation part lie within
+    :data:`SEPARATION` of each other (``validation``: the card's ``validation``), else None.
+
+    Example:
+        >>> scores = [{"policy": p, "kind": "heuristic", "mean_bsld": b}
+        ...           for p, b in (("fcfs", 1.03), ("f1", 1.01))]
+        >>> val = {"scores": scores, "best_heuristic": {"policy": "f1"}}
+        >>> heuristics_too_close(val).split(" on the")[0]
+        'the heuristics score within 5% of each other'
+        >>> scores[0]["mean_bsld"] = 1.07
+        >>> heuristics_too_close(val) is None
+        True
+    """
+    means = [s["mean_bsld"] for s in validation["scores"] if s["kind"] == "heuristic"]
+    low, high = min(means), max(means)
+    if high >= (1.0 + SEPARATION) * low:
+        return None
+    return (f"the heuristics score within {SEPARATION:.0%} of each other on the validation part "
+            f"(mean bsld {low:.2f} to {high:.2f}), so it says little about which will be best "
+            f"later: the fallback {validation['best_heuristic']['policy']} is close to a guess")
+
+
 def build_card(table: Path, policy: Path, opts: TrainOptions,
                on_step: Step | None = None, *,
                loaded: tuple[Workload, ClusterSpec] | None = None) -> dict[str, Any]:
@@ -200,6 +229,9 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
                             f"{val['decision']['confidence']:.0%} confidence, so its guard "
                             f"runs {fallback} in its place; retrain, or delete card.json to "
                             "deploy the policy anyway")
+        too_close = heuristics_too_close(val)
+        if too_close:
+            warnings.append(too_close)
     card["warning"] = "; ".join(warnings) or None
     return card
 

@@ -74,7 +74,11 @@ def test_the_card_follows_its_schema_and_names_the_training_period(
                      "rule": "beats-best-on-validation",
                      "active": not val["decision"]["deploy"]}
     assert val["decision"]["windows"] == 2
-    assert (card["warning"] is not None) == (lost or guard["active"])
+    from hpcpolicy.card import heuristics_too_close
+
+    too_close = heuristics_too_close(val)
+    assert (card["warning"] is not None) == (lost or guard["active"] or too_close is not None)
+    assert too_close is None or too_close in card["warning"]
     text = " ".join(output.split())
     assert "model card (card.json): trained on" in text
     assert f"same windows: {test['evaluate']}" in text
