@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import polars as pl
 
-__all__ = ["COLUMNS", "GROUPINGS", "LOSS_ABS_S", "LOSS_REL", "MIN_GROUP_JOBS", "RUNTIME_CLASSES",
-           "SIZE_CLASSES", "TOP", "group_changes", "notable_losers"]
+__all__ = ["CANDIDATE_COLUMNS", "COLUMNS", "GROUPINGS", "LOSS_ABS_S", "LOSS_REL",
+           "MIN_GROUP_JOBS", "RUNTIME_CLASSES", "SIZE_CLASSES", "TOP", "group_changes",
+           "notable_losers"]
 
 SIZE_CLASSES = ((1, "1 core"), (4, "2-4 cores"), (16, "5-16 cores"), (64, "17-64 cores"),
                 (256, "65-256 cores"), (None, "257+ cores"))
@@ -31,7 +32,9 @@ RUNTIME_CLASSES = ((600, "< 10 min"), (3600, "10 min - 1 h"), (4 * 3600, "1 - 4 
 """(upper bound exclusive, label) of the run-time classes (s)."""
 GROUPINGS = ("user", "partition", "size_class", "runtime_class")
 COLUMNS = ("user", "partition", "procs", "run", "wait", "bsld")
-"""The outcome columns :func:`group_changes` reads."""
+"""The outcome columns :func:`group_changes` reads of the baseline."""
+CANDIDATE_COLUMNS = ("wait", "bsld")
+"""The outcome columns it reads of the candidate (the groups are the baseline's)."""
 TOP = 10
 MIN_GROUP_JOBS = 20
 LOSS_REL = 0.25
@@ -60,7 +63,8 @@ def group_changes(base: pl.DataFrame, cand: pl.DataFrame) -> dict[str, list[dict
     parallel group-by does not promise that for floating-point means).
 
     Args:
-        base, cand: outcome tables of the same jobs in the same order (with identity columns).
+        base, cand: outcome tables of the same jobs in the same order: at least
+            :data:`COLUMNS` of the baseline and :data:`CANDIDATE_COLUMNS` of the candidate.
     """
     import numpy as np
     import polars as pl

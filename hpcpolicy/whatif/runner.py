@@ -305,6 +305,9 @@ def _compare(base: WhatifRun, cand: WhatifRun, base_windows: compare.RunWindows,
              origin: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """One comparison's document, and its primary metric's row (the runs' per-window
     figures from :func:`_run_windows`, on a grid of ``n`` windows from ``t0`` or longer)."""
+    # first, while the histograms below do not take memory yet
+    groups = breakdowns.group_changes(base.columns(*breakdowns.COLUMNS),
+                                      cand.columns(*breakdowns.CANDIDATE_COLUMNS))
     top = {col: max(base_windows.tops[col], cand_windows.tops[col])
            for col in base_windows.tops}
     stats = [compare.with_histograms(w, top, n) for w in (base_windows, cand_windows)]
@@ -315,7 +318,6 @@ def _compare(base: WhatifRun, cand: WhatifRun, base_windows: compare.RunWindows,
     rows = compare.compare_runs(stats[0], stats[1], whole[0], whole[1], metrics,
                                 bootstrap=cfg.bootstrap, confidence=cfg.confidence,
                                 seed=cfg.seed, hist_top=top)
-    groups = breakdowns.group_changes(*(r.columns(*breakdowns.COLUMNS) for r in (base, cand)))
     primary = next(i for i, m in enumerate(metrics) if m.key == cfg.metric)
     found = verdicts.tradeoffs(metrics, rows, cfg.metric, groups, cfg.confidence)
     verdict = verdicts.comparison_verdict(metrics, rows, cfg.metric)
