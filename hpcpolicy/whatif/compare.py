@@ -33,7 +33,7 @@ interval is given.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -133,17 +133,14 @@ class RunWindows:
     largest value of the two runs). Made once per run (:func:`run_windows`) on a grid long
     enough for all its comparisons, and binned for each (:func:`with_histograms`)."""
 
+    stats: WindowStats
+    """Everything but the histograms (``hists`` is empty)."""
     win: npt.NDArray[np.int64]
     """The window of each started job."""
     samples: dict[str, F64]
     """Histogram column -> each started job's value."""
     tops: dict[str, float]
     """Histogram column -> its largest value in the run (0 if none)."""
-    jobs: F64
-    sums: dict[str, F64]
-    values: dict[str, F64]
-    busy: F64
-    capacity: F64
 
 
 def window_stats(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_windows: int,
@@ -193,7 +190,7 @@ def run_windows(outcomes: pl.DataFrame, cores: int, t0: int, period_s: int, n_wi
     capacity = float(cores) * np.diff(edges_t)
     with np.errstate(invalid="ignore", divide="ignore"):
         values["utilization"] = np.where(capacity > 0, busy / capacity, np.nan)
-    return RunWindows(win, samples, tops, jobs, sums, values, busy, capacity)
+    return RunWindows(WindowStats(jobs, sums, {}, values, busy, capacity), win, samples, tops)
 
 
 def with_histograms(run: RunWindows, hist_top: dict[str, float], n_windows: int) -> WindowStats:
@@ -210,10 +207,7 @@ def with_histograms(run: RunWindows, hist_top: dict[str, float], n_windows: int)
         b += run.win * HIST_BINS
         flat = np.bincount(b, minlength=n_windows * HIST_BINS)
         hists[column] = flat.reshape(n_windows, HIST_BINS).astype(np.float64)
-    cut = slice(0, n_windows)
-    return WindowStats(run.jobs[cut], {k: v[cut] for k, v in run.sums.items()}, hists,
-                       {k: v[cut] for k, v in run.values.items()}, run.busy[cut],
-                       run.capacity[cut])
+    return replace(_take(run.stats, slice(0, n_windows)), hists=hists)
 
 
 def _window_quantiles(win: npt.NDArray[np.int64], x: F64, q: float, n: int) -> F64:
@@ -371,7 +365,7 @@ def _interval(reps: F64, alpha: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _take(stats: WindowStats, index: npt.NDArray[np.int64]) -> WindowStats:
+def _take(stats: WindowStats, index: npt.NDArray[np.int64] | slice) -> WindowStats:
     return WindowStats(stats.jobs[index], {k: v[index] for k, v in stats.sums.items()},
                        {k: v[index] for k, v in stats.hists.items()},
                        {k: v[index] for k, v in stats.values.items()},
