@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 Step = Callable[[str, int, int], None]
 
 __all__ = ["CARD_FILE", "CARD_FORMAT", "GUARD_RULE", "SEPARATION", "VALIDATION_WINDOWS",
-           "build_card", "compare", "headline", "heuristics_too_close", "load_table",
+           "build_card", "compare", "fallback_of", "headline", "heuristics_too_close", "load_table",
            "model_card", "select_snapshot"]
 
 CARD_FILE = "card.json"
@@ -65,7 +65,8 @@ SEPARATION = 0.05
 """The validation part tells the heuristics apart when the worst one's mean bsld there is at
 least this share above the best one's. A quiet period (RICC's 60-70 %: every heuristic between
 1.01 and 1.03) does not, and the heuristic that is best there is then little more than a guess
-for the months after (``benchmarks/fallback_choice.py``)."""
+for the months after (``benchmarks/fallback_choice.py``): the guard's fallback is then chosen
+on the jobs before it."""
 
 
 def _day(epoch: int) -> str:
@@ -138,27 +139,68 @@ def _test(workload: Workload, machine: ClusterSpec, table: Path, policy: Path,
             "evaluate": _command(table, policy, opts, tuple(HEURISTICS))}
 
 
+def _heuristics_on(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
+                   starts: tuple[int, ...], on_step: Step | None,
+                   policy: Path | None = None) -> tuple[Evaluation, dict[str, Any]]:
+    """Every heuristic (and ``policy``, last) on the windows at ``starts``: the evaluation and
+    its ``starts``/``scores``/``best_heuristic`` record."""
+    from hpcpolicy.policies.heuristics import HEURISTICS
+
+    names = (*HEURISTICS, *(() if policy is None else (str(policy),)))
+    ev = compare(workload, machine, names, opts, {"starts": starts, "split": "all"}, on_step)
+    best, best_bsld = ev.best_heuristics()[opts.backfill]
+    return ev, {"starts": list(starts), "scores": _scores(ev),
+                "best_heuristic": {"policy": best, "mean_bsld": best_bsld}}
+
+
+def _earlier_fallback(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
+                      on_step: Step | None) -> dict[str, Any] | None:
+    """The heuristics on the ``val_frac`` of jobs just before the validation part (the last
+    training jobs), where that part tells them apart; else None (or when it holds no window)."""
+    from hpcpolicy.env.split import fit_frac, validation_range, validation_starts
+
+    end = fit_frac(opts.train_frac, opts.val_frac)  # where the validation part begins
+    try:
+        starts = validation_starts(len(workload), end, opts.val_frac, size=opts.window_size,
+                                   count=VALIDATION_WINDOWS)
+    except ConfigError:
+        return None
+    _, earlier = _heuristics_on(workload, machine, opts, starts, on_step)
+    if heuristics_too_close(earlier):
+        return None
+    return {"jobs": list(validation_range(len(workload), end, opts.val_frac)), **earlier}
+
+
 def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: TrainOptions,
                 on_step: Step | None) -> dict[str, Any]:
     """The validation comparison and the guard decided on it (raises ConfigError when the
-    validation part holds no window)."""
+    validation part holds no window). Where that part cannot tell the heuristics apart, the
+    fallback is the best heuristic on the jobs before it (``fallback_chosen_on``), when those
+    can."""
     from hpcpolicy.deploy.improvement import decide
     from hpcpolicy.env.split import validation_range, validation_starts
-    from hpcpolicy.policies.heuristics import HEURISTICS
 
     starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
                                size=opts.window_size, count=VALIDATION_WINDOWS)
-    ev = compare(workload, machine, (*HEURISTICS, str(policy)), opts,
-                 {"starts": starts, "split": "all"}, on_step)
-    best, best_bsld = ev.best_heuristics()[opts.backfill]
+    ev, seen = _heuristics_on(workload, machine, opts, starts, on_step, policy)
+    val = {"val_frac": opts.val_frac,
+           "jobs": list(validation_range(len(workload), opts.train_frac, opts.val_frac)),
+           "window_size": opts.window_size, **seen, "versus_best": ev.versus_best(ev.runs[-1])}
+    earlier = _earlier_fallback(workload, machine, opts, on_step) \
+        if heuristics_too_close(val) else None
+    if earlier is not None:
+        val["fallback_chosen_on"] = earlier
+    fallback = fallback_of(val)
     per_window = {run.config.policy: [float(w.summary["mean_bsld"]) for w in run.windows]
                   for run in ev.runs}
-    decision = decide(per_window[str(policy)], per_window[best])
-    return {"val_frac": opts.val_frac,
-            "jobs": list(validation_range(len(workload), opts.train_frac, opts.val_frac)),
-            "window_size": opts.window_size, "starts": list(starts), "scores": _scores(ev),
-            "best_heuristic": {"policy": best, "mean_bsld": best_bsld},
-            "versus_best": ev.versus_best(ev.runs[-1]), "decision": decision}
+    val["decision"] = decide(per_window[str(policy)], per_window[fallback])
+    return val
+
+
+def fallback_of(validation: dict[str, Any]) -> str:
+    """The guard's fallback heuristic recorded in the card's ``validation``."""
+    chosen: str = validation.get("fallback_chosen_on", validation)["best_heuristic"]["policy"]
+    return chosen
 
 
 def heuristics_too_close(validation: dict[str, Any]) -> str | None:
@@ -168,11 +210,10 @@ def heuristics_too_close(validation: dict[str, Any]) -> str | None:
     Example:
         >>> scores = [{"policy": p, "kind": "heuristic", "mean_bsld": b}
         ...           for p, b in (("fcfs", 1.03), ("f1", 1.01))]
-        >>> val = {"scores": scores, "best_heuristic": {"policy": "f1"}}
-        >>> heuristics_too_close(val).split(" on the")[0]
+        >>> heuristics_too_close({"scores": scores}).split(" on the")[0]
         'the heuristics score within 5% of each other'
         >>> scores[0]["mean_bsld"] = 1.07
-        >>> heuristics_too_close(val) is None
+        >>> heuristics_too_close({"scores": scores}) is None
         True
     """
     means = [s["mean_bsld"] for s in validation["scores"] if s["kind"] == "heuristic"]
@@ -181,7 +222,7 @@ def heuristics_too_close(validation: dict[str, Any]) -> str | None:
         return None
     return (f"the heuristics score within {SEPARATION:.0%} of each other on the validation part "
             f"(mean bsld {low:.2f} to {high:.2f}), so it says little about which will be best "
-            f"later: the fallback {validation['best_heuristic']['policy']} is close to a guess")
+            "later")
 
 
 def build_card(table: Path, policy: Path, opts: TrainOptions,
@@ -222,7 +263,7 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
                         f"{opts.backfill})")
     val = card["validation"]
     if val is not None:
-        fallback, deploy = val["best_heuristic"]["policy"], val["decision"]["deploy"]
+        fallback, deploy = fallback_of(val), val["decision"]["deploy"]
         card["guard"] = {"fallback": fallback, "rule": GUARD_RULE, "active": not deploy}
         if not deploy:
             warnings.append(f"it did not beat {fallback} on the validation part with "
@@ -231,7 +272,11 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
                             "deploy the policy anyway")
         too_close = heuristics_too_close(val)
         if too_close:
-            warnings.append(too_close)
+            earlier = val.get("fallback_chosen_on")
+            warnings.append(too_close + (
+                f"; the fallback {fallback} was chosen on the jobs before it "
+                f"({earlier['jobs'][0]}..{earlier['jobs'][1] - 1})" if earlier else
+                f"; the fallback {fallback} is close to a guess"))
     card["warning"] = "; ".join(warnings) or None
     return card
 

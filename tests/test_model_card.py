@@ -70,12 +70,12 @@ def test_the_card_follows_its_schema_and_names_the_training_period(
     assert [s["policy"] for s in test["scores"]] == [*HEURISTICS, str(policy)]
     lost = test["versus_best"] > 0
     guard = card["guard"]  # decided on validation, whatever the test part says
-    assert guard == {"fallback": val["best_heuristic"]["policy"],
+    from hpcpolicy.card import fallback_of, heuristics_too_close
+
+    assert guard == {"fallback": fallback_of(val),
                      "rule": "beats-best-on-validation",
                      "active": not val["decision"]["deploy"]}
     assert val["decision"]["windows"] == 2
-    from hpcpolicy.card import heuristics_too_close
-
     too_close = heuristics_too_close(val)
     assert (card["warning"] is not None) == (lost or guard["active"] or too_close is not None)
     assert too_close is None or too_close in card["warning"]
@@ -204,6 +204,38 @@ def test_the_guard_ignores_the_test_part(trained: tuple[Path, Path, str],
     before, after = build_card(table, policy, opts), build_card(changed, policy, opts)
     assert before["validation"] == after["validation"] and before["guard"] == after["guard"]
     assert before["test"]["scores"] != after["test"]["scores"]
+
+
+def test_a_quiet_validation_part_leaves_the_fallback_to_the_jobs_before_it(
+        trained: tuple[Path, Path, str], tmp_path: Path) -> None:
+    """Validation jobs (120..209) made one-second, one-core jobs: every heuristic scores 1 there,
+    so the fallback is the best heuristic on the jobs before them (30..119), and the card says
+    so."""
+    import polars as pl
+
+    from hpcpolicy.card import build_card
+    from hpcpolicy.training.options import TrainOptions
+
+    table, policy, _ = trained
+    jobs = pl.read_parquet(table)
+    quiet = pl.int_range(pl.len()).is_between(120, 209)
+    changed = write_job_table(tmp_path / "jobs.parquet", jobs.with_columns(
+        pl.when(quiet).then(value).otherwise(pl.col(c)).alias(c)
+        for c, value in (("run_time_s", 1), ("req_walltime_s", 2), ("req_cpus", 1))),
+        [{"MaxProcs": CORES}])
+    opts = TrainOptions(window_size=40, k=8, backfill="easy", val_frac=0.3)
+    card = build_card(changed, policy, opts)
+    jsonschema.validate(card, schemas.load("model_card"))
+    val = card["validation"]
+    assert {s["mean_bsld"] for s in val["scores"]} == {1.0}
+    earlier = val["fallback_chosen_on"]
+    assert earlier["jobs"] == [30, 120] and all(30 <= s <= 80 for s in earlier["starts"])
+    heuristics = {s["policy"]: s["mean_bsld"] for s in earlier["scores"]}
+    assert card["guard"]["fallback"] == min(heuristics, key=heuristics.__getitem__)
+    assert max(heuristics.values()) > 1.05 * min(heuristics.values())
+    assert card["guard"]["active"]  # a tie on validation is no evidence for the policy
+    assert (f"the fallback {card['guard']['fallback']} was chosen on the jobs before it "
+            "(30..119)") in card["warning"]
 
 
 def test_the_guard_note_says_which_part_decided(trained: tuple[Path, Path, str],
