@@ -17,12 +17,13 @@ from hpcpolicy.sim.metrics import (
     SUMMARY_KEYS,
     aggregate,
     breakdown,
+    identity_columns,
     outcome_table,
     summarize,
     write_outcomes,
 )
 from hpcpolicy.sim.types import SimResult
-from hpcpolicy.workload import Workload
+from hpcpolicy.workload import JobIds, Workload
 
 # One node of 8 cores and 2 GPUs.
 CLUSTER = ClusterSpec((NodeGroup("n", 1, 8, gpus=2, gpu_type="a100"),))
@@ -178,3 +179,15 @@ def test_numeric_table_gives_the_same_summary() -> None:
     assert {"job_id", "user", "partition"}.isdisjoint(lean.columns)
     full = outcome_table(workload(), result())
     assert summarize(lean, CLUSTER) == summarize(full, CLUSTER)
+
+
+def test_identity_columns_keep_a_tables_ids_as_text() -> None:
+    """Ids read from a table stay its Arrow column: no Python string is made for them."""
+    from dataclasses import replace
+
+    w = workload()
+    ids = JobIds(pl.Series(list(map(str, w.job_id))))
+    lean = replace(w, job_id=ids)
+    assert [c.to_list() for c in identity_columns(lean)] == \
+        [c.to_list() for c in identity_columns(w)]
+    assert ids._array is None

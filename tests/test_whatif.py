@@ -126,6 +126,26 @@ def _compare(outs: list[pl.DataFrame], cluster: ClusterSpec, seed: int = 0) -> d
     return {r["key"]: r for r in rows}
 
 
+def test_run_windows_on_a_longer_grid_cut_to_a_pair_give_the_same_bits() -> None:
+    """What the what-if does with a baseline: one set of per-window figures, binned for each
+    comparison on its own grid, must equal window_stats made for that comparison alone."""
+    w, cluster = synthetic(), ClusterSpec.homogeneous(64)
+    outs = _runs(w, cluster, SimConfig("fcfs"), SimConfig("sjf", "easy"))
+    stats, top = _stats(outs, cluster.total_cores)
+    t0 = min(int(o["submit"].to_numpy().min()) for o in outs)
+    n = len(stats[0].jobs)
+    run = compare.run_windows(outs[0], cluster.total_cores, t0, WEEK, n + 7)
+    cut = compare.with_histograms(run, top, n)
+    whole = compare.window_stats(outs[0], cluster.total_cores, t0, WEEK, n, top)
+    assert cut.jobs.tobytes() == whole.jobs.tobytes()
+    for field in ("sums", "hists", "values"):
+        got, want = getattr(cut, field), getattr(whole, field)
+        assert got.keys() == want.keys()
+        assert all(got[k].tobytes() == want[k].tobytes() for k in want), field
+    assert cut.busy.tobytes() == whole.busy.tobytes()
+    assert cut.capacity.tobytes() == whole.capacity.tobytes()
+
+
 def test_identical_runs_differ_by_nothing() -> None:
     w, cluster = synthetic(), ClusterSpec.homogeneous(64)
     (out,) = _runs(w, cluster, SimConfig(backfill="easy"))
