@@ -161,6 +161,14 @@ def test_whatif_shows_the_card_and_the_active_guard(trained: tuple[Path, Path, s
     notes = json.loads((out / "report.json").read_text())["notes"]
     assert any("model card: test split" in n for n in notes)
     assert any("guard active" in n for n in notes)
+    assert "need not hold on this one" not in text  # compared on the log it trained on
+
+    other = write_table(tmp_path / "other.parquet", 300, seed=1)
+    result = invoke("whatif", str(other), "-c", f"{guarded}+easy", "--bootstrap", "100",
+                    "-o", str(tmp_path / "other-rep"))
+    assert result.exit_code == 0, result.output
+    assert ("that fallback was the best heuristic on the log it trained on, which need not "
+            "hold on this one") in " ".join(result.output.split())
 
     won = _guarded(policy, tmp_path / "won", "sjf", lost=False)
     result = invoke("whatif", str(table), "-c", f"{won}+easy", "--bootstrap", "100",

@@ -49,9 +49,10 @@ def _one(spec: RunSpec, manifest: Mapping[str, Any], table_sha: str | None) -> s
             f"answer add -s range={_day(last)}..{how}")
 
 
-def _card_notes(spec: RunSpec) -> list[str]:
+def _card_notes(spec: RunSpec, table_sha: str | None) -> list[str]:
     """The model card of a trained candidate: its headline with its warning, its active
-    guard."""
+    guard (and, compared on another log than the card's, that the fallback was chosen
+    there)."""
     from hpcpolicy.card import headline
 
     card = read_card(spec.policy) if Path(spec.policy).is_dir() else None
@@ -62,6 +63,10 @@ def _card_notes(spec: RunSpec) -> list[str]:
     if card.get("warning"):
         note = f"warning: {note}; {card['warning']}"
     guard = guard_note(spec.policy)
+    trained_on = (card.get("training_data") or {}).get("sha256")
+    if guard is not None and table_sha is not None and trained_on != table_sha:
+        guard += ("; that fallback was the best heuristic on the log it trained on, which "
+                  "need not hold on this one: compare the heuristics here before deploying it")
     return [note] + ([] if guard is None else [f"warning: {guard}"])
 
 
@@ -82,5 +87,5 @@ def training_notes(specs: Sequence[RunSpec], policies: Mapping[str, Any],
         manifest = getattr(artifact, "manifest", None)
         if isinstance(manifest, Mapping):
             notes.append(_one(spec, manifest, table_sha))
-        notes += _card_notes(spec)
+        notes += _card_notes(spec, table_sha)
     return notes
