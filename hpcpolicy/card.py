@@ -123,6 +123,14 @@ def _scores(ev: Evaluation) -> list[dict[str, Any]]:
     return scores
 
 
+def _record(ev: Evaluation, opts: TrainOptions) -> dict[str, Any]:
+    """A comparison's windows, every run's score and the best heuristic, as the card keeps
+    them."""
+    best, best_bsld = ev.best_heuristics()[opts.backfill]
+    return {"starts": list(ev.starts), "scores": _scores(ev),
+            "best_heuristic": {"policy": best, "mean_bsld": best_bsld}}
+
+
 def _test(workload: Workload, machine: ClusterSpec, table: Path, policy: Path,
           opts: TrainOptions, on_step: Step | None) -> dict[str, Any]:
     """The test-split comparison (raises ConfigError when the test part holds no window)."""
@@ -130,12 +138,9 @@ def _test(workload: Workload, machine: ClusterSpec, table: Path, policy: Path,
 
     ev = compare(workload, machine, (*HEURISTICS, str(policy)), opts,
                  {"windows": CARD_WINDOWS, "seed": CARD_SEED, "split": "test"}, on_step)
-    best, best_bsld = ev.best_heuristics()[opts.backfill]
     return {"split": "test", "train_frac": opts.train_frac, "backfill": opts.backfill,
             "window_size": opts.window_size, "windows": CARD_WINDOWS, "seed": CARD_SEED,
-            "starts": list(ev.starts), "scores": _scores(ev),
-            "best_heuristic": {"policy": best, "mean_bsld": best_bsld},
-            "versus_best": ev.versus_best(ev.runs[-1]),
+            **_record(ev, opts), "versus_best": ev.versus_best(ev.runs[-1]),
             "evaluate": _command(table, policy, opts, tuple(HEURISTICS))}
 
 
@@ -148,9 +153,7 @@ def _heuristics_on(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
 
     names = (*HEURISTICS, *(() if policy is None else (str(policy),)))
     ev = compare(workload, machine, names, opts, {"starts": starts, "split": "all"}, on_step)
-    best, best_bsld = ev.best_heuristics()[opts.backfill]
-    return ev, {"starts": list(starts), "scores": _scores(ev),
-                "best_heuristic": {"policy": best, "mean_bsld": best_bsld}}
+    return ev, _record(ev, opts)
 
 
 def _earlier_fallback(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
