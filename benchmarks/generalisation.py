@@ -83,7 +83,7 @@ def train(table: Path, run: Path, backfill: str, seed: int, a: argparse.Namespac
     start = time.perf_counter()
     _run(["train", str(table), "--algo", "ddppo", "--workers", str(a.workers), "--steps",
           str(a.steps), "--seed", str(seed), "--backfill", backfill, "-o", str(run),
-          *machine_options(table.stem)])
+          *machine_options(table.stem), *([] if a.prior is None else ["--prior", a.prior])])
     return time.perf_counter() - start
 
 
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-on", default="HPC2N", help="across: traces trained on")
     p.add_argument("--steps", type=int, required=True, help="training steps per run")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--prior", help="train's --prior (default: train's own default)")
     p.add_argument("--windows", type=int, default=10)
     p.add_argument("--window-size", type=int, default=1024)
     p.add_argument("--cache", type=Path,

@@ -114,7 +114,9 @@ def show_card(card: Mapping[str, Any]) -> None:
     console.print(f"model card (card.json): trained on "
                   f"{card['training_data']['path']}, jobs {period['jobs'][0]:,}.."
                   f"{period['jobs'][1] - 1:,} submitted {period['from']} .. {period['to']} "
-                  f"({period['part']})", markup=False, soft_wrap=True)
+                  f"({period['part']})" + (f", starting from {card['prior']} (--prior)"
+                                            if card.get("prior") else ""),
+                  markup=False, soft_wrap=True)
     selection = card.get("selection")
     if selection is not None:
         console.print(f"deployed: {selection['chosen']} of {len(selection['candidates'])} "

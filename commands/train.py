@@ -123,6 +123,14 @@ def main(
         "out of training; the model card decides there whether the policy or the best "
         "heuristic is deployed (0: no validation, no guard).")] = _D.val_frac,
     warm: WarmOpt = _D.warm,
+    prior: Annotated[str, typer.Option(
+        "--prior", help="ppo, ddppo: a heuristic for the policy to start from and re-rank "
+        "(a residual policy): the slots show that heuristic's best --k waiting jobs, best "
+        "first, the jobs after the chosen one follow its order, and the untrained policy "
+        "schedules exactly as it does. auto: the heuristic the guard would fall back to (the "
+        "best on the validation part); none: the oldest --k in submit order, from scratch. "
+        "Any heuristic of `hpcpolicy simulate --help` but fairshare.",
+        callback=lower_choice)] = _D.prior,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
     procs_from: ProcsFromOpt = None,
@@ -188,7 +196,8 @@ def main(
     options = TrainOptions(
         steps=steps, seed=seed, workers=workers, resume=resume, reward=reward,
         backfill=backfill, window_size=window_size, k=k, visible=visible, num_envs=num_envs,
-        split=split, train_frac=train_frac, val_frac=val_frac, warm=warm, cluster=cluster,
+        split=split, train_frac=train_frac, val_frac=val_frac, warm=warm, prior=prior,
+        cluster=cluster,
         procs=procs, procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat,
         site=site,
         finetune_steps=finetune_steps if online_finetune else None, init_from=init_from,

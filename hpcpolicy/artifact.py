@@ -136,12 +136,14 @@ class LoadedPolicy:
         k: Slots the policy was trained with (it scores any number).
         job_features: Names of the job features, in input order.
         cluster_features: Names of the cluster features, in input order.
+        slot_order: What filled the slots in training: ``oldest`` or a prior heuristic.
     """
 
     def __init__(self, path: Path, manifest: dict[str, Any], backend: str, model: Any) -> None:
         self.path, self.manifest, self.backend, self._model = path, manifest, backend, model
         obs = manifest["observation"]
         self.k: int = obs["k"]
+        self.slot_order: str = obs.get("slot_order", "oldest")
         self.job_features = tuple(f["name"] for f in obs["job_features"])
         self.cluster_features = tuple(f["name"] for f in obs["cluster_features"])
 

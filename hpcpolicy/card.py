@@ -200,6 +200,29 @@ def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: Tr
     return val
 
 
+def prior_for(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
+              on_step: Step | None = None) -> str | None:
+    """The heuristic ``train --prior auto`` starts from, chosen before training as the guard
+    chooses its fallback: the best on the validation part, or on the jobs before it when the
+    validation part cannot tell the heuristics apart; only heuristics that can be a prior
+    (:data:`hpcpolicy.env.prior.PRIORS`) compete. None when the validation part holds no
+    window."""
+    from hpcpolicy.env.prior import PRIORS
+    from hpcpolicy.env.split import validation_starts
+
+    try:
+        starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
+                                   size=opts.window_size, count=VALIDATION_WINDOWS)
+    except ConfigError:
+        return None
+    _, seen = _heuristics_on(workload, machine, opts, starts, on_step)
+    chosen_on = (heuristics_too_close(seen) and _earlier_fallback(workload, machine, opts,
+                                                                   on_step)) or seen
+    best: str = min((s for s in chosen_on["scores"] if s["policy"] in PRIORS),
+                    key=lambda s: s["mean_bsld"])["policy"]
+    return best
+
+
 def fallback_of(validation: dict[str, Any]) -> str:
     """The guard's fallback heuristic recorded in the card's ``validation``."""
     chosen: str = validation.get("fallback_chosen_on", validation)["best_heuristic"]["policy"]
@@ -235,7 +258,11 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
     and period it learned on come from its manifest (``on_step``: evaluate's progress;
     ``loaded``: :func:`load_table`'s answer, when the caller has it already)."""
     manifest = json.loads((policy / "manifest.json").read_text(encoding="utf-8"))
+    from hpcpolicy.env.prior import OLDEST
+
+    order = manifest["observation"].get("slot_order", OLDEST)
     card: dict[str, Any] = {"format": CARD_FORMAT, "card_version": 2, "algo": manifest["algo"],
+                            "prior": None if order == OLDEST else order,
                             "training_data": manifest["training_data"],
                             "period": _period(manifest["provenance"]["split"]),
                             "validation": None, "test": None, "skipped": None,

@@ -258,3 +258,29 @@ def test_the_guard_note_says_which_part_decided(trained: tuple[Path, Path, str],
     (new / "card.json").write_text(json.dumps(card))
     assert f"{old} lost to sjf on its test split" in (guard_note(str(old)) or "")
     assert f"{new} did not beat sjf on its validation part" in (guard_note(str(new)) or "")
+
+
+def test_prior_auto_starts_from_the_best_heuristic_on_validation(tmp_path: Path) -> None:
+    """``--prior auto`` picks the best heuristic a policy can start from on the validation
+    windows, before training; the run says so, the manifest and card record it, and the
+    briefly trained residual policy still scores exactly as that heuristic there."""
+    from hpcpolicy.env.prior import PRIORS
+
+    table = write_table(tmp_path / "jobs.parquet", 300)
+    config = tmp_path / "ppo.json"
+    config.write_text(json.dumps(ROLLOUT))
+    result = invoke("train", str(table), *TINY, "--val-frac", "0.3", "--config", str(config),
+                    "--prior", "AUTO", "-o", str(tmp_path / "run"))
+    assert result.exit_code == 0, result.output
+    policy = tmp_path / "run" / "policy"
+    card = _card(policy)
+    jsonschema.validate(card, schemas.load("model_card"))
+    scores = {s["policy"]: s["mean_bsld"] for s in card["validation"]["scores"]}
+    prior = card["prior"]
+    assert prior in PRIORS and scores[prior] == min(scores[p] for p in PRIORS)
+    assert scores[str(policy)] == scores[prior]
+    manifest = json.loads((policy / "manifest.json").read_text())
+    assert manifest["observation"]["slot_order"] == prior
+    text = " ".join(result.output.split())  # as wrapped for the terminal
+    assert f"starts from {prior} (--prior auto: best on validation)" in text
+    assert f"starting from {prior} (--prior)" in text

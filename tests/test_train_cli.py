@@ -142,6 +142,9 @@ def test_bad_options_are_one_line_errors(table: Path, tmp_path: Path) -> None:
         invoke("train", str(table), "--window-size", "200", "-o", str(tmp_path / "r")))
     assert "val_frac must be in [0, train_frac=0.7), not 0.8" in one_line_error(
         invoke("train", str(table), "--val-frac", "0.8", "-o", str(tmp_path / "r")))
+    assert "--prior 'fairshare' is not a heuristic a policy can start from; valid: none, " \
+           "auto, fcfs" in one_line_error(
+        invoke("train", str(table), "--prior", "fairshare", "-o", str(tmp_path / "r")))
     bad = tmp_path / "bad.json"
     bad.write_text('{"learning_rat": 0.1}')
     assert "unknown field(s) learning_rat" in one_line_error(

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from hpcpolicy.compat import COMPAT_NAMES
 from hpcpolicy.config import Config, choice
+from hpcpolicy.env.prior import PRIORS
 from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.env.spaces import DEFAULT_K
 from hpcpolicy.env.split import SPLITS
@@ -61,6 +62,9 @@ class EnvConfig(Config):
     """Running cores per user a site model allows; 0 = no limit."""
     pools: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Partitions confined to node groups by a site model (``SimConfig.pools``)."""
+    prior: str | None = choice(None, PRIORS)
+    """Heuristic whose order fills the slots and follows the chosen head, the policy's starting
+    point (:mod:`hpcpolicy.env.prior`); None: the oldest ``k`` in submit order."""
     baselines: tuple[str, ...] = ("fcfs", "sjf", "f1")
     """Heuristics replayed on each finished episode's window; the best one's bounded slowdown
     is reported in ``info["episode_metrics"]`` (empty: none, which is faster)."""

@@ -46,6 +46,7 @@ import numpy.typing as npt
 from numba import njit
 
 from hpcpolicy.env.observe import fill
+from hpcpolicy.env.prior import slot_order
 from hpcpolicy.sim import fast
 from hpcpolicy.sim.compiled import Stepper, bind
 from hpcpolicy.sim.fast import fit_group  # the engine's own fit test
@@ -53,6 +54,7 @@ from hpcpolicy.sim.fast import fit_group  # the engine's own fit test
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.env.observe import Obs, Observer
+    from hpcpolicy.policies.base import ScoreKernel
     from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
     from hpcpolicy.workload import Workload
 
@@ -62,24 +64,35 @@ I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
 
-def head_scores(waiting: int, slot: int, out: F64 | None = None) -> F64:
-    """Scores that make waiting job ``slot`` the head and keep the others in submit order.
+def head_scores(waiting: int, slot: int, out: F64 | None = None,
+                order: I64 | None = None) -> F64:
+    """Scores that make the job in ``slot`` the head and keep the others in slot order.
 
     The engine starts the lowest score first and backfills in score order, so this is "the
-    chosen job first, then first come, first served" (RLScheduler's backfilling order too).
+    chosen job first, then first come, first served" (RLScheduler's backfilling order too), or,
+    with a prior's ``order`` (:mod:`hpcpolicy.env.prior`), the chosen job first, then the
+    prior's order.
 
     Args:
         waiting: Number of waiting jobs.
-        slot: Index of the chosen job among them.
+        slot: Index of the chosen job among them, in slot order.
         out: Where to write the scores (its first ``waiting`` entries); a new array if None.
+        order: Positions of the waiting jobs in slot order (:func:`~hpcpolicy.env.prior.
+            slot_order`); None: submit order.
 
     Example:
         >>> head_scores(4, 2).tolist()
         [0.0, 1.0, -1.0, 3.0]
+        >>> head_scores(4, 0, order=np.array([3, 1, 0, 2])).tolist()
+        [2.0, 1.0, 3.0, -1.0]
     """
     scores = np.empty(waiting) if out is None else out[:waiting]
-    scores[:] = np.arange(waiting, dtype=np.float64)
-    scores[slot] = -1.0
+    if order is None:
+        scores[:] = np.arange(waiting, dtype=np.float64)
+        scores[slot] = -1.0
+    else:
+        scores[order[:waiting]] = np.arange(waiting, dtype=np.float64)
+        scores[order[slot]] = -1.0
     return scores
 
 
@@ -98,12 +111,13 @@ def _running(ids, need, grp, pend, cores, req_end):
 
 
 @njit(cache=True)
-def _observe(sc, queue, k, need, free, run_ids, run_len, js, static, submit, total, wait_col,
-             fits_col, jlog, jdiv, cols, clog, cdiv, jobs, cluster, mask):
+def _observe(sc, queue, k, need, free, run_ids, run_len, js, ordered, order, static, submit,
+             total, wait_col, fits_col, jlog, jdiv, cols, clog, cdiv, jobs, cluster, mask):
     """:func:`~hpcpolicy.env.observe.fill` of the decision the engine state stands at: the
-    visible jobs, their fit test and the running jobs read from the state's own arrays."""
+    visible jobs (the first ``k`` waiting, or in a prior's ``order`` when ``ordered``), their
+    fit test and the running jobs read from the state's own arrays."""
     waiting = queue[sc[fast.QH]:sc[fast.QT]]
-    visible = waiting[:k]
+    visible = waiting[order[:min(k, waiting.shape[0])]] if ordered else waiting[:k]
     fits = np.empty(visible.shape[0], np.bool_)
     _fits_now(visible, need, free, fits)
     ids = run_ids[:sc[run_len]]
@@ -122,12 +136,16 @@ class EngineDriver:
         cfg: Backfilling, compat and the other engine options (``cfg.policy`` is ignored:
             the caller chooses every head).
         running: Jobs occupying the machine at the start (warm start).
+        prior: The bound formula of the heuristic whose order fills the slots
+            (:func:`~hpcpolicy.env.prior.prior_kernel`); None: submit order.
     """
 
     def __init__(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig, *,
-                 running: RunningJobs | None = None) -> None:
+                 running: RunningJobs | None = None, prior: ScoreKernel | None = None) -> None:
         self.stepper = Stepper(workload, cluster, cfg, running=running)
         self.prep = self.stepper.prep
+        self._prior = prior
+        self._order = np.arange(len(workload), dtype=np.int64)  # slot -> queue position
         # running jobs: the finish heap (fast) or the running list (compat), ids in row 1
         peer = cfg.preset.peer_engine
         self._running_ids = self.stepper.state.plan[1] if peer else self.stepper.state.heap[1]
@@ -139,11 +157,15 @@ class EngineDriver:
     def advance(self) -> int:
         """Run to the next decision; the number of waiting jobs, or 0 when every job has run."""
         self._q = int(self.stepper.next_raw(self.stepper.jobs, self.stepper.state))
+        if self._prior is not None and self._q:
+            self._order[:self._q] = slot_order(self._prior, self.now, self.queue())
         return self._q
 
     def choose(self, slot: int) -> None:
-        """Make waiting job ``slot`` (index into :meth:`queue`) the head (:func:`head_scores`)."""
-        head_scores(self._q, slot, self.stepper.state.scores)
+        """Make the waiting job in ``slot`` the head (:func:`head_scores`): the index into
+        :meth:`queue`, or into the prior's order of it."""
+        head_scores(self._q, slot, self.stepper.state.scores,
+                    None if self._prior is None else self._order)
         self.stepper.decide_raw(self.stepper.jobs, self.stepper.state)
 
     def observe(self, observer: Observer, obs: Obs) -> None:
@@ -155,7 +177,8 @@ class EngineDriver:
         if self._observe is None:
             st = self.stepper.state
             fixed = (st.sc, st.queue, observer.k, self.prep.need, st.free, self._running_ids,
-                     self._running_len, st.js, *observer.tables)
+                     self._running_len, st.js, self._prior is not None, self._order,
+                     *observer.tables)
             fn = bind(_observe, *fixed, obs["jobs"], obs["cluster"], obs["mask"])
             self._observe = functools.partial(fn, *fixed)
         self._observe(obs["jobs"], obs["cluster"], obs["mask"])

@@ -13,6 +13,7 @@ from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.env.driver import EngineDriver
 from hpcpolicy.env.observe import Observer
+from hpcpolicy.env.prior import OLDEST, prior_kernel
 from hpcpolicy.env.registration import register
 from hpcpolicy.env.rewards import RewardMeter
 from hpcpolicy.env.spaces import action_space, observation_space
@@ -56,8 +57,9 @@ class SchedulingEnv(gym.Env[Obs, int]):
 
     ``Discrete(k)``: the slot of the job that becomes the head. Slots hold the oldest ``k``
     waiting jobs in submit order (:mod:`hpcpolicy.env.observe`: later arrivals are not shown
-    while more than ``k`` wait). An empty slot is accepted, changes nothing and is rewarded
-    :data:`INVALID_ACTION_REWARD`; mask it out with ``info["action_mask"]``.
+    while more than ``k`` wait), or with ``config.prior`` the prior heuristic's best ``k`` in
+    its order (:mod:`hpcpolicy.env.prior`). An empty slot is accepted, changes nothing and is
+    rewarded :data:`INVALID_ACTION_REWARD`; mask it out with ``info["action_mask"]``.
 
     ## Observation Space
 
@@ -112,6 +114,9 @@ class SchedulingEnv(gym.Env[Obs, int]):
     def __init__(self, workload: Workload, cluster: ClusterSpec,
                  config: EnvConfig | None = None) -> None:
         self.config = config if config is not None else EnvConfig()
+        self.slot_order = self.config.prior or OLDEST
+        """What fills the slots: ``oldest`` or the prior heuristic's name (recorded in the
+        exported policy's manifest)."""
         self.workload, self.cluster = workload, cluster
         self.observation_space = observation_space(self.config.k)
         self.action_space = action_space(self.config.k)  # type: ignore[assignment]
@@ -143,7 +148,9 @@ class SchedulingEnv(gym.Env[Obs, int]):
                               f"(windows start at {self._first}..{self._last})")
         self._start = start = int(start)
         self._window = self.workload.take(np.arange(start, start + self.config.window_size))
-        driver = EngineDriver(self._window, self.cluster, self._sim, running=self._running(start))
+        driver = EngineDriver(self._window, self.cluster, self._sim, running=self._running(start),
+                              prior=prior_kernel(self.config.prior, self._window, self.cluster,
+                                                 self._sim))
         if driver.advance() == 0:
             raise SimulationError(f"the window of {self.config.window_size} jobs at job {start} "
                                   "has no job that fits on the cluster: nothing to decide")

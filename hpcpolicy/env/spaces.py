@@ -212,8 +212,9 @@ def action_space(k: int = DEFAULT_K) -> gym.spaces.Discrete:
     return spaces.Discrete(k)
 
 
-def feature_spec(k: int = DEFAULT_K) -> dict[str, Any]:
-    """The contract as JSON-ready data, recorded in the policy manifest.
+def feature_spec(k: int = DEFAULT_K, slot_order: str = "oldest") -> dict[str, Any]:
+    """The contract as JSON-ready data, recorded in the policy manifest (``slot_order``: what
+    fills the slots, ``oldest`` or a prior heuristic, see :mod:`hpcpolicy.env.prior`).
 
     Example:
         >>> feature_spec(8)["job_features"][0]["name"]
@@ -221,6 +222,7 @@ def feature_spec(k: int = DEFAULT_K) -> dict[str, Any]:
     """
     return {
         "k": k,
+        "slot_order": slot_order,
         "inputs": list(OBS_KEYS),
         "job_features": [asdict(f) for f in JOB_FEATURES],
         "cluster_features": [asdict(f) for f in CLUSTER_FEATURES],

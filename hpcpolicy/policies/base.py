@@ -138,14 +138,10 @@ class ScoreKernel:
 
     def scores(self, view: QueueView) -> F64:
         """The formula evaluated with numpy (the reference engine's path)."""
+        if self.kind != "fairshare":
+            return self.at(view.now, view.jobs)
         j = view.jobs
-        if self.kind == "static":
-            return self.a[j].copy()
         w = (view.now - self.submit[j]).astype(np.float64)
-        if self.kind == "wfp3":
-            return -(w * w * w) * self.a[j]
-        if self.kind == "unicep":
-            return -(w / self.a[j])
         fs = self.fairshare
         assert fs is not None
         age = np.minimum(w / float(fs.max_age_s), 1.0)
@@ -153,3 +149,15 @@ class ScoreKernel:
         # differently in the last bit, which could reorder near-ties).
         factor = np.array([math.exp(-LN2 * self.n_users * s) for s in view.user_share])
         return -(self.a[j] + fs.weight_age * age + fs.weight_fairshare * factor[self.user[j]])
+
+    def at(self, now: int, jobs: I64) -> F64:
+        """Scores of ``jobs`` at time ``now``, for every kind but ``fairshare`` (which reads
+        the users' decayed usage, the engine's state)."""
+        if self.kind == "static":
+            return self.a[jobs].copy()
+        w = (now - self.submit[jobs]).astype(np.float64)
+        if self.kind == "wfp3":
+            return -(w * w * w) * self.a[jobs]
+        if self.kind == "unicep":
+            return -(w / self.a[jobs])
+        raise ValueError(f"the {self.kind} formula needs the users' usage: use scores(view)")

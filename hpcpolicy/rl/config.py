@@ -75,6 +75,10 @@ class PPOConfig(Config):
     """Hidden widths of the value network (job embedding, then the head)."""
     activation: str = choice("tanh", _ACTIVATIONS)
     """Activation of both networks: tanh or relu."""
+    rank_bias: float = 1.0
+    """With a prior heuristic ordering the slots (``train --prior``): logit subtracted per slot
+    rank, so the policy starts as that heuristic (:class:`~hpcpolicy.rl.networks.JobScorer`).
+    Unused without a prior."""
     device: str = choice("cpu", _DEVICES)
     """cpu or cuda (DD-PPO uses cuda:LOCAL_RANK)."""
     torch_threads: int = 1
@@ -100,7 +104,7 @@ class PPOConfig(Config):
             self._require(0.0 <= value <= 1.0, name, f"must be in [0, 1], got {value}")
         for name in ("clip_coef", "max_grad_norm"):
             self._require(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
-        self._at_least(0, "ent_coef", "vf_coef")
+        self._at_least(0, "ent_coef", "vf_coef", "rank_bias")
         self._require(self.target_kl is None or self.target_kl > 0, "target_kl",
                       f"must be > 0 or null, got {self.target_kl}")
         for name in ("hidden", "value_hidden"):

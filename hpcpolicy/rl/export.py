@@ -143,7 +143,8 @@ def finite_metrics(metrics: Mapping[str, float]) -> dict[str, float | None]:
 def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str], *,
                   config: Mapping[str, Any], metrics: Mapping[str, float], k: int,
                   provenance: Mapping[str, Any] | None = None,
-                  observation: Mapping[str, Any] | None = None) -> Path:
+                  observation: Mapping[str, Any] | None = None,
+                  slot_order: str = "oldest") -> Path:
     """Write ``policy.onnx``, ``policy.torchscript.pt`` and ``manifest.json`` to ``out_dir``
     (format ``hpcpolicy.policy``, through :func:`stage_artifact`).
 
@@ -158,7 +159,9 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
             JSON-ready keys, recorded under ``provenance``.
         observation: The inputs' contract to record, for a scorer of other slots than
             waiting jobs (the two-agent scheduler's allocator scores candidate placements);
-            default :func:`~hpcpolicy.env.spaces.feature_spec` of ``k``.
+            default :func:`~hpcpolicy.env.spaces.feature_spec` of ``k`` and ``slot_order``.
+        slot_order: What filled the slots in training: ``oldest`` or the prior heuristic
+            (:mod:`hpcpolicy.env.prior`).
 
     Returns:
         ``out_dir`` as a Path.
@@ -170,7 +173,7 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
 
     scorer_net = agent if isinstance(agent, JobScorer) else agent.scorer
     scorer = PolicyScorer(copy.deepcopy(scorer_net).cpu()).eval()
-    spec = dict(observation) if observation is not None else feature_spec(k)
+    spec = dict(observation) if observation is not None else feature_spec(k, slot_order)
     n_job, n_cluster = len(spec["job_features"]), len(spec["cluster_features"])
     network = Network(scorer, (torch.zeros(1, k, n_job), torch.zeros(1, n_cluster),
                                torch.ones(1, k, dtype=torch.bool)),

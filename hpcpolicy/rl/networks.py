@@ -89,16 +89,26 @@ def valid_rows(jobs: torch.Tensor, cluster: torch.Tensor,
 
 
 class JobScorer(nn.Module):
-    """The per-slot MLP: ``[job ‖ cluster] -> hidden... -> 1`` raw score per slot."""
+    """The per-slot MLP: ``[job ‖ cluster] -> hidden... -> 1`` raw score per slot, less
+    ``rank_bias`` times the slot's index.
+
+    With slots in a prior heuristic's order (:mod:`hpcpolicy.env.prior`), the rank bias makes
+    the untrained policy that heuristic (its argmax is slot 0, whose probability starts at
+    about 1 - exp(-rank_bias)); the MLP learns where to depart from it. 0: no bias.
+    """
 
     def __init__(self, job_dim: int, cluster_dim: int, hidden: tuple[int, ...] = (32, 16, 8),
-                 activation: str = "tanh") -> None:
+                 activation: str = "tanh", rank_bias: float = 0.0) -> None:
         super().__init__()
         self.mlp = _mlp(job_dim + cluster_dim, hidden, 1, activation, out_gain=0.01)
+        self.rank_bias = float(rank_bias)
 
     def forward(self, jobs: torch.Tensor, cluster: torch.Tensor) -> torch.Tensor:
         """Scores ``[B, K]`` for jobs ``[B, K, Fj]`` and cluster ``[B, Fc]``."""
         scores: torch.Tensor = self.mlp(_with_cluster(jobs, cluster)).squeeze(-1)
+        if self.rank_bias != 0.0:
+            slots = torch.arange(jobs.shape[-2], dtype=scores.dtype, device=scores.device)
+            scores = scores - self.rank_bias * slots
         return scores
 
 
@@ -150,9 +160,10 @@ class ActorCritic(nn.Module):
     """Policy (a :class:`JobScorer` with a masked softmax) and value network, trained together."""
 
     def __init__(self, job_dim: int, cluster_dim: int, hidden: tuple[int, ...] = (32, 16, 8),
-                 value_hidden: tuple[int, ...] = (32, 16), activation: str = "tanh") -> None:
+                 value_hidden: tuple[int, ...] = (32, 16), activation: str = "tanh",
+                 rank_bias: float = 0.0) -> None:
         super().__init__()
-        self.scorer = JobScorer(job_dim, cluster_dim, hidden, activation)
+        self.scorer = JobScorer(job_dim, cluster_dim, hidden, activation, rank_bias)
         self.critic = ValueNet(job_dim, cluster_dim, value_hidden, activation)
 
     def masked_logits(self, jobs: torch.Tensor, cluster: torch.Tensor,
@@ -182,6 +193,8 @@ class ActorCritic(nn.Module):
         """
         x, rows = valid_rows(jobs, cluster, mask)
         scores = self.scorer.mlp(x).squeeze(-1)
+        if self.scorer.rank_bias != 0.0:
+            scores = scores - self.scorer.rank_bias * rows[1].to(scores.dtype)
         logits = scores.new_full(mask.shape, MASKED_LOGIT).index_put(rows, scores)
         logp_all = torch.log_softmax(logits, dim=-1)
         probs = logp_all.exp()

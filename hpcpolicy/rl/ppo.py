@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from hpcpolicy.atomic import write_json
+from hpcpolicy.env.prior import OLDEST
 from hpcpolicy.rl.config import PPOConfig
 from hpcpolicy.rl.networks import ActorCritic, slots_in_use
 from hpcpolicy.rl.runs import (
@@ -376,7 +377,8 @@ def _open_session(cfg: PPOConfig, make_env: EnvFactory, paths: RunPaths, comm: C
     seed_everything(cfg.seed)
     envs = SyncEnvs(make_env, cfg.num_envs, derive_seed(cfg.seed, comm.rank, 0))
     agent = ActorCritic(envs.job_dim, envs.cluster_dim, cfg.hidden, cfg.value_hidden,
-                        cfg.activation).to(device)
+                        cfg.activation, 0.0 if envs.slot_order == OLDEST else cfg.rank_bias
+                        ).to(device)
     if initial_scorer is not None and not resume:
         agent.scorer.load_state_dict(initial_scorer)
     comm.sync_parameters(agent)
@@ -451,7 +453,8 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
                         progress(row)
                 if writer and cfg.snapshot_every and s.update % cfg.snapshot_every == 0:
                     export_policy(s.agent, paths.snapshot(s.update), config=cfg.to_dict(),
-                                  metrics=row, provenance=provenance, k=s.envs.k)
+                                  metrics=row, provenance=provenance, k=s.envs.k,
+                                  slot_order=s.envs.slot_order)
                 if s.update % cfg.checkpoint_every == 0 or stopped \
                         or s.global_step >= cfg.total_steps:
                     s.checkpoint()
@@ -462,7 +465,7 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
                          stopped and s.global_step < cfg.total_steps, s.wall(), row)
     if writer:
         export_policy(s.agent, paths.policy, config=cfg.to_dict(), metrics=row,
-                      provenance=provenance, k=s.envs.k)
+                      provenance=provenance, k=s.envs.k, slot_order=s.envs.slot_order)
         write_json(paths.root / "result.json", result.to_dict())
         paths.stop_request.unlink(missing_ok=True)  # served
     return result

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from hpcpolicy.env.prior import OLDEST
 from hpcpolicy.env.spaces import OBS_KEYS
 from hpcpolicy.errors import SimulationError
 
@@ -94,6 +95,8 @@ class SyncEnvs:
                              "hpcpolicy.env.spaces for the contract")
         self.k, self.job_dim = spaces["jobs"].shape
         self.cluster_dim = spaces["cluster"].shape[0]
+        self.slot_order: str = getattr(self.envs[0].unwrapped, "slot_order", OLDEST)
+        """What fills the slots (:attr:`hpcpolicy.env.scheduling.SchedulingEnv.slot_order`)."""
 
     @property
     def num_envs(self) -> int:

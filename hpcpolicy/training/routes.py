@@ -19,8 +19,11 @@ from hpcpolicy.training.hooks import Hooks, Trained, TrainProgress
 from hpcpolicy.training.options import MARL, TrainOptions, config_fields, run_dir
 
 if TYPE_CHECKING:
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.env import EnvConfig
     from hpcpolicy.rl.config import PPOConfig
     from hpcpolicy.rl.ppo import TrainResult
+    from hpcpolicy.workload import Workload
 
 __all__ = ["gpu_dqn", "marl", "offline", "online"]
 
@@ -28,13 +31,13 @@ Config = Mapping[str, Any] | str | Path | None
 
 ONLINE_ONLY = ("workers", "resume", "reward", "backfill", "window_size", "num_envs", "split",
                "train_frac", "val_frac", "warm", "cluster", "procs", "procs_from",
-               "walltime_fallback", "compat", "site")
+               "walltime_fallback", "compat", "site", "prior")
 """Options that shape the simulated environment; an offline run takes it from the dataset."""
 NOT_MARL = ("reward", "num_envs", "warm", "compat", "finetune_steps", "idle_weight", "site",
-            "val_frac")
+            "val_frac", "prior")
 """Options the two-agent scheduler does not take (its reward weights are config fields)."""
 NOT_GPU_DQN = ("workers", "reward", "k", "visible", "num_envs", "split", "warm", "procs",
-               "compat", "finetune_steps", "site", "val_frac")
+               "compat", "finetune_steps", "site", "val_frac", "prior")
 """Options GPU-type DQN does not take (its fields are in hpcpolicy.hetero.config)."""
 
 
@@ -240,6 +243,11 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
     from hpcpolicy.site.apply import env_options
     from hpcpolicy.site.toml_io import load_site
 
+    from hpcpolicy.env.prior import PRIORS
+
+    if opts.prior not in ("none", "auto", *PRIORS):
+        raise ConfigError(f"--prior {opts.prior!r} is not a heuristic a policy can start from; "
+                          f"valid: none, auto, {', '.join(PRIORS)}")
     # episodes stop short of the validation part, kept for the model card's guard
     frac = opts.train_frac if opts.split == "all" else fit_frac(opts.train_frac, opts.val_frac)
     env = EnvConfig(k=DEFAULT_K if opts.k is None else opts.k, window_size=opts.window_size,
@@ -260,6 +268,7 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
         held = f" ({opts.val_frac:g} of the jobs kept for validation: --val-frac)" \
             if frac != opts.train_frac else ""
         raise ConfigError(f"{exc}{held}") from None
+    env, started = _with_prior(env, opts, workload, machine)
     kwargs = env_kwargs(table, env, workload=options, cluster=opts.cluster, procs=opts.procs,
                         site=site)
     facts = provenance(table, env, workload, machine)
@@ -272,7 +281,23 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
         facts["site"] = site
     return kwargs, facts, (f"{table}: {len(workload):,} jobs; episodes from jobs {lo:,}.."
                            f"{hi - 1:,} ({part}); machine {machine.name} "
-                           f"({machine.total_cores:,} cores)")
+                           f"({machine.total_cores:,} cores){started}")
+
+
+def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload,
+                machine: ClusterSpec) -> tuple[EnvConfig, str]:
+    """``env`` with the heuristic of ``--prior`` (``auto`` resolved on the validation part) and
+    a phrase saying which, for the run's description."""
+    if opts.prior == "none":
+        return env, ""
+    if opts.prior != "auto":
+        return replace(env, prior=opts.prior), f"; starts from {opts.prior}"
+    from hpcpolicy.card import prior_for
+
+    name = prior_for(workload, machine, opts)
+    if name is None:
+        return env, "; no prior (--prior auto: the validation part holds no window)"
+    return replace(env, prior=name), f"; starts from {name} (--prior auto: best on validation)"
 
 
 def _in_process(cfg: PPOConfig, kwargs: dict[str, Any], run: Path, resume: bool,
