@@ -101,7 +101,8 @@ def main(
     backfill: BackfillOpt = _D.backfill,
     window_size: WindowSizeOpt = _D.window_size,
     k: Annotated[int | None, typer.Option(
-        "--k", help="Waiting jobs the policy sees (the oldest; marl: see --visible); default "
+        "--k", help="Waiting jobs the policy sees (the oldest, or --prior's best; marl: see "
+        "--visible); default "
         "128 (offline: the dataset's; marl: 32).", show_default=False)] = None,
     visible: Annotated[str | None, typer.Option(
         "--visible", help="marl: which waiting jobs the selector sees: the oldest --k "
@@ -127,8 +128,9 @@ def main(
         "--prior", help="ppo, ddppo: a heuristic for the policy to start from and re-rank "
         "(a residual policy): the slots show that heuristic's best --k waiting jobs, best "
         "first, the jobs after the chosen one follow its order, and the untrained policy "
-        "schedules exactly as it does. auto: the heuristic the guard would fall back to (the "
-        "best on the validation part); none: the oldest --k in submit order, from scratch. "
+        "schedules exactly as it does. auto: the heuristic the guard would fall "
+        "back to (the best on the validation part); none: the oldest --k in submit order, "
+        "from scratch. "
         "Any heuristic of `hpcpolicy simulate --help` but fairshare.",
         callback=lower_choice)] = _D.prior,
     cluster: ClusterOpt = None,

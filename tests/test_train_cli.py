@@ -174,6 +174,13 @@ def test_init_from_starts_the_policy_from_another_run(table: Path, tmp_path: Pat
     assert any(not torch.allclose(weights["fresh"][key], value) for key, value in trained.items())
     manifest = json.loads((tmp_path / "from_first" / "policy" / "manifest.json").read_text())
     assert manifest["provenance"]["initialised_from"] == str((first / "policy").resolve())
+    order = json.loads((first / "policy" / "manifest.json").read_text())["observation"]
+    assert manifest["observation"]["slot_order"] == order["slot_order"]  # kept, not re-chosen
+    other = "ljf" if order["slot_order"] != "ljf" else "sjf"
+    assert (f"learned on slots in {order['slot_order']} order; --prior {other} would show it "
+            "others") in one_line_error(invoke("train", str(table), *TINY, "--prior", other,
+                                               "--init-from", str(first / "policy"),
+                                               "-o", str(tmp_path / "o")))
 
     wide = tmp_path / "wide.json"
     wide.write_text(json.dumps({"hidden": [16, 8]}))

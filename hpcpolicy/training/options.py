@@ -65,7 +65,7 @@ class TrainOptions:
     val_frac: float = 0.1
     """ppo, ddppo: share of all jobs, at the end of the training part, kept out of episodes;
     the model card decides the policy's guard on it (0: no validation, no guard)."""
-    prior: str = "none"
+    prior: str = "auto"
     """ppo, ddppo: the heuristic the policy starts from and re-ranks (:mod:`hpcpolicy.env.prior`):
     ``none``, a heuristic's name, or ``auto``, the one the guard would fall back to (the best
     on the validation part, :func:`hpcpolicy.card.prior_for`)."""

@@ -286,8 +286,11 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
 
 def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload,
                 machine: ClusterSpec) -> tuple[EnvConfig, str]:
-    """``env`` with the heuristic of ``--prior`` (``auto`` resolved on the validation part) and
-    a phrase saying which, for the run's description."""
+    """``env`` with the heuristic of ``--prior`` (``auto`` resolved on the validation part, or
+    the slot order of ``--init-from``'s policy) and a phrase saying which, for the run's
+    description."""
+    if opts.init_from is not None:
+        return _prior_of_init(env, opts)
     if opts.prior == "none":
         return env, ""
     if opts.prior != "auto":
@@ -298,6 +301,21 @@ def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload,
     if name is None:
         return env, "; no prior (--prior auto: the validation part holds no window)"
     return replace(env, prior=name), f"; starts from {name} (--prior auto: best on validation)"
+
+
+def _prior_of_init(env: EnvConfig, opts: TrainOptions) -> tuple[EnvConfig, str]:
+    """A run that starts from ``--init-from`` keeps the slot order that policy learned on."""
+    from hpcpolicy.artifact import load_policy
+    from hpcpolicy.env.prior import OLDEST
+
+    assert opts.init_from is not None
+    theirs = load_policy(opts.init_from, backend="torchscript").slot_order
+    if opts.prior not in ("auto", "none" if theirs == OLDEST else theirs):
+        raise ConfigError(f"--init-from {opts.init_from} learned on slots in {theirs} order; "
+                          f"--prior {opts.prior} would show it others: leave --prior out")
+    if theirs == OLDEST:
+        return env, ""
+    return replace(env, prior=theirs), f"; starts from {theirs} (as --init-from's policy)"
 
 
 def _in_process(cfg: PPOConfig, kwargs: dict[str, Any], run: Path, resume: bool,
