@@ -238,12 +238,11 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs, load, provenance
+    from hpcpolicy.env.prior import PRIORS
     from hpcpolicy.env.spaces import DEFAULT_K
     from hpcpolicy.env.split import fit_frac, validation_range, window_range
     from hpcpolicy.site.apply import env_options
     from hpcpolicy.site.toml_io import load_site
-
-    from hpcpolicy.env.prior import PRIORS
 
     if opts.prior not in ("none", "auto", *PRIORS):
         raise ConfigError(f"--prior {opts.prior!r} is not a heuristic a policy can start from; "
