@@ -17,7 +17,9 @@ trained on. The raw values, by the names :mod:`hpcpolicy.env.spaces` declares:
 
 Visible jobs: the first ``k`` waiting jobs in submit order, i.e. the ``k`` that have waited
 longest; when more wait, the later arrivals are not shown (they count in ``queue_length``, can
-still be backfilled, and become visible as older jobs start).
+still be backfilled, and become visible as older jobs start). With a prior heuristic
+(:mod:`hpcpolicy.env.prior`) the caller passes the waiting jobs in that heuristic's order
+instead, and its best ``k`` are shown.
 
 Only submit-time facts, the clock and the machine's state are read: never a job's actual run
 time or end.
