@@ -53,6 +53,7 @@ def _train(source: Path, algo: str, config: Path | None, out: Path | None,
     The first Ctrl-C stops training after the update, with a checkpoint and a policy; a second
     one stops it at once: then say what is left and exit with 130.
     """
+    from hpcpolicy.card import prior_for
     from hpcpolicy.training import Hooks, train
 
     started: list[TrainStart] = []
@@ -65,7 +66,8 @@ def _train(source: Path, algo: str, config: Path | None, out: Path | None,
     with ProgressLine(enabled=not is_quiet()) as line:
         try:
             return train(source, algo=algo, config=config, out=out, options=options,
-                         hooks=Hooks(on_start=start, progress=line.update))
+                         hooks=Hooks(on_start=start, progress=line.update,
+                                     choose_prior=prior_for))
         except KeyboardInterrupt:
             if not started or not started[0].resumable:
                 raise

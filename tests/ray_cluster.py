@@ -32,9 +32,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start(args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    ports = [arg for opt in _PORT_OPTIONS for arg in (opt, str(free_port()))]
+def _start(args: list[str], log: Path, env: dict[str, str],
+           taken: set[int]) -> subprocess.Popen[bytes]:
+    """``ray start`` with its component ports and worker range apart from each other and from
+    ``taken`` (the ports of the nodes started before, which this adds to): Ray refuses a
+    component port inside the worker range, and free ports drawn one by one can land there
+    or on each other."""
     low = free_port()
+    while taken & set(range(low, low + 61)):
+        low = free_port()
+    taken.update(range(low, low + 61))
+    ports = []
+    for option in _PORT_OPTIONS:
+        port = free_port()
+        while port in taken:
+            port = free_port()
+        taken.add(port)
+        ports += [option, str(port)]
     with log.open("wb") as out:
         return subprocess.Popen(
             [*_RAY, "start", "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
@@ -75,8 +89,9 @@ def two_node_cluster() -> Iterator[tuple[str, dict[str, str]]]:
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
     port = free_port()
     address = f"127.0.0.1:{port}"
+    taken = {port}
     procs = [_start(["--head", "--port", str(port), "--include-dashboard", "false",
-                     "--temp-dir", str(temp)], temp / "head.log", env)]
+                     "--temp-dir", str(temp)], temp / "head.log", env, taken)]
     try:
         deadline = time.time() + 60
         while True:
@@ -86,7 +101,7 @@ def two_node_cluster() -> Iterator[tuple[str, dict[str, str]]]:
             if time.time() > deadline or procs[0].poll() is not None:
                 raise RuntimeError((temp / "head.log").read_text(errors="replace")[-2000:])
             time.sleep(0.5)
-        procs.append(_start(["--address", address], temp / "worker.log", env))
+        procs.append(_start(["--address", address], temp / "worker.log", env, taken))
         _wait_for_nodes(address, 2, 60, env)
         yield address, env
     finally:

@@ -284,3 +284,15 @@ def test_prior_auto_starts_from_the_best_heuristic_on_validation(tmp_path: Path)
     text = " ".join(result.output.split())  # as wrapped for the terminal
     assert f"starts from {prior} (--prior auto: best on validation)" in text
     assert f"starting from {prior} (--prior)" in text
+
+    # the library's train has no card layer below it: without the hook, auto says it is none
+    from hpcpolicy.training import Hooks, TrainOptions, TrainStart, train
+
+    starts: list[TrainStart] = []
+    train(table, algo="ppo", config=ROLLOUT, out=tmp_path / "lib", hooks=Hooks(
+        on_start=starts.append), options=TrainOptions(steps=128, num_envs=2, window_size=40,
+                                                      k=8, seed=3, backfill="easy",
+                                                      val_frac=0.3))
+    assert "no prior (--prior auto needs Hooks.choose_prior" in starts[0].description
+    order = json.loads((tmp_path / "lib" / "policy" / "manifest.json").read_text())
+    assert order["observation"]["slot_order"] == "oldest"

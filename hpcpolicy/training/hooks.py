@@ -14,7 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.training.options import TrainOptions
+    from hpcpolicy.workload import Workload
 
 __all__ = ["Hooks", "TrainProgress", "TrainStart", "Trained"]
 
@@ -55,6 +60,11 @@ class Hooks:
     """Called once, before training starts."""
     progress: Callable[[TrainProgress], None] | None = None
     """Called as training advances (not by DD-PPO: its workers log on their own)."""
+    choose_prior: Callable[[Workload, ClusterSpec, TrainOptions], str | None] | None = None
+    """Resolves ``--prior auto`` on the loaded log and machine: the heuristic to start from,
+    or None (the front ends pass :func:`hpcpolicy.card.prior_for`, which compares the
+    heuristics on the validation part; it sits above this package). Without it, ``auto``
+    trains from scratch and the run's start line says so."""
 
     def start(self, run: Path, description: str, resumable: bool) -> None:
         """Report the start of the run."""

@@ -68,7 +68,8 @@ class TrainOptions:
     prior: str = "auto"
     """ppo, ddppo: the heuristic the policy starts from and re-ranks (:mod:`hpcpolicy.env.prior`):
     ``none``, a heuristic's name, or ``auto``, the one the guard would fall back to (the best
-    on the validation part, :func:`hpcpolicy.card.prior_for`)."""
+    on the validation part: :func:`hpcpolicy.card.prior_for`, given as
+    :attr:`~hpcpolicy.training.hooks.Hooks.choose_prior`)."""
     warm: bool = False
     """Start episodes with the jobs then running, not an empty machine."""
     cluster: Path | None = None

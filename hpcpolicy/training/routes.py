@@ -208,7 +208,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
     run = run_dir(out, opts.resume, algo, opts.seed)
     if not opts.resume:
         RunPaths(run).check_new()
-    kwargs, facts, describe = _environment(table, opts)
+    kwargs, facts, describe = _environment(table, opts, hooks.choose_prior)
     initial = None
     if opts.init_from is not None:
         from hpcpolicy.rl.warm_start import scorer_weights
@@ -232,7 +232,9 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
                    f"--backfill {opts.backfill}")
 
 
-def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[str, Any], str]:
+def _environment(table: Path, opts: TrainOptions,
+                 choose_prior: Callable[[Workload, ClusterSpec, TrainOptions], str | None] | None
+                 ) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The scheduling environment of an online run: the factory's keyword arguments, the
     provenance facts and a description of the data."""
     from hpcpolicy.compat import compat_preset
@@ -267,7 +269,7 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
         held = f" ({opts.val_frac:g} of the jobs kept for validation: --val-frac)" \
             if frac != opts.train_frac else ""
         raise ConfigError(f"{exc}{held}") from None
-    env, started = _with_prior(env, opts, workload, machine)
+    env, started = _with_prior(env, opts, workload, machine, choose_prior)
     kwargs = env_kwargs(table, env, workload=options, cluster=opts.cluster, procs=opts.procs,
                         site=site)
     facts = provenance(table, env, workload, machine)
@@ -283,8 +285,9 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
                            f"({machine.total_cores:,} cores){started}")
 
 
-def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload,
-                machine: ClusterSpec) -> tuple[EnvConfig, str]:
+def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload, machine: ClusterSpec,
+                choose: Callable[[Workload, ClusterSpec, TrainOptions], str | None] | None
+                ) -> tuple[EnvConfig, str]:
     """``env`` with the heuristic of ``--prior`` (``auto`` resolved on the validation part, or
     the slot order of ``--init-from``'s policy) and a phrase saying which, for the run's
     description."""
@@ -294,9 +297,9 @@ def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload,
         return env, ""
     if opts.prior != "auto":
         return replace(env, prior=opts.prior), f"; starts from {opts.prior}"
-    from hpcpolicy.card import prior_for
-
-    name = prior_for(workload, machine, opts)
+    if choose is None:
+        return env, "; no prior (--prior auto needs Hooks.choose_prior, e.g. card.prior_for)"
+    name = choose(workload, machine, opts)
     if name is None:
         return env, "; no prior (--prior auto: the validation part holds no window)"
     return replace(env, prior=name), f"; starts from {name} (--prior auto: best on validation)"
