@@ -64,9 +64,7 @@ def prior_kernel(name: str | None, workload: Workload, cluster: ClusterSpec,
     return get_policy(name).bind(workload, cluster, cfg)
 
 
-def slot_order(kernel: ScoreKernel | None, now: int, waiting: I64) -> I64:
+def slot_order(kernel: ScoreKernel, now: int, waiting: I64) -> I64:
     """Positions in ``waiting`` (workload indices in submit order) from the prior's best job to
-    its worst; ``arange`` without a prior."""
-    if kernel is None:
-        return np.arange(waiting.shape[0], dtype=np.int64)
+    its worst."""
     return np.argsort(kernel.at(now, waiting), kind="stable").astype(np.int64)

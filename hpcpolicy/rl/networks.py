@@ -106,10 +106,14 @@ class JobScorer(nn.Module):
     def forward(self, jobs: torch.Tensor, cluster: torch.Tensor) -> torch.Tensor:
         """Scores ``[B, K]`` for jobs ``[B, K, Fj]`` and cluster ``[B, Fc]``."""
         scores: torch.Tensor = self.mlp(_with_cluster(jobs, cluster)).squeeze(-1)
-        if self.rank_bias != 0.0:
-            slots = torch.arange(jobs.shape[-2], dtype=scores.dtype, device=scores.device)
-            scores = scores - self.rank_bias * slots
-        return scores
+        return self.ranked(scores, torch.arange(jobs.shape[-2], device=scores.device))
+
+    def ranked(self, scores: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+        """The MLP's ``scores`` of the jobs in ``slots`` (their slot indices), less the rank
+        bias."""
+        if self.rank_bias == 0.0:
+            return scores
+        return scores - self.rank_bias * slots.to(scores.dtype)
 
 
 class PolicyScorer(nn.Module):
@@ -192,9 +196,7 @@ class ActorCritic(nn.Module):
             generator: Source of randomness for sampling.
         """
         x, rows = valid_rows(jobs, cluster, mask)
-        scores = self.scorer.mlp(x).squeeze(-1)
-        if self.scorer.rank_bias != 0.0:
-            scores = scores - self.scorer.rank_bias * rows[1].to(scores.dtype)
+        scores = self.scorer.ranked(self.scorer.mlp(x).squeeze(-1), rows[1])
         logits = scores.new_full(mask.shape, MASKED_LOGIT).index_put(rows, scores)
         logp_all = torch.log_softmax(logits, dim=-1)
         probs = logp_all.exp()
