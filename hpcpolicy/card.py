@@ -157,11 +157,15 @@ def _heuristics_on(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
 
 
 def _earlier_fallback(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
-                      on_step: Step | None) -> dict[str, Any] | None:
-    """The heuristics on the ``val_frac`` of jobs just before the validation part (the last
-    training jobs), where that part tells them apart; else None (or when it holds no window)."""
+                      validation: dict[str, Any], on_step: Step | None) -> dict[str, Any] | None:
+    """Where the heuristics on the validation part (``validation``: their record) lie too close
+    to choose among (:func:`heuristics_too_close`), their record on the ``val_frac`` of jobs
+    just before it (the last training jobs), when that part tells them apart; else None (or
+    when it holds no window)."""
     from hpcpolicy.env.split import fit_frac, validation_range, validation_starts
 
+    if not heuristics_too_close(validation):
+        return None
     end = fit_frac(opts.train_frac, opts.val_frac)  # where the validation part begins
     try:
         starts = validation_starts(len(workload), end, opts.val_frac, size=opts.window_size,
@@ -189,8 +193,7 @@ def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: Tr
     val = {"val_frac": opts.val_frac,
            "jobs": list(validation_range(len(workload), opts.train_frac, opts.val_frac)),
            "window_size": opts.window_size, **seen, "versus_best": ev.versus_best(ev.runs[-1])}
-    earlier = _earlier_fallback(workload, machine, opts, on_step) \
-        if heuristics_too_close(val) else None
+    earlier = _earlier_fallback(workload, machine, opts, val, on_step)
     if earlier is not None:
         val["fallback_chosen_on"] = earlier
     fallback = fallback_of(val)
@@ -216,8 +219,7 @@ def prior_for(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
     except ConfigError:
         return None
     _, seen = _heuristics_on(workload, machine, opts, starts, on_step)
-    chosen_on = (heuristics_too_close(seen) and _earlier_fallback(workload, machine, opts,
-                                                                   on_step)) or seen
+    chosen_on = _earlier_fallback(workload, machine, opts, seen, on_step) or seen
     best: str = min((s for s in chosen_on["scores"] if s["policy"] in PRIORS),
                     key=lambda s: s["mean_bsld"])["policy"]
     return best
