@@ -11,13 +11,17 @@ warm-up episode (JIT compilation is not counted). Reported:
 * ``decisions_per_wall_s``: the same over wall time (lower when the machine is shared);
 * with and without the end-of-episode baselines (FCFS, SJF, F1 replayed on each finished
   window to report "bsld vs best heuristic"), and through the trainer's vector of 8
-  environments (:class:`hpcpolicy.rl.vector.SyncEnvs`) as well as one environment alone.
+  environments (:class:`hpcpolicy.rl.vector.SyncEnvs`) as well as one environment alone;
+* with ``--prior NAME``, also the environment alone with a prior heuristic
+  (:mod:`hpcpolicy.env.prior`: its best ``k`` waiting jobs in the slots, scored and sorted at
+  every decision), and its rate over the rate without one, measured in the same process.
 
 Traces are ingested once into ``--cache`` (outside the repository). Writes JSON (default
 ``benchmarks/results/env.json``) and prints one line.
 
 Usage:
     python benchmarks/env.py [--seconds 5] [--window-size 1024] [--policy first|random]
+        [--prior f3]
 """
 
 from __future__ import annotations
@@ -123,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", default=",".join(TRACES), help="comma-separated")
     parser.add_argument("--backfills", default="none,easy", help="comma-separated")
     parser.add_argument("--seed", type=int, default=1, help="seed of episodes and policy")
+    parser.add_argument("--prior", default=None,
+                        help="also time the environment with this prior heuristic")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "hpcpolicy-bench")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/env.json")
@@ -147,11 +153,19 @@ def main(argv: list[str] | None = None) -> int:
                 row[label] = _time_env(make, args.seconds, args.policy, args.seed)
                 if label == "baselines":
                     row["vector_8_envs"] = _time_vector(make, args.seconds, 8, args.seed)
+            if args.prior is not None:
+                cfg = EnvConfig(k=args.k, window_size=args.window_size, backfill=backfill,
+                                prior=args.prior)
+                make = functools.partial(make_env, **env_kwargs(table, cfg, workload=options))
+                row["prior"] = _time_env(make, args.seconds, args.policy, args.seed)
+                row["prior"]["over_no_prior"] = (row["prior"]["decisions_per_cpu_s"]
+                                                 / row["no_baselines"]["decisions_per_cpu_s"])
             cases.append(row)
     worst = min(c["no_baselines"]["decisions_per_cpu_s"] for c in cases)
     out = {
         "benchmark": "env", "k": args.k, "window_size": args.window_size,
-        "policy": args.policy, "seconds_per_case": args.seconds, "target_per_core": TARGET,
+        "policy": args.policy, "prior": args.prior, "seconds_per_case": args.seconds,
+        "target_per_core": TARGET,
         "meets_target": worst >= TARGET, "cases": cases,
         "conditions": {"cpu": platform.processor() or platform.machine(),
                        "cpu_count": os.cpu_count(), "loadavg_1m": os.getloadavg()[0],
@@ -161,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parts = "; ".join(
         f"{c['trace']} {c['backfill']} {c['no_baselines']['decisions_per_cpu_s']:,.0f} "
         f"({c['baselines']['decisions_per_cpu_s']:,.0f} with baselines, "
-        f"{c['vector_8_envs']['decisions_per_cpu_s']:,.0f} in 8 envs)" for c in cases)
+        f"{c['vector_8_envs']['decisions_per_cpu_s']:,.0f} in 8 envs"
+        + (f", {c['prior']['decisions_per_cpu_s']:,.0f} with prior {args.prior}, "
+           f"x{c['prior']['over_no_prior']:.2f}" if "prior" in c else "") + ")" for c in cases)
     print(f"env decisions per CPU-second, K={args.k}, {args.window_size}-job windows, "
           f"policy {args.policy}: {parts}; target {TARGET:,} -> "
           f"{'met' if out['meets_target'] else 'NOT met'} "

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,42 @@ processors), and on windows that start from an empty machine none of its policie
 queues (every heuristic scores a mean bsld of 1.00), so its windows start warm, with the jobs
 then running."""
 BAR = -0.10
+Cell = dict[str, Any]
+"""What a per-cell study measured on one trace x backfilling."""
+
+
+def add_cell_options(p: argparse.ArgumentParser, name: str, windows: int = 20) -> None:
+    """The options every per-cell study of the protocol takes: which traces and backfilling
+    modes, the test windows, the trace cache, and the JSON out (``results/NAME.json``)."""
+    p.add_argument("--traces", default=",".join(TRACES))
+    p.add_argument("--backfills", default="easy,none")
+    p.add_argument("--windows", type=int, default=windows, help="test windows")
+    p.add_argument("--window-size", type=int, default=1024)
+    p.add_argument("--cache", type=Path,
+                   default=Path(tempfile.gettempdir()) / "hpcpolicy-generalisation")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"{name}.json")
+
+
+def cells_of(a: argparse.Namespace) -> list[tuple[str, str]]:
+    """(trace, backfill) of every cell ``a`` asks for, backfilling outermost; exits on an
+    unknown trace."""
+    traces = a.traces.split(",")
+    unknown = sorted(set(traces) - set(TRACES))
+    if unknown:
+        raise SystemExit(f"--traces {','.join(unknown)}: not one of {', '.join(TRACES)}")
+    return [(name, backfill) for backfill in a.backfills.split(",") for name in traces]
+
+
+def each_cell(a: argparse.Namespace, cell: Callable[[str, str, argparse.Namespace], Cell],
+              line: Callable[[Cell], str]) -> list[Cell]:
+    """``cell(trace, backfill, a)`` for every cell of :func:`cells_of`; the cells measured so far
+    are written to ``a.out`` after each (a long run stopped keeps them), with a ``line``."""
+    cells: list[Cell] = []
+    for name, backfill in cells_of(a):
+        cells.append(cell(name, backfill, a))
+        write_json(a.out, {"argv": sys.argv[1:], "cells": cells})
+        print(line(cells[-1]), flush=True)
+    return cells
 
 
 def machine_options(name: str) -> list[str]:
@@ -111,27 +148,17 @@ def deployed_score(table: Path, policy: Path, backfill: str, a: argparse.Namespa
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--traces", default=",".join(TRACES))
-    p.add_argument("--backfills", default="easy,none")
+    add_cell_options(p, "generalisation", windows=10)
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--modes", default="within,across")
     p.add_argument("--train-on", default="HPC2N", help="across: traces trained on")
     p.add_argument("--steps", type=int, required=True, help="training steps per run")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--prior", help="train's --prior (default: train's own default)")
-    p.add_argument("--windows", type=int, default=10)
-    p.add_argument("--window-size", type=int, default=1024)
-    p.add_argument("--cache", type=Path,
-                   default=Path(tempfile.gettempdir()) / "hpcpolicy-generalisation")
     p.add_argument("--runs", type=Path, default=ROOT / "runs" / "generalisation")
-    p.add_argument("--out", type=Path,
-                   default=ROOT / "benchmarks" / "results" / "generalisation.json")
     a = p.parse_args(argv)
-    traces, modes = a.traces.split(","), a.modes.split(",")
-    seeds = [int(s) for s in a.seeds.split(",")]
-    unknown = sorted(set(traces) - set(TRACES))
-    if unknown:
-        raise SystemExit(f"--traces {','.join(unknown)}: not one of {', '.join(TRACES)}")
+    traces = list(dict.fromkeys(name for name, _ in cells_of(a)))
+    modes, seeds = a.modes.split(","), [int(s) for s in a.seeds.split(",")]
     cells: list[dict[str, Any]] = []
     across: list[dict[str, Any]] = []
     for backfill in a.backfills.split(","):
