@@ -1,0 +1,168 @@
+"""Can a policy that switches between heuristics as the queue changes, fitted on a site's
+log, beat the best heuristic on its next months? (issue 27)
+
+``fallback_choice.py`` bounds what choosing one heuristic per test window can gain: with
+hindsight, 5-26 % over the best single heuristic. This benchmark tries to earn part of that
+gain without hindsight. At every decision the policy reads four numbers of the state
+
+    x = (1, log(1 + queue length) / log(1 + 4096), free cores / all cores,
+         log(1 + median wait of the queue) / log(1 + 10 days))
+
+and runs the order of heuristic ``argmax_h W[h] . x`` (the chosen heuristic's whole order:
+its first job becomes the head, and backfilling follows its order). ``W`` (8 heuristics x 4)
+is fitted by the cross-entropy method on ``--fit-windows`` random windows of the training
+part (the first 60 %, where ``hpcpolicy train`` learns), starting from the best heuristic
+there. Then, as the card does for a trained policy:
+
+* the switch and every heuristic replay the card's 20 validation windows (60-70 %), and the
+  switch is deployed only where it beats the best heuristic there with 95 % confidence
+  (:func:`hpcpolicy.deploy.improvement.decide`), else that heuristic runs;
+* everything replays the protocol's ``--windows`` test windows (70-100 %, window seed 1).
+
+Reported per trace x backfilling: the switch's score on its fit windows against the best
+heuristic there, on validation, the guard's decision, and its regret and the deployed
+regret against the best heuristic on the test windows.
+
+Usage:
+    python benchmarks/heuristic_switch.py [--traces ...] [--backfills easy,none]
+        [--iterations 8] [--population 14]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from formula_search import window_scores  # noqa: E402
+from generalisation import MACHINES, add_cell_options, each_cell, table_of  # noqa: E402
+
+from hpcpolicy.atomic import write_json  # noqa: E402
+from hpcpolicy.card import VALIDATION_WINDOWS  # noqa: E402
+from hpcpolicy.deploy.improvement import decide  # noqa: E402
+from hpcpolicy.env.factory import load  # noqa: E402
+from hpcpolicy.env.split import split_starts, validation_starts  # noqa: E402
+from hpcpolicy.evaluate import EvaluateConfig  # noqa: E402
+from hpcpolicy.policies.heuristics import HEURISTICS, get_policy  # noqa: E402
+
+if TYPE_CHECKING:
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.policies.base import Policy, QueueView, ScoreKernel
+    from hpcpolicy.sim.types import SimConfig
+    from hpcpolicy.workload import Workload
+
+ORDERS = ("fcfs", "lcfs", "sjf", "smallest", "f1", "f2", "f3", "f4")
+"""The heuristics the switch chooses among (those whose order needs no engine state)."""
+FEATURES = 4
+QUEUE_SCALE, WAIT_SCALE = math.log1p(4096), math.log1p(10 * 86_400)
+
+
+class Switch:
+    """Runs, at each decision, the order of the heuristic its weights ``w`` favour now."""
+
+    def __init__(self, w: np.ndarray, name: str) -> None:
+        self.w, self.name = w.reshape(len(ORDERS), FEATURES), name
+
+    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> SwitchScorer:
+        return SwitchScorer(self.w, [get_policy(h).bind(workload, cluster, cfg)
+                                     for h in ORDERS])
+
+
+class SwitchScorer:
+    def __init__(self, w: np.ndarray, kernels: list[ScoreKernel]) -> None:
+        self.w, self.kernels = w, kernels
+
+    def scores(self, view: QueueView) -> np.ndarray:
+        wait = view.now - view.workload.submit[view.jobs]
+        x = np.array([1.0, math.log1p(len(view.jobs)) / QUEUE_SCALE,
+                      view.free[:, 0].sum() / view.capacity[:, 0].sum(),
+                      math.log1p(float(np.median(wait))) / WAIT_SCALE])
+        return self.kernels[int(np.argmax(self.w @ x))].at(view.now, view.jobs)
+
+
+def cell(name: str, backfill: str, a: argparse.Namespace) -> dict[str, Any]:
+    opts = MACHINES.get(name, {})
+    warm = bool(opts.get("warm", False))
+    workload, machine = load(table_of(name, a.cache), None, None, opts.get("procs"))
+    n = len(workload)
+
+    def run(policies: dict[str, Policy | None], starts: tuple[int, ...]) -> dict[str, Any]:
+        return window_scores(workload, machine, policies, backfill, warm, starts,
+                             a.window_size)
+
+    fit_starts = split_starts(n, "train", 0.6, EvaluateConfig(
+        windows=a.fit_windows, seed=a.seed, window_size=a.window_size).window_config())
+    fit = {h: float(np.mean(v)) for h, v in run(dict.fromkeys(ORDERS), fit_starts).items()}
+    start = min(ORDERS, key=fit.__getitem__)
+    rng = np.random.default_rng(a.seed)
+    mean = np.zeros(len(ORDERS) * FEATURES)
+    mean[ORDERS.index(start) * FEATURES] = 1.0  # the bias term: the best heuristic, always
+    std = np.ones_like(mean)
+    best_fit, best_w = fit[start], mean.copy()
+    for _ in range(a.iterations):
+        population = [mean + std * rng.standard_normal(mean.size) for _ in range(a.population)]
+        scores = run({f"w{i}": Switch(w, f"w{i}") for i, w in enumerate(population)},
+                     fit_starts)
+        means = np.array([np.mean(scores[f"w{i}"]) for i in range(len(population))])
+        elite = np.argsort(means)[:a.elite]
+        mean = np.mean([population[i] for i in elite], axis=0)
+        std = np.std([population[i] for i in elite], axis=0) + 0.1
+        if means[elite[0]] < best_fit:
+            best_fit, best_w = float(means[elite[0]]), population[elite[0]]
+    switch: dict[str, Policy | None] = {**dict.fromkeys(HEURISTICS),
+                                        "switch": Switch(best_w, "switch")}
+    val = run(switch, validation_starts(n, 0.7, 0.1, size=a.window_size,
+                                        count=VALIDATION_WINDOWS))
+    fallback = min(HEURISTICS, key=lambda h: float(np.mean(val[h])))
+    deploy = bool(decide(val["switch"], val[fallback])["deploy"])
+    test = {p: float(np.mean(v)) for p, v in run(switch, split_starts(
+        n, "test", 0.7, EvaluateConfig(windows=a.windows, seed=1,
+                                       window_size=a.window_size).window_config())).items()}
+    best = min(HEURISTICS, key=test.__getitem__)
+    return {"trace": name, "backfill": backfill, "weights": [float(v) for v in best_w],
+            "fit": {"switch": best_fit, "start": start, "start_bsld": fit[start]},
+            "validation": {"switch": float(np.mean(val["switch"])), "fallback": fallback,
+                           "fallback_bsld": float(np.mean(val[fallback])), "deploy": deploy},
+            "test": test, "best_heuristic": best,
+            "regret": test["switch"] / test[best] - 1.0,
+            "deployed_regret": test["switch" if deploy else fallback] / test[best] - 1.0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_cell_options(p, "heuristic_switch")
+    p.add_argument("--fit-windows", type=int, default=16)
+    p.add_argument("--iterations", type=int, default=8, help="cross-entropy iterations")
+    p.add_argument("--population", type=int, default=14)
+    p.add_argument("--elite", type=int, default=4)
+    p.add_argument("--seed", type=int, default=3, help="fit windows and search")
+    a = p.parse_args(argv)
+    cells = each_cell(a, cell, lambda c: (
+        f"heuristic_switch {c['trace']} {c['backfill']}: fit {c['fit']['switch']:.2f} against "
+        f"{c['fit']['start']} {c['fit']['start_bsld']:.2f}; validation "
+        f"{c['validation']['switch']:.2f} against {c['validation']['fallback']} "
+        f"{c['validation']['fallback_bsld']:.2f} (deployed: {c['validation']['deploy']}); "
+        f"test {c['regret']:+.1%} against {c['best_heuristic']}, deployed "
+        f"{c['deployed_regret']:+.1%}"))
+    summary = {"better_on_fit": sum(c["fit"]["switch"] < c["fit"]["start_bsld"] for c in cells),
+               "deployed": sum(c["validation"]["deploy"] for c in cells),
+               "never_worse": sum(c["regret"] <= 0.0 for c in cells),
+               "ten_percent_better": sum(c["regret"] <= -0.10 for c in cells),
+               "deployed_never_worse": sum(c["deployed_regret"] <= 0.0 for c in cells),
+               "cells": len(cells)}
+    write_json(a.out, {"argv": sys.argv[1:], "cells": cells, "summary": summary})
+    print(f"heuristic_switch: better than the best heuristic on its fit windows in "
+          f"{summary['better_on_fit']}/{len(cells)} cells, on the test windows in "
+          f"{summary['never_worse']} (>= 10 %: {summary['ten_percent_better']}); the guard "
+          f"deployed it in {summary['deployed']} -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
