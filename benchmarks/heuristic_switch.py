@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,37 +87,65 @@ class SwitchScorer:
         return self.kernels[int(np.argmax(self.w @ x))].at(view.now, view.jobs)
 
 
-def cell(name: str, backfill: str, a: argparse.Namespace) -> dict[str, Any]:
+Replays = Callable[[dict[str, "Policy | None"], tuple[int, ...]], dict[str, Any]]
+"""Per-window mean bsld of some policies on one trace's windows at some starts."""
+
+
+def replays_of(name: str, backfill: str, a: argparse.Namespace) -> tuple[int, Replays]:
+    """The number of jobs of trace ``name``, and a function replaying its windows."""
     opts = MACHINES.get(name, {})
     warm = bool(opts.get("warm", False))
     workload, machine = load(table_of(name, a.cache), None, None, opts.get("procs"))
-    n = len(workload)
 
     def run(policies: dict[str, Policy | None], starts: tuple[int, ...]) -> dict[str, Any]:
         return window_scores(workload, machine, policies, backfill, warm, starts,
                              a.window_size)
 
-    fit_starts = split_starts(n, "train", 0.6, EvaluateConfig(
-        windows=a.fit_windows, seed=a.seed, window_size=a.window_size).window_config())
-    fit = {h: float(np.mean(v)) for h, v in run(dict.fromkeys(ORDERS), fit_starts).items()}
-    start = min(ORDERS, key=fit.__getitem__)
+    return len(workload), run
+
+
+def fit(sets: list[tuple[Replays, tuple[int, ...]]], a: argparse.Namespace
+        ) -> tuple[np.ndarray, str, float]:
+    """Weights fitted by the cross-entropy method on the windows of ``sets`` (a trace's
+    replays and window starts each), the heuristic they start from, and the fitted switch's
+    score against it. A score is the mean over sets of the mean bsld over the best of
+    :data:`ORDERS`' there, so that no trace outweighs another."""
+    base = [{h: float(np.mean(v)) for h, v in run(dict.fromkeys(ORDERS), starts).items()}
+            for run, starts in sets]
+    floors = [min(b.values()) for b in base]
+    start = min(ORDERS, key=lambda h: np.mean([b[h] / floors[k] for k, b in enumerate(base)]))
     rng = np.random.default_rng(a.seed)
     mean = np.zeros(len(ORDERS) * FEATURES)
     mean[ORDERS.index(start) * FEATURES] = 1.0  # the bias term: the best heuristic, always
     std = np.ones_like(mean)
-    best_fit, best_w = fit[start], mean.copy()
+    start_score = float(np.mean([b[start] / floors[k] for k, b in enumerate(base)]))
+    best_score, best_w = start_score, mean.copy()
     for _ in range(a.iterations):
         population = [mean + std * rng.standard_normal(mean.size) for _ in range(a.population)]
-        scores = run({f"w{i}": Switch(w, f"w{i}") for i, w in enumerate(population)},
-                     fit_starts)
-        means = np.array([np.mean(scores[f"w{i}"]) for i in range(len(population))])
-        elite = np.argsort(means)[:a.elite]
+        switches = {f"w{i}": Switch(w, f"w{i}") for i, w in enumerate(population)}
+        per_set = [run(dict(switches), starts) for run, starts in sets]
+        scores = np.array([np.mean([np.mean(p[f"w{i}"]) / floors[k]
+                                    for k, p in enumerate(per_set)])
+                           for i in range(len(population))])
+        elite = np.argsort(scores)[:a.elite]
         mean = np.mean([population[i] for i in elite], axis=0)
         std = np.std([population[i] for i in elite], axis=0) + 0.1
-        if means[elite[0]] < best_fit:
-            best_fit, best_w = float(means[elite[0]]), population[elite[0]]
+        if scores[elite[0]] < best_score:
+            best_score, best_w = float(scores[elite[0]]), population[elite[0]]
+    return best_w, start, best_score / start_score - 1.0
+
+
+def cell(name: str, backfill: str, a: argparse.Namespace) -> dict[str, Any]:
+    n, run = replays_of(name, backfill, a)
+    fit_on = [name] if a.fit_on == "same" else [t for t in a.traces.split(",") if t != name]
+    sets = []
+    for trace in fit_on:
+        size, replays = (n, run) if trace == name else replays_of(trace, backfill, a)
+        sets.append((replays, split_starts(size, "train", 0.6, EvaluateConfig(
+            windows=a.fit_windows, seed=a.seed, window_size=a.window_size).window_config())))
+    weights, start, fit_gain = fit(sets, a)
     switch: dict[str, Policy | None] = {**dict.fromkeys(HEURISTICS),
-                                        "switch": Switch(best_w, "switch")}
+                                        "switch": Switch(weights, "switch")}
     val = run(switch, validation_starts(n, 0.7, 0.1, size=a.window_size,
                                         count=VALIDATION_WINDOWS))
     fallback = min(HEURISTICS, key=lambda h: float(np.mean(val[h])))
@@ -125,8 +154,9 @@ def cell(name: str, backfill: str, a: argparse.Namespace) -> dict[str, Any]:
         n, "test", 0.7, EvaluateConfig(windows=a.windows, seed=1,
                                        window_size=a.window_size).window_config())).items()}
     best = min(HEURISTICS, key=test.__getitem__)
-    return {"trace": name, "backfill": backfill, "weights": [float(v) for v in best_w],
-            "fit": {"switch": best_fit, "start": start, "start_bsld": fit[start]},
+    return {"trace": name, "backfill": backfill, "fit_on": fit_on,
+            "weights": [float(v) for v in weights],
+            "fit": {"start": start, "versus_start": fit_gain},
             "validation": {"switch": float(np.mean(val["switch"])), "fallback": fallback,
                            "fallback_bsld": float(np.mean(val[fallback])), "deploy": deploy},
             "test": test, "best_heuristic": best,
@@ -142,15 +172,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--population", type=int, default=14)
     p.add_argument("--elite", type=int, default=4)
     p.add_argument("--seed", type=int, default=3, help="fit windows and search")
+    p.add_argument("--fit-on", choices=("same", "others"), default="same",
+                   help="fit on the trace's own training part, or on the other --traces' "
+                        "(what a switch fitted elsewhere does at a new site)")
     a = p.parse_args(argv)
     cells = each_cell(a, cell, lambda c: (
-        f"heuristic_switch {c['trace']} {c['backfill']}: fit {c['fit']['switch']:.2f} against "
-        f"{c['fit']['start']} {c['fit']['start_bsld']:.2f}; validation "
+        f"heuristic_switch {c['trace']} {c['backfill']}: fitted on {','.join(c['fit_on'])}, "
+        f"{c['fit']['versus_start']:+.1%} against {c['fit']['start']} there; validation "
         f"{c['validation']['switch']:.2f} against {c['validation']['fallback']} "
         f"{c['validation']['fallback_bsld']:.2f} (deployed: {c['validation']['deploy']}); "
         f"test {c['regret']:+.1%} against {c['best_heuristic']}, deployed "
         f"{c['deployed_regret']:+.1%}"))
-    summary = {"better_on_fit": sum(c["fit"]["switch"] < c["fit"]["start_bsld"] for c in cells),
+    summary = {"better_on_fit": sum(c["fit"]["versus_start"] < 0.0 for c in cells),
                "deployed": sum(c["validation"]["deploy"] for c in cells),
                "never_worse": sum(c["regret"] <= 0.0 for c in cells),
                "ten_percent_better": sum(c["regret"] <= -0.10 for c in cells),
