@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,30 +56,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from generalisation import MACHINES, add_cell_options, cells_of, table_of  # noqa: E402
+from generalisation import FIT_FRAC, TRAIN_FRAC, Trace, add_cell_options, cells_of  # noqa: E402
 
 from hpcpolicy.atomic import write_json  # noqa: E402
-from hpcpolicy.card import VALIDATION_WINDOWS  # noqa: E402
-from hpcpolicy.env.factory import load  # noqa: E402
-from hpcpolicy.env.split import split_starts, validation_starts  # noqa: E402
-from hpcpolicy.evaluate import EvaluateConfig, evaluate  # noqa: E402
 from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
 
-TRAIN_FRAC, VAL_FRAC = 0.7, 0.1
-"""``hpcpolicy train``'s defaults: the guard's validation part is 60-70 % of the log."""
 STARVING = ("lcfs", "ljf", "smallest", "largest")
 """Heuristics under which a job can wait for ever while others keep arriving."""
 Windows = dict[str, list[float]]
 """Per heuristic, the mean bsld of each window."""
-
-
-def _per_window(workload: Any, machine: Any, backfill: str, warm: bool,
-                **windows: Any) -> Windows:
-    cfg = EvaluateConfig(policies=tuple(HEURISTICS), backfills=(backfill,), warm=warm,
-                         **windows)
-    ev = evaluate(workload, machine, cfg)
-    return {run.config.policy: [float(w.summary["mean_bsld"]) for w in run.windows]
-            for run in ev.runs}
 
 
 def _lowest(score: Callable[[str], float], names: tuple[str, ...] = tuple(HEURISTICS)) -> str:
@@ -109,32 +95,25 @@ def per_window_picks(test: Windows, before: Windows) -> float:
 
 def cell(name: str, backfill: str, a: argparse.Namespace) -> dict[str, Any]:
     """One trace x backfilling: every rule's pick and its regret on each test seed."""
-    opts = MACHINES.get(name, {})
-    warm = bool(opts.get("warm", False))
-    workload, machine = load(table_of(name, a.cache), None, None, opts.get("procs"))
-    n = len(workload)
-    starts = {part: validation_starts(n, frac, VAL_FRAC, size=a.window_size,
-                                      count=VALIDATION_WINDOWS)
-              for part, frac in (("tail", TRAIN_FRAC - VAL_FRAC), ("val", TRAIN_FRAC))}
-    seen = {part: _per_window(workload, machine, backfill, warm, starts=s, split="all",
-                              window_size=a.window_size) for part, s in starts.items()}
+    trace = Trace.of(name, backfill, a)
+    heuristics = dict.fromkeys(HEURISTICS)
+    seen = {part: trace.scores(heuristics, trace.validation(end))
+            for part, end in (("tail", FIT_FRAC), ("val", TRAIN_FRAC))}
     picks = choose(seen["tail"], seen["val"])
     tests = []
     for seed in a.seeds:
-        cfg = EvaluateConfig(windows=a.windows, seed=seed, window_size=a.window_size)
-        test_starts = split_starts(n, "test", TRAIN_FRAC, cfg.window_config())
-        test = _per_window(workload, machine, backfill, warm, starts=test_starts, split="all",
-                           window_size=a.window_size)
+        test_starts = trace.starts("test", a.windows, seed)
+        test = trace.scores(heuristics, test_starts)
         means = {h: float(np.mean(v)) for h, v in test.items()}
         best = _lowest(means.__getitem__)
         regret = {r: means[h] / means[best] - 1.0 for r, h in picks.items()}
         for size in a.recent:
-            before = _per_window(workload, machine, backfill, warm, split="all",
-                                 starts=tuple(s - size for s in test_starts), window_size=size)
+            before = replace(trace, size=size).scores(
+                heuristics, tuple(s - size for s in test_starts))
             regret[f"recent-{size}"] = per_window_picks(test, before) / means[best] - 1.0
         tests.append({"seed": seed, "means": means, "best": best, "regret": regret,
                       "oracle": per_window_picks(test, test) / means[best] - 1.0})
-    return {"trace": name, "backfill": backfill, "warm": warm,
+    return {"trace": name, "backfill": backfill, "warm": trace.warm,
             "before_test": {part: {h: float(np.mean(v)) for h, v in w.items()}
                             for part, w in seen.items()},
             "picks": picks, "tests": tests,

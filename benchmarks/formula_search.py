@@ -48,26 +48,17 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from generalisation import MACHINES, add_cell_options, each_cell, table_of  # noqa: E402
+from generalisation import FIT_FRAC, Trace, add_cell_options, each_cell  # noqa: E402
 
 from hpcpolicy.atomic import write_json  # noqa: E402
-from hpcpolicy.card import VALIDATION_WINDOWS  # noqa: E402
-from hpcpolicy.deploy.resolve import policy_simulator  # noqa: E402
-from hpcpolicy.env.factory import load  # noqa: E402
-from hpcpolicy.env.split import split_starts, validation_starts  # noqa: E402
-from hpcpolicy.evaluate import EvaluateConfig  # noqa: E402
 from hpcpolicy.policies.base import ScoreKernel  # noqa: E402
 from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
-from hpcpolicy.sim.windows import replay  # noqa: E402
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.policies.base import Policy
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.workload import Workload
-
-FIT_FRAC, TRAIN_FRAC, VAL_FRAC = 0.6, 0.7, 0.1
-"""``hpcpolicy train``'s defaults: learn on 0-60 %, validate on 60-70 %, test on 70-100 %."""
 
 
 @dataclass(frozen=True)
@@ -99,60 +90,34 @@ def random_formulas(count: int, seed: int) -> list[Formula]:
             for sign in rng.choice([1.0, -1.0], p=[0.7, 0.3], size=count)]
 
 
-def window_scores(workload: Workload, machine: ClusterSpec, policies: dict[str, Policy | None],
-                  backfill: str, warm: bool, starts: tuple[int, ...],
-                  size: int) -> dict[str, list[float]]:
-    """Mean bsld of each window for each policy (None: the heuristic of that name), on the
-    windows at ``starts``, as :func:`hpcpolicy.evaluate.evaluate` replays them."""
-    cfg = EvaluateConfig(policies=("fcfs",), backfills=(backfill,), window_size=size,
-                         starts=starts, split="all", warm=warm)
-    runs = replay(workload, machine, [cfg.sim_config(name, backfill) for name in policies],
-                  cfg.window_config(),
-                  simulate=policy_simulator({n: p for n, p in policies.items() if p}))
-    return {run.config.policy: [float(w.summary["mean_bsld"]) for w in run.windows]
-            for run in runs}
-
-
 def _means(scores: dict[str, list[float]]) -> dict[str, float]:
     return {name: float(np.mean(v)) for name, v in scores.items()}
 
 
 def cell(name: str, backfill: str, a: argparse.Namespace) -> dict[str, Any]:
     """One trace x backfilling, every search seed."""
-    opts = MACHINES.get(name, {})
-    warm = bool(opts.get("warm", False))
-    workload, machine = load(table_of(name, a.cache), None, None, opts.get("procs"))
-    n = len(workload)
+    trace = Trace.of(name, backfill, a)
     heuristics: dict[str, Policy | None] = dict.fromkeys(HEURISTICS)
-    val_starts = validation_starts(n, TRAIN_FRAC, VAL_FRAC, size=a.window_size,
-                                   count=VALIDATION_WINDOWS)
-    test_starts = split_starts(n, "test", TRAIN_FRAC, EvaluateConfig(
-        windows=a.windows, seed=1, window_size=a.window_size).window_config())
-    test_heuristics = _means(window_scores(workload, machine, heuristics, backfill, warm,
-                                           test_starts, a.window_size))
-    val_heuristics = _means(window_scores(workload, machine, heuristics, backfill, warm,
-                                          val_starts, a.window_size))
+    val_starts, test_starts = trace.validation(), trace.starts("test", a.windows, 1)
+    test_heuristics = _means(trace.scores(heuristics, test_starts))
+    val_heuristics = _means(trace.scores(heuristics, val_starts))
     best_test = min(test_heuristics.values())
     runs = []
     for seed in a.seeds:
-        formulas = {f.name: f for f in random_formulas(a.candidates, seed)}
-        fit_starts = split_starts(n, "train", FIT_FRAC, EvaluateConfig(
-            windows=a.train_windows, seed=seed, window_size=a.window_size).window_config())
-        fit = _means(window_scores(workload, machine, dict(formulas), backfill, warm,
-                                   fit_starts, a.window_size))
+        formulas: dict[str, Policy | None] = {
+            f.name: f for f in random_formulas(a.candidates, seed)}
+        fit = _means(trace.scores(formulas, trace.starts("train", a.train_windows, seed,
+                                                        train_frac=FIT_FRAC)))
         top = {f: formulas[f] for f in sorted(fit, key=fit.__getitem__)[:a.top]}
-        val = {**val_heuristics, **_means(window_scores(workload, machine, dict(top), backfill,
-                                                        warm, val_starts, a.window_size))}
-        test = {**test_heuristics, **_means(window_scores(workload, machine, dict(top),
-                                                          backfill, warm, test_starts,
-                                                          a.window_size))}
+        val = {**val_heuristics, **_means(trace.scores(top, val_starts))}
+        test = {**test_heuristics, **_means(trace.scores(top, test_starts))}
         pick = min(val, key=val.__getitem__)
         runs.append({"seed": seed, "fit_best": {f: fit[f] for f in top},
                      "validation": val, "test": test, "pick": pick,
                      "regret": test[pick] / best_test - 1.0,
                      "hindsight": min(test[f] for f in top) / best_test - 1.0})
     fallback = min(val_heuristics, key=val_heuristics.__getitem__)
-    return {"trace": name, "backfill": backfill, "warm": warm,
+    return {"trace": name, "backfill": backfill, "warm": trace.warm,
             "best_heuristic_on_test": min(test_heuristics, key=test_heuristics.__getitem__),
             "fallback": fallback, "fallback_regret": test_heuristics[fallback] / best_test - 1,
             "searches": runs,

@@ -36,9 +36,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -46,7 +47,18 @@ from cli import hpcpolicy_cli  # noqa: E402  (benchmarks/cli.py)
 from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
 
 from hpcpolicy.atomic import write_json  # noqa: E402
+from hpcpolicy.card import VALIDATION_WINDOWS  # noqa: E402
+from hpcpolicy.deploy.resolve import policy_simulator  # noqa: E402
+from hpcpolicy.env.factory import load  # noqa: E402
+from hpcpolicy.env.split import fit_frac, split_starts, validation_starts  # noqa: E402
+from hpcpolicy.evaluate import EvaluateConfig  # noqa: E402
 from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
+from hpcpolicy.sim.windows import WindowConfig, replay  # noqa: E402
+
+if TYPE_CHECKING:
+    from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.policies.base import Policy
+    from hpcpolicy.workload import Workload
 
 TRACES = {"CTC-SP2": "CTC-SP2-1996-3.1-cln.swf.gz", "HPC2N": "HPC2N-2002-2.2-cln.swf.gz",
           "KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz", "RICC": "RICC-2010-2.swf.gz"}
@@ -57,8 +69,57 @@ processors), and on windows that start from an empty machine none of its policie
 queues (every heuristic scores a mean bsld of 1.00), so its windows start warm, with the jobs
 then running."""
 BAR = -0.10
+TRAIN_FRAC, VAL_FRAC = 0.7, 0.1
+"""``hpcpolicy train``'s defaults: it learns on the first 60 % of the jobs (:data:`FIT_FRAC`),
+validates on the next 10 %, and leaves the last 30 % (the test part)."""
+FIT_FRAC = fit_frac(TRAIN_FRAC, VAL_FRAC)
 Cell = dict[str, Any]
 """What a per-cell study measured on one trace x backfilling."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A shared trace, loaded with :data:`MACHINES`' options, replayed under one backfilling
+    mode on windows of ``size`` jobs: what the per-cell studies replay."""
+
+    workload: Workload
+    machine: ClusterSpec
+    backfill: str
+    size: int
+    warm: bool
+
+    @classmethod
+    def of(cls, name: str, backfill: str, a: argparse.Namespace) -> Trace:
+        """Trace ``name`` (ingested once into ``a.cache``), windows of ``a.window_size``."""
+        opts = MACHINES.get(name, {})
+        workload, machine = load(table_of(name, a.cache), None, None, opts.get("procs"))
+        return cls(workload, machine, backfill, a.window_size, bool(opts.get("warm", False)))
+
+    def starts(self, split: str, count: int, seed: int,
+               train_frac: float = TRAIN_FRAC) -> tuple[int, ...]:
+        """``count`` random windows of part ``split``, drawn as ``hpcpolicy evaluate`` draws
+        them (the test part with seed 1: the protocol's test windows)."""
+        return split_starts(len(self.workload), split, train_frac,
+                            WindowConfig(size=self.size, count=count, seed=seed))
+
+    def validation(self, end: float = TRAIN_FRAC) -> tuple[int, ...]:
+        """The card's side-by-side validation windows over the :data:`VAL_FRAC` of jobs that
+        ends at ``end`` (default: the guard's validation part)."""
+        return validation_starts(len(self.workload), end, VAL_FRAC, size=self.size,
+                                 count=VALIDATION_WINDOWS)
+
+    def scores(self, policies: Mapping[str, Policy | None],
+               starts: tuple[int, ...]) -> dict[str, list[float]]:
+        """Mean bsld of each window at ``starts`` for each policy (None: the heuristic of that
+        name), replayed as :func:`hpcpolicy.evaluate.evaluate` replays them."""
+        cfg = EvaluateConfig(backfills=(self.backfill,), window_size=self.size, starts=starts,
+                             split="all", warm=self.warm)
+        runs = replay(self.workload, self.machine,
+                      [cfg.sim_config(name, self.backfill) for name in policies],
+                      cfg.window_config(),
+                      simulate=policy_simulator({n: p for n, p in policies.items() if p}))
+        return {run.config.policy: [float(w.summary["mean_bsld"]) for w in run.windows]
+                for run in runs}
 
 
 def add_cell_options(p: argparse.ArgumentParser, name: str, windows: int = 20) -> None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,15 +40,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from formula_search import window_scores  # noqa: E402
-from generalisation import MACHINES, add_cell_options, each_cell, table_of  # noqa: E402
+from generalisation import FIT_FRAC, Trace, add_cell_options, each_cell  # noqa: E402
 
 from hpcpolicy.atomic import write_json  # noqa: E402
-from hpcpolicy.card import VALIDATION_WINDOWS  # noqa: E402
 from hpcpolicy.deploy.improvement import decide  # noqa: E402
-from hpcpolicy.env.factory import load  # noqa: E402
-from hpcpolicy.env.split import split_starts, validation_starts  # noqa: E402
-from hpcpolicy.evaluate import EvaluateConfig  # noqa: E402
 from hpcpolicy.policies.heuristics import HEURISTICS, get_policy  # noqa: E402
 
 if TYPE_CHECKING:
@@ -87,43 +81,26 @@ class SwitchScorer:
         return self.kernels[int(np.argmax(self.w @ x))].at(view.now, view.jobs)
 
 
-Replays = Callable[[dict[str, "Policy | None"], tuple[int, ...]], dict[str, Any]]
-"""Per-window mean bsld of some policies on one trace's windows at some starts."""
-
-
-def replays_of(name: str, backfill: str, a: argparse.Namespace) -> tuple[int, Replays]:
-    """The number of jobs of trace ``name``, and a function replaying its windows."""
-    opts = MACHINES.get(name, {})
-    warm = bool(opts.get("warm", False))
-    workload, machine = load(table_of(name, a.cache), None, None, opts.get("procs"))
-
-    def run(policies: dict[str, Policy | None], starts: tuple[int, ...]) -> dict[str, Any]:
-        return window_scores(workload, machine, policies, backfill, warm, starts,
-                             a.window_size)
-
-    return len(workload), run
-
-
-def fit(sets: list[tuple[Replays, tuple[int, ...]]], a: argparse.Namespace
+def fit(sets: list[tuple[Trace, tuple[int, ...]]], a: argparse.Namespace
         ) -> tuple[np.ndarray, str, float]:
-    """Weights fitted by the cross-entropy method on the windows of ``sets`` (a trace's
-    replays and window starts each), the heuristic they start from, and the fitted switch's
-    score against it. A score is the mean over sets of the mean bsld over the best of
-    :data:`ORDERS`' there, so that no trace outweighs another."""
-    base = [{h: float(np.mean(v)) for h, v in run(dict.fromkeys(ORDERS), starts).items()}
-            for run, starts in sets]
+    """Weights fitted by the cross-entropy method on the windows of ``sets`` (a trace and
+    window starts each), the heuristic they start from, and the fitted switch's score against
+    it. A score is the mean over sets of the mean bsld over the best of :data:`ORDERS`' there,
+    so that no trace outweighs another."""
+    base = [{h: float(np.mean(v)) for h, v in trace.scores(dict.fromkeys(ORDERS), starts).items()}
+            for trace, starts in sets]
     floors = [min(b.values()) for b in base]
-    start = min(ORDERS, key=lambda h: np.mean([b[h] / floors[k] for k, b in enumerate(base)]))
+    ratios = {h: float(np.mean([b[h] / floors[k] for k, b in enumerate(base)])) for h in ORDERS}
+    start = min(ORDERS, key=ratios.__getitem__)
     rng = np.random.default_rng(a.seed)
     mean = np.zeros(len(ORDERS) * FEATURES)
     mean[ORDERS.index(start) * FEATURES] = 1.0  # the bias term: the best heuristic, always
     std = np.ones_like(mean)
-    start_score = float(np.mean([b[start] / floors[k] for k, b in enumerate(base)]))
-    best_score, best_w = start_score, mean.copy()
+    best_score, best_w = ratios[start], mean.copy()
     for _ in range(a.iterations):
         population = [mean + std * rng.standard_normal(mean.size) for _ in range(a.population)]
         switches = {f"w{i}": Switch(w, f"w{i}") for i, w in enumerate(population)}
-        per_set = [run(dict(switches), starts) for run, starts in sets]
+        per_set = [trace.scores(switches, starts) for trace, starts in sets]
         scores = np.array([np.mean([np.mean(p[f"w{i}"]) / floors[k]
                                     for k, p in enumerate(per_set)])
                            for i in range(len(population))])
@@ -132,27 +109,23 @@ def fit(sets: list[tuple[Replays, tuple[int, ...]]], a: argparse.Namespace
         std = np.std([population[i] for i in elite], axis=0) + 0.1
         if scores[elite[0]] < best_score:
             best_score, best_w = float(scores[elite[0]]), population[elite[0]]
-    return best_w, start, best_score / start_score - 1.0
+    return best_w, start, best_score / ratios[start] - 1.0
 
 
 def cell(name: str, backfill: str, a: argparse.Namespace) -> dict[str, Any]:
-    n, run = replays_of(name, backfill, a)
+    trace = Trace.of(name, backfill, a)
     fit_on = [name] if a.fit_on == "same" else [t for t in a.traces.split(",") if t != name]
-    sets = []
-    for trace in fit_on:
-        size, replays = (n, run) if trace == name else replays_of(trace, backfill, a)
-        sets.append((replays, split_starts(size, "train", 0.6, EvaluateConfig(
-            windows=a.fit_windows, seed=a.seed, window_size=a.window_size).window_config())))
+    sets = [(t, t.starts("train", a.fit_windows, a.seed, train_frac=FIT_FRAC))
+            for t in (trace if other == name else Trace.of(other, backfill, a)
+                      for other in fit_on)]
     weights, start, fit_gain = fit(sets, a)
     switch: dict[str, Policy | None] = {**dict.fromkeys(HEURISTICS),
                                         "switch": Switch(weights, "switch")}
-    val = run(switch, validation_starts(n, 0.7, 0.1, size=a.window_size,
-                                        count=VALIDATION_WINDOWS))
+    val = trace.scores(switch, trace.validation())
     fallback = min(HEURISTICS, key=lambda h: float(np.mean(val[h])))
     deploy = bool(decide(val["switch"], val[fallback])["deploy"])
-    test = {p: float(np.mean(v)) for p, v in run(switch, split_starts(
-        n, "test", 0.7, EvaluateConfig(windows=a.windows, seed=1,
-                                       window_size=a.window_size).window_config())).items()}
+    test = {p: float(np.mean(v))
+            for p, v in trace.scores(switch, trace.starts("test", a.windows, 1)).items()}
     best = min(HEURISTICS, key=test.__getitem__)
     return {"trace": name, "backfill": backfill, "fit_on": fit_on,
             "weights": [float(v) for v in weights],

@@ -34,15 +34,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from formula_search import window_scores  # noqa: E402
-from generalisation import MACHINES, add_cell_options, each_cell, table_of  # noqa: E402
+from generalisation import Trace, add_cell_options, each_cell  # noqa: E402
 
 from hpcpolicy.deploy.learned import LearnedPolicy, LearnedScorer  # noqa: E402
 from hpcpolicy.env.driver import head_scores  # noqa: E402
-from hpcpolicy.env.factory import load  # noqa: E402
 from hpcpolicy.env.prior import prior_kernel, slot_order  # noqa: E402
-from hpcpolicy.env.split import split_starts  # noqa: E402
-from hpcpolicy.evaluate import EvaluateConfig  # noqa: E402
 from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
 
 if TYPE_CHECKING:
@@ -80,21 +76,16 @@ class VoteScorer:
 
 
 def cell(name: str, backfill: str, a: argparse.Namespace) -> dict[str, Any]:
-    opts = MACHINES.get(name, {})
-    warm = bool(opts.get("warm", False))
-    workload, machine = load(table_of(name, a.cache), None, None, opts.get("procs"))
+    trace = Trace.of(name, backfill, a)
     members = {f"seed {s}": LearnedPolicy(a.runs / f"{name}-{backfill}-s{s}" / "policy")
                for s in a.seeds}
-    policies: dict[str, Policy | None] = {
-        **dict.fromkeys(HEURISTICS), **members,
-        "vote-all": Vote(list(members.values()), len(members), "vote-all"),
-        "vote-most": Vote(list(members.values()), len(members) // 2 + 1, "vote-most")}
-    starts = split_starts(len(workload), "test", 0.7, EvaluateConfig(
-        windows=a.windows, seed=1, window_size=a.window_size).window_config())
-    means = {p: float(np.mean(v)) for p, v in window_scores(
-        workload, machine, policies, backfill, warm, starts, a.window_size).items()}
+    votes = {"vote-all": Vote(list(members.values()), len(members), "vote-all"),
+             "vote-most": Vote(list(members.values()), len(members) // 2 + 1, "vote-most")}
+    policies: dict[str, Policy | None] = {**dict.fromkeys(HEURISTICS), **members, **votes}
+    means = {p: float(np.mean(v)) for p, v in trace.scores(
+        policies, trace.starts("test", a.windows, 1)).items()}
     best = min(HEURISTICS, key=means.__getitem__)
-    prior = next(iter(members.values())).artifact.slot_order
+    prior = votes["vote-all"].prior
     return {"trace": name, "backfill": backfill, "prior": prior, "best_heuristic": best,
             "mean_bsld": means,
             "versus_best": {p: means[p] / means[best] - 1.0 for p in policies
