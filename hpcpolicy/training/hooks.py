@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from hpcpolicy.training.options import TrainOptions
     from hpcpolicy.workload import Workload
 
+    PriorChooser = Callable[[Workload, ClusterSpec, TrainOptions], str | None]
+    """What resolves ``--prior auto`` (:attr:`Hooks.choose_prior`)."""
+
 __all__ = ["Hooks", "TrainProgress", "TrainStart", "Trained"]
 
 
@@ -60,7 +63,7 @@ class Hooks:
     """Called once, before training starts."""
     progress: Callable[[TrainProgress], None] | None = None
     """Called as training advances (not by DD-PPO: its workers log on their own)."""
-    choose_prior: Callable[[Workload, ClusterSpec, TrainOptions], str | None] | None = None
+    choose_prior: PriorChooser | None = None
     """Resolves ``--prior auto`` on the loaded log and machine: the heuristic to start from,
     or None (the front ends pass :func:`hpcpolicy.card.prior_for`, which compares the
     heuristics on the validation part; it sits above this package). Without it, ``auto``

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.rl.config import PPOConfig
     from hpcpolicy.rl.ppo import TrainResult
+    from hpcpolicy.training.hooks import PriorChooser
     from hpcpolicy.workload import Workload
 
 __all__ = ["gpu_dqn", "marl", "offline", "online"]
@@ -233,8 +234,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
 
 
 def _environment(table: Path, opts: TrainOptions,
-                 choose_prior: Callable[[Workload, ClusterSpec, TrainOptions], str | None] | None
-                 ) -> tuple[dict[str, Any], dict[str, Any], str]:
+                 choose_prior: PriorChooser | None) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The scheduling environment of an online run: the factory's keyword arguments, the
     provenance facts and a description of the data."""
     from hpcpolicy.compat import compat_preset
@@ -286,8 +286,7 @@ def _environment(table: Path, opts: TrainOptions,
 
 
 def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload, machine: ClusterSpec,
-                choose: Callable[[Workload, ClusterSpec, TrainOptions], str | None] | None
-                ) -> tuple[EnvConfig, str]:
+                choose: PriorChooser | None) -> tuple[EnvConfig, str]:
     """``env`` with the heuristic of ``--prior`` (``auto`` resolved on the validation part, or
     the slot order of ``--init-from``'s policy) and a phrase saying which, for the run's
     description."""
