@@ -8,7 +8,8 @@ placed on its own; the longest listed prefix decides):
    config dataclass), ``compat`` (the compatibility presets), and ``artifact`` (the policy
    artifact's files and manifest, shared by the writers in training and the readers in
    deploy; it needs neither torch nor training code), and ``hostlist`` (Slurm's form of
-   node names, read by a cluster spec and by the Slurm flavour alike);
+   node names, read by a cluster spec and by the Slurm flavour alike), and ``docload``
+   (JSON and TOML documents read with size and nesting bounds);
 1. the machine: ``cluster``;
 2. ``ingest`` and ``generate`` (synthetic logs in SWF: another source of input);
 3. what ingest writes, read back: ``table`` (opening a job table; a raw log given instead is
@@ -62,7 +63,7 @@ SOURCES = {"hpcpolicy": "hpcpolicy", "commands": "hpcpolicy.commands",
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.version", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
      "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.config", "hpcpolicy.compat",
-     "hpcpolicy.artifact", "hpcpolicy.hostlist"),
+     "hpcpolicy.artifact", "hpcpolicy.hostlist", "hpcpolicy.docload"),
     ("hpcpolicy.cluster",),
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
     ("hpcpolicy.table", "hpcpolicy.cluster_io", "hpcpolicy.workload", "hpcpolicy.stats"),
