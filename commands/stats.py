@@ -8,12 +8,11 @@ from typing import Annotated, Any
 import typer
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
 from hpcpolicy.commands._options import JsonOutOpt, a_file
-from hpcpolicy.textfmt import duration
+from hpcpolicy.textfmt import duration, rich_safe
 
 __all__ = ["main", "render_profile"]
 
@@ -69,8 +68,8 @@ def _share(value: float | None) -> str:
 
 def _overview(p: dict[str, Any]) -> Table:
     span, load, gpu = p["time_span"], p["load"], p["gpu"]
-    table = Table(title=f"workload profile: {escape(p['file'])}", show_header=False,
-                  title_justify="left")
+    table = Table(title=f"workload profile: {rich_safe(p['file'], longest=None)}",
+                  show_header=False, title_justify="left")
     table.add_row("jobs", f"{p['jobs']:,}")
     table.add_row("users", "—" if p["users"] is None else f"{p['users']:,}")
     if p["partitions"]:
@@ -81,7 +80,7 @@ def _overview(p: dict[str, Any]) -> Table:
     table.add_row("final states", states or "—")
     machine = ("unknown" if load["machine_procs"] is None
                else f"{load['machine_procs']:,} cores")
-    table.add_row("machine", f"{machine} [dim]({escape(load['machine_source'])})[/]")
+    table.add_row("machine", f"{machine} [dim]({rich_safe(load['machine_source'])})[/]")
     table.add_row("core-hours", f"{_amount(load['core_hours'])} "
                   f"[dim]({load['jobs_with_size_and_runtime']:,} jobs with size and run time)[/]")
     mean = load["mean_cores_demanded"]
@@ -94,7 +93,7 @@ def _overview(p: dict[str, Any]) -> Table:
         table.add_row("ran past limit", _share(over["share_ran_past_limit"]))
         table.add_row("requested >= 2x run", _share(over["share_requested_2x_or_more"]))
     if gpu is not None:
-        types = ", ".join(f"{escape(t)} {n:,}" for t, n in gpu["by_type"].items())
+        types = ", ".join(f"{rich_safe(t)} {n:,}" for t, n in gpu["by_type"].items())
         table.add_row("GPU jobs", f"{gpu['jobs']:,} ({gpu['share_jobs']:.1%}), "
                       f"{_amount(gpu['gpu_hours'])} GPU-hours [dim]({types})[/]")
         if gpu["offered_load"] is not None:
@@ -121,7 +120,7 @@ def _distributions(p: dict[str, Any]) -> Table:
 
 def _arrivals(p: dict[str, Any]) -> Table:
     arr = p["arrivals"]
-    table = Table(title=f"arrivals ({arr['time_zone']})", show_header=False,
+    table = Table(title=f"arrivals ({rich_safe(arr['time_zone'])})", show_header=False,
                   title_justify="left")
     by_hour = arr["by_hour"]
     peak = max(range(24), key=lambda h: by_hour[h])
@@ -140,8 +139,8 @@ def _top_users(p: dict[str, Any]) -> Table:
     for name in ("user", "jobs", "core-hours", "share"):
         table.add_column(name, justify="left" if name == "user" else "right")
     for u in p["top_users"]:
-        table.add_row("(unknown)" if u["user"] is None else escape(u["user"]), f"{u['jobs']:,}",
-                      _amount(u["core_hours"]), _share(u["share_core_hours"]))
+        table.add_row("(unknown)" if u["user"] is None else rich_safe(u["user"]),
+                      f"{u['jobs']:,}", _amount(u["core_hours"]), _share(u["share_core_hours"]))
     return table
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["LONGEST_WORD", "duration", "signed_percent", "time_unit", "visible"]
+__all__ = ["LONGEST_WORD", "duration", "rich_safe", "signed_percent", "time_unit", "visible"]
 
 LONGEST_WORD = 120
 """Longest run of non-blank characters :func:`visible` shows whole by default (a long path
@@ -73,3 +73,21 @@ def visible(text: object, longest: int | None = LONGEST_WORD) -> str:
         return shown
     return re.sub(rf"\S{{{longest + 1},}}",
                   lambda m: f"{m[0][:_KEEP]}…(+{len(m[0]) - _KEEP:,} chars)", shown)
+
+
+def rich_safe(text: object, longest: int | None = LONGEST_WORD) -> str:
+    r"""Text from a log to put inside a Rich markup string: :func:`visible` (control
+    characters such as ESC written as escapes, so no colour, window title or clear-screen
+    sequence reaches the terminal; long runs cut) with Rich's markup escaped, so a name such as
+    ``[bold]x`` prints as it is written.
+
+    Where the text is a whole cell or line, ``commands._console.plain`` (a Rich ``Text``) does
+    the same without markup.
+
+    Example:
+        >>> rich_safe("[red]x\x1b]0;title\x07")
+        '\\[red]x\\u001b]0;title\\u0007'
+    """
+    from rich.markup import escape
+
+    return escape(visible(text, longest))

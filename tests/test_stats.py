@@ -292,6 +292,22 @@ def test_untrusted_names_are_printed_as_text(tmp_path: Path) -> None:
     assert "[bold red]mallory[/]" in result.stdout
 
 
+ESCAPES = ("\x1b[31mred", "\x1b]0;owned\x07", "\x1b[2J\x1b[H", "\x9b31m", "a\rb")
+"""Colour, window title (OSC), clear screen, an 8-bit CSI and a carriage return."""
+
+
+def test_terminal_escapes_from_the_log_are_shown_escaped(tmp_path: Path) -> None:
+    odd = [dict(JOBS[0], user=name, req_gpus=1, req_gpu_type=f"[dim]{name}")
+           for name in ESCAPES]
+    path = make_table(tmp_path / "esc.parquet", odd)
+    result = CliRunner().invoke(app, ["stats", str(path)])
+    assert result.exit_code == 0, result.output
+    for raw in ("\x1b", "\x07", "\x9b", "\r"):
+        assert raw not in result.stdout, repr(raw)
+    assert "\\u001b[31mred" in result.stdout and "\\u001b]0;owned\\u0007" in result.stdout
+    assert "[dim]\\u001b[2J" in result.stdout  # markup shown as text, escapes escaped
+
+
 def test_profile_of_a_real_log_agrees_with_a_plain_python_reading(
     tmp_path: Path, shared: Any
 ) -> None:
