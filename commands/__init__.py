@@ -26,6 +26,7 @@ from hpcpolicy.commands import (
     tune,
     whatif,
 )
+from hpcpolicy.commands._click import Command, Group
 from hpcpolicy.commands._console import set_verbosity
 from hpcpolicy.version import __version__
 
@@ -33,6 +34,7 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="hpcpolicy",
+    cls=Group,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,  # click's help: wraps at word boundaries, never cuts a word
@@ -59,27 +61,27 @@ def root(
 ) -> None:
     """Turn a cluster's job logs into scheduling answers you can act on.
 
-    Typical flow: [bold]ingest[/] a Slurm or SWF log into a clean job table, look at it with
-    [bold]stats[/], replay it with [bold]simulate[/], and compare policies. [bold]demo[/] runs
-    the whole flow on a built-in synthetic workload, with no download.
+    Typical flow: ingest a Slurm or SWF log into a clean job table, look at it with stats,
+    replay it with simulate, and compare policies with whatif. demo runs the whole flow on a
+    built-in synthetic workload, with no download.
     """
     set_verbosity(quiet=quiet, verbose=verbose)
 
 
-app.command("demo")(demo.main)
-app.command("generate")(generate.main)
-app.command("ingest")(ingest.main)
-app.command("simulate")(simulate.main)
-app.command("fidelity")(fidelity.main)
-app.command("calibrate")(calibrate.main)
-app.command("stats")(stats.main)
-app.command("train")(train.main)
-app.command("tune")(tune.main)
-app.command("sweep")(sweep.main)
-app.command("evaluate")(evaluate.main)
+app.command("demo", cls=Command)(demo.main)
+app.command("generate", cls=Command)(generate.main)
+app.command("ingest", cls=Command)(ingest.main)
+app.command("simulate", cls=Command)(simulate.main)
+app.command("fidelity", cls=Command)(fidelity.main)
+app.command("calibrate", cls=Command)(calibrate.main)
+app.command("stats", cls=Command)(stats.main)
+app.command("train", cls=Command)(train.main)
+app.command("tune", cls=Command)(tune.main)
+app.command("sweep", cls=Command)(sweep.main)
+app.command("evaluate", cls=Command)(evaluate.main)
 app.add_typer(dataset.app, name="dataset")
-app.command("whatif")(whatif.main)
-app.command("advise")(advise.main)
+app.command("whatif", cls=Command)(whatif.main)
+app.command("advise", cls=Command)(advise.main)
 
 
 def main() -> None:

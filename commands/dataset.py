@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from hpcpolicy.commands._click import Command
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, with_progress
 from hpcpolicy.commands._options import (
     ClusterOpt,
@@ -33,7 +34,7 @@ app = typer.Typer(no_args_is_help=True, help="Replay datasets for offline RL: bu
                   "from it.")
 
 
-@app.command("build")
+@app.command("build", cls=Command)
 def build(
     table: TableArg,
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset directory to write.",
@@ -136,7 +137,7 @@ def build(
     _show(stored)
 
 
-@app.command("inspect")
+@app.command("inspect", cls=Command)
 def inspect(
     dataset: Annotated[Path, typer.Argument(help="Dataset directory (`dataset build -o`).",
                                             show_default=False, callback=a_folder)],

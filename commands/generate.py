@@ -41,7 +41,7 @@ def main(
 
     The Lublin-Feitelson (2003) model of rigid jobs: job sizes (serial share, powers of
     two), runtimes that grow with size, and arrivals that follow the working day. The same
-    options and seed give a byte-identical file; read it with [bold]hpcpolicy ingest[/].
+    options and seed give a byte-identical file; read it with hpcpolicy ingest.
 
     Examples:
 
