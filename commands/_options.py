@@ -135,7 +135,8 @@ ProcsFromOpt = Annotated[str | None, typer.Option(
     callback=lower_choice)]
 WalltimeFallbackOpt = Annotated[str | None, typer.Option(
     "--walltime-fallback", help="Planning time of jobs without a requested walltime: runtime "
-    "(perfect estimates), max (longest request in the partition), error, or SECONDS; default "
+    "(perfect estimates), max (longest request in the partition), error, or a length (12h, "
+    "43200, 12:00:00); default "
     "auto: max, or an error when no job has a request.",
     callback=lower_choice)]
 UnknownRunTimeOpt = Annotated[int | None, typer.Option(

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from hpcpolicy.compat import COMPAT_NAMES, compat_preset
 from hpcpolicy.config import Config, choice
+from hpcpolicy.durations import DURATION_HINT, parse_duration, round_up_duration
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
 from hpcpolicy.textfmt import duration
 
@@ -146,7 +147,7 @@ class WorkloadOptions(Config):
     def validate(self) -> None:
         if not (isinstance(self.walltime_fallback, int) and self.walltime_fallback > 0):
             self._one_of("walltime_fallback", WALLTIME_FALLBACKS,
-                         also=" or a positive number of seconds")
+                         also=f" or a positive length ({DURATION_HINT})")
         self._at_least(0, "unknown_run_time_s")
 
     @classmethod
@@ -166,8 +167,15 @@ class WorkloadOptions(Config):
 
     @staticmethod
     def parse_walltime_fallback(text: str) -> str | int:
-        """``--walltime-fallback`` text as an option value (digits become seconds)."""
-        return int(text) if text.strip().isdigit() else text.strip()
+        """``--walltime-fallback`` text as an option value: a named fallback, or a length
+        (``12h``, ``43200``, ``12:00:00``) as seconds.
+
+        Example:
+            >>> WorkloadOptions.parse_walltime_fallback("12h")
+            43200
+        """
+        seconds = parse_duration(text)
+        return text.strip() if seconds is None else seconds
 
 
 @dataclass(frozen=True)
@@ -384,10 +392,11 @@ def _walltime(kept: pl.DataFrame, label: str,
     n = kept.height
     choice = opts.walltime_fallback
     ask = ("choose --walltime-fallback runtime (perfect estimates: the actual run time), max "
-           "(the longest request in the job's partition) or a number of seconds")
+           "(the longest request in the job's partition) or a length such as 12h")
     if choice == "error" or (choice in ("auto", "max") and missing == n):
         raise ConfigError(f"{label}: {missing} of {n} jobs have no requested walltime "
-                          f"(req_walltime_s), which backfilling and SJF need; {ask}")
+                          f"(req_walltime_s), which backfilling and SJF need; {ask}"
+                          f"{_suggestion(kept.filter(kept['walltime'].is_null()))}")
     if choice == "runtime":
         return have.fill_null(kept["run"]), [
             f"{missing} of {n} jobs have no requested walltime: planned with their actual run "
@@ -434,9 +443,28 @@ def _longest_request(kept: pl.DataFrame) -> tuple[pl.Series, list[str]]:
             f"requested walltime and neither has any job of their partition ({parts}): planned "
             f"with the longest request in the whole log, {duration(longest)} "
             f"({longest:,} s, from partition {source}); {ran}so backfilling plans them wrongly. "
-            "Give the partition's real limit with --walltime-fallback SECONDS, or plan with "
-            "the actual run times with --walltime-fallback runtime (perfect estimates)")
+            "Give the partition's real limit with --walltime-fallback LENGTH, or plan with "
+            "the actual run times with --walltime-fallback runtime (perfect estimates)"
+            f"{_suggestion(guessed)}")
     return planned, notes
+
+
+def _suggestion(missing: pl.DataFrame) -> str:
+    """A value for ``--walltime-fallback`` read from the run times of the jobs without a
+    request: their 99th percentile, rounded up (by partition; the largest is suggested)."""
+    import polars as pl
+
+    if missing.height == 0:
+        return ""
+    p99 = missing.group_by("partition").agg(pl.col("run").quantile(0.99, "higher")).sort(
+        "run", descending=True)
+    top = p99.row(0, named=True)
+    if top["run"] is None:
+        return ""
+    value = round_up_duration(float(top["run"]))
+    where = f"partition {top['partition']}'s" if p99.height > 1 else "their"
+    return (f"; {where} 99th-percentile run time is {duration(float(top['run']))}, so "
+            f"--walltime-fallback {value} would cover 99 % of them")
 
 
 def _codes(values: pl.Series) -> tuple[I32, tuple[str, ...]]:

@@ -9,7 +9,8 @@ placed on its own; the longest listed prefix decides):
    artifact's files and manifest, shared by the writers in training and the readers in
    deploy; it needs neither torch nor training code), and ``hostlist`` (Slurm's form of
    node names, read by a cluster spec and by the Slurm flavour alike), and ``docload``
-   (JSON and TOML documents read with size and nesting bounds);
+   (JSON and TOML documents read with size and nesting bounds), ``durations`` (one parser for
+   written lengths of time);
 1. the machine: ``cluster``;
 2. ``ingest`` and ``generate`` (synthetic logs in SWF: another source of input);
 3. what ingest writes, read back: ``table`` (opening a job table; a raw log given instead is
@@ -63,7 +64,7 @@ SOURCES = {"hpcpolicy": "hpcpolicy", "commands": "hpcpolicy.commands",
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.version", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
      "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.config", "hpcpolicy.compat",
-     "hpcpolicy.artifact", "hpcpolicy.hostlist", "hpcpolicy.docload"),
+     "hpcpolicy.artifact", "hpcpolicy.hostlist", "hpcpolicy.docload", "hpcpolicy.durations"),
     ("hpcpolicy.cluster",),
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
     ("hpcpolicy.table", "hpcpolicy.cluster_io", "hpcpolicy.workload", "hpcpolicy.stats"),
