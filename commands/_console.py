@@ -20,6 +20,7 @@ __all__ = [
     "err_console",
     "fail_cleanly",
     "is_quiet",
+    "note_first_compile",
     "os_error_line",
     "plain",
     "print_note",
@@ -103,6 +104,16 @@ def print_note(note: str) -> None:
         console.print(Text(visible(note), "bold red"), soft_wrap=True)
     else:
         console.print(Text.assemble(("note: ", "yellow"), visible(note)), soft_wrap=True)
+
+
+def note_first_compile() -> None:
+    """Say so when this run compiles the replay engine (the first on a machine): a minute
+    of silence would look like a hang."""
+    from hpcpolicy.sim.compiled import engine_compiled
+
+    if not engine_compiled() and not is_quiet():
+        print_note("first run on this machine: compiling the replay engine (about a minute "
+                   "on two cores, once; later runs start at once)")
 
 
 def short_names(names: Sequence[str], width: int = 16) -> tuple[dict[str, str], list[str]]:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, note_first_compile
 from hpcpolicy.commands._options import SeedOpt, a_folder
 
 __all__ = ["main"]
@@ -52,6 +52,7 @@ def main(
         console.print(f"[green]✓[/] [{index + 1}/{total}] {step.title} [dim]({seconds:.1f} s)[/]")
 
     with fail_cleanly():
+        note_first_compile()
         cfg = DemoConfig(out_dir=out_dir, jobs=jobs, procs=procs, seed=seed,
                          train_steps=train_steps)
         if quiet:

@@ -12,6 +12,7 @@ from hpcpolicy.commands._console import (
     console,
     fail_cleanly,
     is_quiet,
+    note_first_compile,
     plain,
     print_note,
     with_progress,
@@ -124,6 +125,7 @@ def main(
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
+        note_first_compile()
         backfills = backfill or ["none"]
         resolved = {spec: resolve_policy(spec) for spec in policy or ["fcfs"]}
         for note in filter(None, map(guard_note, resolved)):

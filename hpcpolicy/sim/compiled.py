@@ -18,6 +18,7 @@ the job that becomes the (fixed) head.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from hpcpolicy.sim.result import assemble
 from hpcpolicy.sim.types import BACKFILL_MODES, RunningJobs, SimConfig
 from hpcpolicy.workload import JobIds, Workload
 
-__all__ = ["Stepper", "bind", "build", "raw_outcome", "run_compiled"]
+__all__ = ["Stepper", "bind", "build", "engine_compiled", "raw_outcome", "run_compiled"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -125,6 +126,15 @@ def _functions(cfg: SimConfig) -> tuple[Callable[..., Any], Callable[..., Any],
     engine has one implementation (compiled), used whatever ``cfg.engine`` says."""
     mod: Any = compat if cfg.preset.peer_engine else fast
     return mod.run_to_end, mod.next_decision, mod.decide
+
+
+def engine_compiled() -> bool:
+    """Whether numba has already compiled the engine on this machine (its on-disk cache
+    holds the main loop), so a run starts at once; the first run compiles it, for about a
+    minute on two cores, and says so (``hpcpolicy.commands._console.note_first_compile``)."""
+    cache = getattr(fast.run_to_end, "_cache", None)  # numba's own cache, not a public API
+    index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    return index is None or Path(index).exists()
 
 
 def bind(dispatcher: Any, *args: Any) -> Callable[..., Any]:
