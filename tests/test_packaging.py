@@ -25,3 +25,19 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert len(commands) == 2, "README must give exactly two set-up commands"
     test_command = next(c for c in commands if "pytest" in c)
     assert test_command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+def test_ci_builds_the_documentation_strictly_after_the_tests() -> None:
+    """The site is built by CI with --strict (a broken link or nav entry fails), outside the
+    checkout, once the README's test command has passed; its tools come with the dev extra."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    test_command = next(c for c in re.findall(r"^python3 -m venv .*$", readme, flags=re.M)
+                        if "pytest" in c)
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    build = [n for n, line in enumerate(lines) if "mkdocs build --strict" in line]
+    assert build and build[0] > lines.index(test_command), ".ci/run must build the docs last"
+    assert "mktemp -d" in lines[build[0]], "build the site into a temporary folder"
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["dev"]
+    names = {re.split(r"[<>=\[ ]", spec)[0] for spec in dev}
+    assert {"mkdocs", "mkdocs-material"} <= names, dev
