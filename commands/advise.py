@@ -31,8 +31,13 @@ def _show(result: Pass | SlurmError, apply: bool) -> None:
         return
     now = result.snapshot.now
     stamp = datetime.fromtimestamp(now).strftime("%H:%M:%S")
+    for s in result.snapshot.skipped:
+        err_console.print(f"warning: left out: {s.describe()}", markup=False)
+    for c, why in result.failed:
+        err_console.print(f"warning: {c.command()} failed: {why}", markup=False)
     if is_quiet():
-        console.print(f"{stamp} ranked {len(result.ranked)} changed {len(result.changes)}")
+        console.print(f"{stamp} ranked {len(result.ranked)} changed "
+                      f"{len(result.changes) - len(result.failed)}")
         return
     table = Table(title=f"{stamp}  {len(result.ranked)} pending jobs ranked "
                   f"({result.held} held left alone)", title_justify="left")
@@ -114,8 +119,11 @@ def main(
         if restore:
             if audit is None:
                 raise ConfigError("--restore needs --audit FILE, the audit of the run to undo")
-            reset = lib.restore(audit, partitions=parts)
-            console.print(f"restored {len(reset)} job priorities from {audit}")
+            reset, failed = lib.restore(audit, partitions=parts)
+            for c, why in failed:
+                err_console.print(f"warning: {c.command()} failed: {why}", markup=False)
+            console.print(f"restored {len(reset)} job priorities from {audit}"
+                          + (f" ({len(failed)} refused, recorded there)" if failed else ""))
             return
         if policy is None:
             raise ConfigError("--policy is required (e.g. --policy sjf), unless --restore")

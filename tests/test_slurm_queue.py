@@ -12,12 +12,12 @@ from hpcpolicy.slurm.queue import NO_LIMIT_S, limit_seconds, parse_snapshot
 
 def _job(job_id: int | str, state: str = "PENDING", limit: str = "10:00",
          priority: int | None = None, reason: str = "Priority") -> str:
-    """One line of squeue --format=SQUEUE_FORMAT (id|state|partition|user|account|submit|
-    start|cpus|nodes|limit|priority|reason)."""
+    """One line of squeue --format=SQUEUE_FORMAT (id|state|partition|user|submit|start|cpus|
+    nodes|limit|priority|reason)."""
     n = int(str(job_id).split("_")[0].split("+")[0])
     start = 990 if state == "RUNNING" else "N/A"
     prio = 100 - n if priority is None else priority
-    return f"{job_id}|{state}|batch|ann|physics|{1000 + n}|{start}|4|1|{limit}|{prio}|{reason}"
+    return f"{job_id}|{state}|batch|ann|{1000 + n}|{start}|4|1|{limit}|{prio}|{reason}"
 
 
 SINFO = "\n".join(f"n{i}|16|0/16/0/16|batch*|idle" for i in range(1, 5))

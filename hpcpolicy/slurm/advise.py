@@ -13,9 +13,15 @@ and no value grows from pass to pass.
 Safety: only pending jobs of the named partitions are touched, held jobs never (setting a
 priority would release them); nothing is cancelled, held or resized; at most
 ``max_changes`` updates per pass; every update is appended to the audit file (JSONL) before
-the next one. :func:`restore` sets every job still pending back to the priority it had
-before advise first changed it (Slurm's own value under priority/basic; under
-priority/multifactor, Slurm stops recomputing a priority once it is set, see scontrol(1)).
+the next one. Nothing a cluster user types reaches scontrol or the audit: the queue is read
+without user-typed fields and every pending job is confirmed by a second reading
+(:mod:`hpcpolicy.slurm.queue`), so each "before" in the audit is Slurm's own priority and
+each value handed out is one of them. One bad job never stops a pass: a job left out of the
+snapshot is named in the audit (``skip``), a failed update is recorded (``advise_failed``,
+with scontrol's message) and the pass goes on; only a refusal for want of rights stops it.
+:func:`restore` sets every job still pending back to the priority it had before advise
+first changed it (Slurm's own value under priority/basic; under priority/multifactor, Slurm
+stops recomputing a priority once it is set, see scontrol(1)).
 
 Example:
     >>> cfg = AdviseConfig(policy="sjf", partitions=("batch",))  # doctest: +SKIP
@@ -31,7 +37,7 @@ import os
 import pwd
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
@@ -39,13 +45,14 @@ from typing import ClassVar
 import numpy as np
 
 from hpcpolicy.config import Config
+from hpcpolicy.docload import loads_json
 from hpcpolicy.errors import ConfigError, SlurmError
 from hpcpolicy.slurm.command import slurm_command
-from hpcpolicy.slurm.queue import Job, Snapshot, read_snapshot
+from hpcpolicy.slurm.queue import Job, Skipped, Snapshot, read_snapshot
 from hpcpolicy.workload import Workload
 
-__all__ = ["AdviseConfig", "Change", "Pass", "advise_pass", "apply_changes", "check_rights",
-           "plan_pass", "restore", "watch"]
+__all__ = ["AdviseConfig", "Change", "Pass", "advise_pass", "apply_changes", "audit_skipped",
+           "check_rights", "plan_pass", "restore", "watch"]
 
 _DENIED = ("access/permission denied", "permission denied", "not authorized")
 
@@ -104,6 +111,8 @@ class Pass:
     """Updates left for the next pass by the rate limit."""
     held: int = 0
     """Held pending jobs left alone."""
+    failed: tuple[tuple[Change, str], ...] = ()
+    """Updates scontrol refused, with its message (the others were made)."""
     timings_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -223,44 +232,60 @@ def plan_pass(cfg: AdviseConfig, snap: Snapshot) -> Pass:
                 timings_s={"rank": toc - tic, "predict": time.perf_counter() - toc})
 
 
-def _audit(path: str, record: Mapping[str, object]) -> None:
-    with Path(path).open("a", encoding="utf-8") as f:
+def _audit(cfg: AdviseConfig, action: str, job_id: str | None, **fields: object) -> None:
+    assert cfg.audit is not None
+    record = {"time": datetime.now(UTC).isoformat(timespec="seconds"), "action": action,
+              "policy": cfg.policy, "job_id": job_id, **fields}
+    with Path(cfg.audit).open("a", encoding="utf-8") as f:
         f.write(json.dumps(record, sort_keys=True) + "\n")
         f.flush()
 
 
-def _update(job_id: str, priority: int, env: Mapping[str, str] | None) -> None:
+def _update(job_id: str, priority: int, env: Mapping[str, str] | None) -> str | None:
+    """Set one priority; scontrol's message when it refuses this job, None when done.
+
+    Raises:
+        SlurmError: no permission at all (every update would fail), or Slurm unreachable.
+    """
     try:
         slurm_command(["scontrol", "update", f"JobId={job_id}", f"Priority={priority}"], env)
     except SlurmError as exc:
-        if any(mark in str(exc).lower() for mark in _DENIED):
+        text = str(exc)
+        if any(mark in text.lower() for mark in _DENIED):
             raise _no_permission(f"scontrol update JobId={job_id} was refused") from None
-        raise
+        if text.startswith("Slurm is not reachable"):
+            raise
+        return text
+    return None
 
 
 def apply_changes(changes: tuple[Change, ...], cfg: AdviseConfig,
-                  env: Mapping[str, str] | None = None, action: str = "advise") -> int:
-    """Make ``changes`` with scontrol, appending each to the audit file; return how many were
-    made (a job that ended meanwhile is skipped).
+                  env: Mapping[str, str] | None = None,
+                  action: str = "advise") -> list[tuple[Change, str]]:
+    """Make ``changes`` with scontrol, appending each to the audit file, and return the ones
+    scontrol refused (e.g. a job held or ended since the snapshot) with its message; those
+    are audited as ``<action>_failed`` and the others are made all the same.
 
     Raises:
-        SlurmError: no permission (at the first change: nothing is made), or Slurm failed.
+        SlurmError: no permission (at the first change: nothing is made), or Slurm
+            unreachable.
     """
-    assert cfg.audit is not None
-    done = 0
+    failed = []
     for c in changes:
-        try:
-            _update(c.job_id, c.after, env)
-        except SlurmError as exc:
-            if "already completed" in str(exc).lower() or "invalid job id" in str(exc).lower():
-                continue  # the job started or ended since the snapshot
-            raise
-        _audit(cfg.audit, {"time": datetime.now(UTC).isoformat(timespec="seconds"),
-                           "action": action, "policy": cfg.policy, "job_id": c.job_id,
-                           "partition": c.partition, "rank": c.rank, "before": c.before,
-                           "after": c.after})
-        done += 1
-    return done
+        fields = {"partition": c.partition, "rank": c.rank, "before": c.before,
+                  "after": c.after}
+        if (error := _update(c.job_id, c.after, env)) is None:
+            _audit(cfg, action, c.job_id, **fields)
+        else:
+            _audit(cfg, f"{action}_failed", c.job_id, error=error, **fields)
+            failed.append((c, error))
+    return failed
+
+
+def audit_skipped(cfg: AdviseConfig, skipped: tuple[Skipped, ...]) -> None:
+    """Name each job (or line) a pass left out in the audit file, with why (``skip``)."""
+    for s in skipped:
+        _audit(cfg, "skip", s.job_id, why=s.why)
 
 
 def _no_permission(why: str) -> SlurmError:
@@ -304,8 +329,9 @@ def advise_pass(cfg: AdviseConfig, env: Mapping[str, str] | None = None) -> Pass
     read_s = time.perf_counter() - tic
     result = plan_pass(cfg, snap)
     result.timings_s["read"] = read_s
-    if cfg.apply and result.changes:
-        apply_changes(result.changes, cfg, env)
+    if cfg.apply:
+        audit_skipped(cfg, snap.skipped)
+        result = replace(result, failed=tuple(apply_changes(result.changes, cfg, env)))
     result.timings_s["total"] = time.perf_counter() - tic
     return result
 
@@ -342,10 +368,14 @@ def watch(cfg: AdviseConfig, every_s: float, report: Callable[[Pass | SlurmError
 
 
 def restore(audit: Path, env: Mapping[str, str] | None = None,
-            partitions: tuple[str, ...] = ()) -> list[Change]:
+            partitions: tuple[str, ...] = ()) -> tuple[list[Change], list[tuple[Change, str]]]:
     """Hand the order back to Slurm: every job of ``audit`` that is still pending (in
     ``partitions``, when named) gets the priority it had before advise first changed it.
-    Each reset is appended to the audit file as ``restore``.
+    Each reset is appended to the audit file as ``restore`` (``restore_failed`` when
+    scontrol refuses it; the others are made all the same).
+
+    Returns:
+        The resets made, and those refused with scontrol's message.
 
     Raises:
         ConfigError: the audit file is missing or not advise's JSONL.
@@ -356,8 +386,8 @@ def restore(audit: Path, env: Mapping[str, str] | None = None,
                           "the advise --apply run it undoes")
     first: dict[str, int] = {}
     for lineno, line in enumerate(audit.read_text(encoding="utf-8").splitlines(), 1):
+        rec = loads_json(line, f"{audit}:{lineno}", "advise audit record")
         try:
-            rec = json.loads(line)
             if rec["action"] == "advise":
                 first.setdefault(str(rec["job_id"]), int(rec["before"]))
         except (ValueError, KeyError, TypeError):
@@ -370,5 +400,6 @@ def restore(audit: Path, env: Mapping[str, str] | None = None,
         if j.job_id in first and not j.held and j.priority != first[j.job_id]
         and (not partitions or j.partition in partitions))
     cfg = AdviseConfig(policy="restore", apply=True, audit=str(audit), max_changes=10**9)
-    apply_changes(changes, cfg, env, action="restore")
-    return list(changes)
+    failed = apply_changes(changes, cfg, env, action="restore")
+    refused = {c.job_id for c, _ in failed}
+    return [c for c in changes if c.job_id not in refused], failed
