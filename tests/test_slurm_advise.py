@@ -1,7 +1,8 @@
 """``hpcpolicy advise`` against the real test Slurm (no mock scheduler): ranking, --apply,
-the audit file, --restore, held jobs, the rate limit, refusals, and a slurmctld restart
-under --watch. Only the case of an squeue that prints something else than asked uses a stub,
-on PATH."""
+the audit file, --restore, held jobs, the rate limit, refusals, a slurmctld restart under
+--watch, a failed update in the middle of a pass, and an unprivileged user's accounts made to
+look like squeue's fields (issue 38). Only the case of an squeue that prints something else
+than asked uses a stub, on PATH."""
 
 from __future__ import annotations
 
@@ -18,17 +19,22 @@ from typing import Any
 import pytest
 from cli_helpers import invoke, one_line_error
 
-from hpcpolicy.slurm.advise import AdviseConfig, advise_pass
+from hpcpolicy.slurm.advise import AdviseConfig, advise_pass, apply_changes
 
 pytestmark = pytest.mark.slurm
 
 LIMITS = (4, 1, 3, 2)
 """Time limits (min) of the four waiting jobs, in submit order; sjf starts them as 1, 2, 3, 4."""
+FORGED = 4294967000
+"""A priority above every job's, as an intruder's account text claims it (issue 38)."""
 
 
-def _sbatch(env: dict[str, str], *args: str) -> str:
-    out = subprocess.run(["sbatch", "--parsable", "--output=/dev/null", *args], env=env,
-                         capture_output=True, text=True, check=True).stdout
+def _sbatch(env: dict[str, str], *args: str, user: str | None = None) -> str:
+    as_user = [] if user is None else ["setpriv", f"--reuid={user}", f"--regid={user}",
+                                       "--clear-groups"]
+    out = subprocess.run([*as_user, "sbatch", "--parsable", "--output=/dev/null",
+                          "--chdir=/tmp", *args], env=env, capture_output=True, text=True,
+                         check=True).stdout
     return out.strip().split(";")[0]
 
 
@@ -79,8 +85,21 @@ def env_conf(slurm_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, s
     return dict(slurm_cluster.env)
 
 
+@pytest.fixture
+def intruder(slurm_cluster: Any) -> str:
+    """A user without Slurm rights or association, who may type any account."""
+    from slurm.cluster import unprivileged_user
+
+    return unprivileged_user()
+
+
 def _run(*args: str) -> Any:
     return invoke("advise", *args)
+
+
+def _by_limit(queue: Queue) -> list[str]:
+    """The waiting jobs in sjf order."""
+    return [queue.waiting[i] for i in sorted(range(4), key=lambda i: LIMITS[i])]
 
 
 HPCPOLICY = str(Path(sys.executable).parent / "hpcpolicy")
@@ -108,8 +127,7 @@ def test_apply_sets_the_order_audits_it_and_restore_undoes_it(
     result = _run("--policy", "sjf", "--partition", "batch", "--apply", "--audit", str(audit))
     assert result.exit_code == 0, result.output
     after = _priorities(env_conf, queue.all())
-    order = sorted(queue.waiting, key=lambda j: -after[j])
-    assert order == [queue.waiting[i] for i in sorted(range(4), key=lambda i: LIMITS[i])]
+    assert sorted(queue.waiting, key=lambda j: -after[j]) == _by_limit(queue)
     assert after[queue.held] == 0 and after[queue.other] == before[queue.other]
     assert after[queue.blocker] == before[queue.blocker]  # running: not touched
     records = [json.loads(line) for line in audit.read_text().splitlines()]
@@ -236,3 +254,62 @@ def test_watch_survives_a_slurmctld_restart(slurm_cluster: Any, env_conf: dict[s
         if q is not None:
             q.cancel()
     assert "stopped" in out
+
+
+def test_an_account_that_mimics_squeue_fields_reaches_neither_scontrol_nor_the_audit(
+        queue: Queue, env_conf: dict[str, str], intruder: str, tmp_path: Path) -> None:
+    # the account reads as squeue's old fields: submit, start, cpus, nodes, a 9-minute limit
+    # and a priority above every job's; its real limit (5 min) puts it after the four others
+    forged = _sbatch(env_conf, "-p", "batch", "-n", "64", "-t", "5", "-A",
+                     f"physics|1000000000|0|1|1|9:00|{FORGED}|priority", "--wrap", "sleep 1",
+                     user=intruder)
+    mine = [*queue.waiting, forged]
+    audit = tmp_path / "a.jsonl"
+    before = _priorities(env_conf, mine)
+    try:
+        result = _run("--policy", "sjf", "--partition", "batch", "--apply", "--audit",
+                      str(audit))
+        after = _priorities(env_conf, mine)
+    finally:
+        subprocess.run(["scancel", forged], env=env_conf, check=False)
+    assert result.exit_code == 0, result.output
+    assert FORGED not in after.values() and max(after.values()) <= max(before.values())
+    assert str(FORGED) not in audit.read_text()
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [r for r in records if r["action"] == "advise"]
+    assert all(r["before"] == before[r["job_id"]] for r in records if r["action"] == "advise")
+    assert sorted(mine, key=lambda j: -after[j]) == [*_by_limit(queue), forged]
+
+
+def test_accounts_holding_the_separator_or_a_newline_do_not_stop_the_pass(
+        queue: Queue, env_conf: dict[str, str], intruder: str, tmp_path: Path) -> None:
+    odd = [_sbatch(env_conf, "-p", "batch", "-n", "64", "-t", "5", "-A", account, "--wrap",
+                   "sleep 1", user=intruder) for account in ("x|y", "x\ny|z")]
+    try:
+        result = _run("--policy", "sjf", "--partition", "batch", "--apply", "--audit",
+                      str(tmp_path / "a.jsonl"))
+        after = _priorities(env_conf, [*queue.waiting, *odd])
+    finally:
+        subprocess.run(["scancel", *odd], env=env_conf, check=False)
+    assert result.exit_code == 0, result.output
+    assert sorted(queue.waiting, key=lambda j: -after[j]) == _by_limit(queue)
+    assert min(after[j] for j in queue.waiting) > max(after[j] for j in odd)
+
+
+def test_a_failed_update_is_recorded_and_the_pass_goes_on(queue: Queue, env_conf: dict[str, str],
+                                                         tmp_path: Path) -> None:
+    audit = tmp_path / "a.jsonl"
+    cfg = AdviseConfig(policy="sjf", partitions=("batch",), apply=True, audit=str(audit))
+    planned = advise_pass(AdviseConfig(policy="sjf", partitions=("batch",)), env_conf).changes
+    assert len(planned) >= 2
+    held = planned[0].job_id
+    subprocess.run(["scontrol", "hold", held], env=env_conf, check=True)  # during the pass
+    failed = apply_changes(planned, cfg, env_conf)
+    assert [c.job_id for c, _ in failed] == [held]
+    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(r["action"], r["job_id"]) for r in records] == [
+        ("advise_failed", held), *(("advise", c.job_id) for c in planned[1:])]
+    assert "held" in records[0]["error"]
+    after = _priorities(env_conf, queue.waiting)
+    assert after[held] == 0  # still held: the update did not release it
+    assert all(after[c.job_id] == c.after for c in planned[1:])

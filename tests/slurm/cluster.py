@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ACCOUNTS", "PACKAGES", "PARTITIONS", "LocalSlurm", "missing_requirements",
-           "started"]
+__all__ = ["ACCOUNTS", "PACKAGES", "PARTITIONS", "UNPRIVILEGED", "LocalSlurm",
+           "missing_requirements", "started", "unprivileged_user"]
 
 PACKAGES = ("slurmctld", "slurmd", "slurmdbd", "slurm-client", "munge", "mariadb-server")
 """Debian packages the cluster runs on."""
@@ -43,6 +43,9 @@ ACCOUNTS = ("physics", "biology")
 """Accounts created in slurmdbd; root is a user of both."""
 PARTITIONS = {"batch": "n[1-4]", "short": "n[3-4]"}
 """Partition -> nodes (``batch`` is the default; ``short`` allows at most 10 minutes)."""
+UNPRIVILEGED = "hpcpolicy-intruder"
+"""A Unix user with no Slurm rights and no association: AccountingStorageEnforce is unset, so
+Slurm keeps whatever account (``-A``) it types, as an ordinary cluster user's would be."""
 CLUSTER = "hpctest"
 _DB_PORT, _DBD_PORT, _CTLD_PORT, _SLURMD_PORT = 17306, 17319, 17317, 17001
 
@@ -56,6 +59,16 @@ def missing_requirements() -> str | None:
         return (f"{', '.join(absent)} not installed (apt-get install --no-install-recommends "
                 f"{' '.join(PACKAGES)})")
     return None
+
+
+def unprivileged_user(name: str = UNPRIVILEGED) -> str:
+    """``name``, created as a system user without a home or a shell when missing (root only);
+    run its Slurm commands with ``setpriv --reuid=NAME --regid=NAME --clear-groups``."""
+    if subprocess.run(["id", "-u", name], capture_output=True, check=False).returncode:
+        subprocess.run(["useradd", "--system", "--user-group", "--no-create-home",
+                        "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True,
+                       check=True)
+    return name
 
 
 def alive(pid: int) -> bool:
