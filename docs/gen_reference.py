@@ -63,7 +63,7 @@ def _command_section(name: str, command: TyperCommand, parent: typer.Context) ->
     ctx = typer.Context(command, info_name=name.rsplit(" ", 1)[-1], parent=parent)
     usage = " ".join([name, *command.collect_usage_pieces(ctx)])
     out = [f"## `{name}`", "", *_paragraphs(_help_blocks(command.help or "")),
-           f"```text\n{usage}\n```", ""]
+           "Usage:", "", f"```text\n{usage}\n```", ""]
     records = [r for p in command.get_params(ctx) if (r := p.get_help_record(ctx)) is not None]
     if records:
         out += ["| Option | Description |", "|---|---|"]
