@@ -1,0 +1,200 @@
+"""The six GPU-sharing allocators of Weng et al. (USENIX ATC 2023, section 6.1), compiled.
+
+Each allocator gives every node that can take the pod a whole-number score (0 to 100, as
+Kubernetes scheduler plugins do); the pod goes to the first node (in the node list's order)
+of the highest score, as the paper's simulator breaks ties (by the smallest node name, its
+nodes being named in list order), and then to GPUs of that node. ``random`` alone draws the
+node, uniformly among those that fit. The scores follow the
+definitions of the paper's simulator (``hkust-adsl/kubernetes-scheduler-simulator``,
+``pkg/simulator/plugin``); the normalisation constants are its largest node, 128 CPUs and
+8 GPUs:
+
+* ``random``: every node scores the same; a shared GPU is drawn at random among those that fit.
+* ``dotprod``: 100 x (1 - mean of free x request over CPU and GPU, each over its maximum).
+* ``clustering``: nodes already running only pods of the same GPU shape first (75-100), then
+  mixed nodes holding that shape (50-75), then empty nodes (25-50), then the rest (0-25);
+  within a band, fuller nodes first. CPU-only pods: all nodes equal.
+* ``packing``: partly used GPUs first (the fuller the better), then nodes whose free GPUs
+  the pod would open, then wholly idle nodes (the fewer GPUs the better).
+* ``bestfit``: 100 x (1 - mean of what is left of CPU and GPU, each over its maximum).
+* ``fgd``: 100 x sigmoid(fragmentation decrease / 1000), the fragmentation being
+  :func:`~hpcpolicy.gpu.fragmentation.node_fragmentation`; a shared GPU is the one whose
+  choice decreases it most.
+
+Every allocator but ``random`` and ``fgd`` puts a GPU-sharing pod on the fullest GPU that fits
+it (best fit, the simulator's default); a pod of whole GPUs takes the first idle GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+
+from hpcpolicy.gpu.fragmentation import node_fragmentation
+from hpcpolicy.gpu.sharing import GPU_MILLI
+
+__all__ = ["ALLOCATORS", "allocator_code"]
+
+ALLOCATORS = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
+"""The allocators' names; the index of a name is its code in the compiled loop."""
+
+RANDOM, DOTPROD, CLUSTERING, PACKING, BESTFIT, FGD = range(6)
+MAX_CPU = 128_000.0
+MAX_GPU = 8_000.0
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+B = npt.NDArray[np.bool_]
+
+
+def allocator_code(name: str) -> int:
+    """The code of allocator ``name``; :class:`ValueError` naming the valid ones otherwise."""
+    if name not in ALLOCATORS:
+        raise ValueError(f"unknown allocator {name!r}; choose one of {', '.join(ALLOCATORS)}")
+    return ALLOCATORS.index(name)
+
+
+@nb.njit(cache=True)
+def fits(j: int, cpu: int, mem: int, num: int, milli: int, cpu_left: I64, mem_left: I64,
+         gpu_left: I64, gpus: I64, model: I64, allowed: B) -> bool:
+    """Whether node ``j`` can take a pod of this shape now (``allowed``: the pod's models)."""
+    if cpu_left[j] < cpu or mem_left[j] < mem:
+        return False
+    if num == 0:
+        return True
+    if gpus[j] == 0 or model[j] < 0 or not allowed[model[j]]:
+        return False
+    enough = 0
+    for g in range(gpus[j]):
+        if gpu_left[j, g] >= milli:
+            enough += 1
+    return enough >= num
+
+
+@nb.njit(cache=True)
+def _left(j: int, gpu_left: I64, gpus: I64) -> int:
+    total = 0
+    for g in range(gpus[j]):
+        total += gpu_left[j, g]
+    return total
+
+
+@nb.njit(cache=True)
+def best_fit_gpu(j: int, milli: int, gpu_left: I64, gpus: I64) -> int:
+    """The fullest GPU of node ``j`` with ``milli`` free (first of equals)."""
+    best = -1
+    for g in range(gpus[j]):
+        if gpu_left[j, g] >= milli and (best < 0 or gpu_left[j, g] < gpu_left[j, best]):
+            best = g
+    return best
+
+
+@nb.njit(cache=True)
+def random_gpu(j: int, milli: int, gpu_left: I64, gpus: I64, u: float) -> int:
+    """A GPU of node ``j`` with ``milli`` free, drawn uniformly with ``u`` in [0, 1)."""
+    count = 0
+    for g in range(gpus[j]):
+        if gpu_left[j, g] >= milli:
+            count += 1
+    pick = int(u * count)
+    for g in range(gpus[j]):
+        if gpu_left[j, g] >= milli:
+            if pick == 0:
+                return g
+            pick -= 1
+    return -1
+
+
+@nb.njit(cache=True)
+def packing_score(j: int, num: int, milli: int, gpu_left: I64, gpus: I64) -> int:
+    """The GPU-packing score of node ``j`` for a GPU pod."""
+    idle = 0
+    for g in range(gpus[j]):
+        if gpu_left[j, g] == GPU_MILLI:
+            idle += 1
+    if idle == gpus[j]:
+        return max(100 // 3 - idle, idle)
+    order = np.argsort(gpu_left[j, :gpus[j]], kind="mergesort")
+    need, opened, freed = num, 0, 0
+    for g in order:
+        if need == 0:
+            break
+        if gpu_left[j, g] >= milli:
+            need -= 1
+            freed += gpu_left[j, g] * 100 // GPU_MILLI
+            if gpu_left[j, g] == GPU_MILLI:
+                opened += 1
+    if opened > 0:
+        return max(100 // 2 - opened, 100 // 3)
+    return max(100 - freed // 10, 100 // 2)
+
+
+@nb.njit(cache=True)
+def clustering_score(j: int, shape: int, gpu_left: I64, gpus: I64, shapes: I64) -> int:
+    """The GPU-clustering score of node ``j`` for a pod of GPU ``shape`` (see module doc).
+
+    ``shapes[j, s]`` counts the pods of shape ``s`` on node ``j`` (0: a shared GPU, k: k
+    whole GPUs).
+    """
+    fill = 25 * (8000 - _left(j, gpu_left, gpus)) // 8000
+    others = 0
+    for s in range(shapes.shape[1]):
+        if s != shape and shapes[j, s] > 0:
+            others += 1
+    if shapes[j, shape] > 0:
+        return fill + (75 if others == 0 else 50)
+    return fill + (25 if others == 0 else 0)
+
+
+@nb.njit(cache=True)
+def fgd_choice(j: int, cpu: int, num: int, milli: int, cpu_left: I64, gpu_left: I64,
+               gpus: I64, model: I64, typical: tuple) -> tuple[int, int]:  # type: ignore[type-arg]
+    """FGD's score of node ``j`` and, for a GPU-sharing pod, the GPU it picks (-1 otherwise)."""
+    t_cpu, t_num, t_milli, t_allowed, t_free, t_weight = typical
+    row = gpu_left[j].copy()
+    before = node_fragmentation(cpu_left[j], row, gpus[j], model[j], t_cpu, t_num, t_milli,
+                                t_allowed, t_free, t_weight)
+    if num == 1 and milli < GPU_MILLI:
+        score, pick = 0, -1
+        for g in range(gpus[j]):
+            if row[g] >= milli:
+                row[g] -= milli
+                after = node_fragmentation(cpu_left[j] - cpu, row, gpus[j], model[j], t_cpu,
+                                           t_num, t_milli, t_allowed, t_free, t_weight)
+                row[g] += milli
+                value = int(100.0 / (1.0 + math.exp(-(before - after) / 1000.0)))
+                if pick < 0 or value > score:
+                    score, pick = value, g
+        return score, pick
+    taken = 0
+    for g in range(gpus[j]):
+        if taken < num and row[g] == GPU_MILLI:
+            row[g] = 0
+            taken += 1
+    after = node_fragmentation(cpu_left[j] - cpu, row, gpus[j], model[j], t_cpu, t_num,
+                               t_milli, t_allowed, t_free, t_weight)
+    return int(100.0 / (1.0 + math.exp(-(before - after) / 1000.0))), -1
+
+
+@nb.njit(cache=True)
+def heuristic_score(code: int, j: int, cpu: int, num: int, milli: int, shape: int,
+                    cpu_left: I64, gpu_left: I64, gpus: I64, shapes: I64) -> int:
+    """The score of node ``j`` under allocator ``code`` (all but FGD)."""
+    if code == RANDOM:
+        return 0
+    request = num * milli
+    free_cpu, free_gpu = cpu_left[j], _left(j, gpu_left, gpus)
+    if code == DOTPROD:
+        dot = (free_cpu / MAX_CPU) * (cpu / MAX_CPU) + (free_gpu / MAX_GPU) * (request / MAX_GPU)
+        return int(100.0 * (1.0 - dot / 2.0))
+    if code == BESTFIT:
+        rest = 0.5 * (free_cpu - cpu) / MAX_CPU + 0.5 * (free_gpu - request) / MAX_GPU
+        return int((1.0 - rest) * 100.0)
+    if num == 0:
+        return 0
+    if code == PACKING:
+        return packing_score(j, num, milli, gpu_left, gpus)
+    return clustering_score(j, shape, gpu_left, gpus, shapes)

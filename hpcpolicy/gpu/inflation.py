@@ -1,0 +1,272 @@
+"""The inflation experiment of Weng et al. (USENIX ATC 2023, section 6.1): pods arrive, none leave.
+
+The pods of the list arrive in a random order; then pods drawn at random (with replacement)
+from the list follow until the next one's GPU thousandths per GPU would take the arrived GPU
+request past ``ratio`` times the cluster's GPUs (a list asking for more than that is first cut
+down by removing random pods). This is the protocol of the paper's simulator
+(``hkust-adsl/kubernetes-scheduler-simulator``, ``TunePodsByNodeTotalResource`` with
+``--shuffle-pod=true``). Each pod is placed by the allocator where it fits, or fails; after
+each pod the arrived GPU request, the allocated GPU thousandths and the cluster's
+fragmentation are recorded.
+
+:func:`inflation_curve` reads the allocated share at each percent of arrived workload as the
+paper's analysis does (the mean over the pods whose arrived share rounds to that percent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+import numpy.typing as npt
+
+from hpcpolicy.config import Config, choice
+from hpcpolicy.gpu.allocators import (
+    ALLOCATORS,
+    FGD,
+    RANDOM,
+    allocator_code,
+    best_fit_gpu,
+    fgd_choice,
+    fits,
+    heuristic_score,
+    random_gpu,
+)
+from hpcpolicy.gpu.fragmentation import POPULARITY, TypicalPods, node_fragmentation, typical_pods
+from hpcpolicy.gpu.sharing import GPU_MILLI, MAX_GPUS, SharingNodes, SharingPods
+
+__all__ = ["InflationConfig", "InflationRun", "draw_arrivals", "inflation_curve",
+           "replay_pods", "run_inflation"]
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class InflationConfig(Config):
+    """One run of the inflation experiment."""
+
+    label = "inflation"
+
+    allocator: str = choice("fgd", ALLOCATORS)
+    """Which allocator places the pods."""
+    ratio: float = 1.3
+    """Stop when the arrived GPU request reaches this multiple of the cluster's GPUs."""
+    seed: int = 42
+    """Seeds the arrival order, the extra draws and the choice among equal nodes."""
+    popularity: float = POPULARITY
+    """Share of pods the typical shapes (FGD's target workload) cover."""
+
+    def validate(self) -> None:
+        """Ratio positive, popularity in (0, 1]."""
+        self._require(self.ratio > 0, "ratio", f"must be > 0, got {self.ratio}")
+        self._require(0 < self.popularity <= 1, "popularity",
+                      f"must be in (0, 1], got {self.popularity}")
+
+
+@dataclass(frozen=True)
+class InflationRun:
+    """What one run recorded after each arriving pod.
+
+    Attributes:
+        arrived: GPU thousandths asked for by the pods arrived so far.
+        allocated: GPU thousandths allocated so far.
+        fragmentation: the cluster's fragmentation (GPU thousandths).
+        node: the node each pod went to, -1 when it failed.
+        total_gpus: GPUs in the cluster.
+    """
+
+    arrived: I64
+    allocated: I64
+    fragmentation: F64
+    node: I64
+    total_gpus: int
+
+
+def draw_arrivals(pods: SharingPods, total_gpus: int, ratio: float,
+                  rng: np.random.Generator) -> I64:
+    """Indices of the arriving pods, in order (see the module doc).
+
+    Example:
+        >>> import numpy as np
+        >>> from hpcpolicy.gpu.sharing import SharingPods
+        >>> one = np.ones(2, dtype=np.int64)
+        >>> pods = SharingPods(("a", "b"), one, one, one, np.array([500, 1000]),
+        ...                    np.ones((2, 1), dtype=bool))
+        >>> int(pods.total_milli[draw_arrivals(pods, 2, 1.0, np.random.default_rng(0))].sum())
+        2000
+    """
+    order = [int(i) for i in rng.permutation(len(pods.cpu))]
+    target = ratio * total_gpus * GPU_MILLI
+    milli, total = pods.total_milli, int(pods.total_milli.sum())
+    while total > target and order:
+        total -= int(milli[order.pop(int(rng.integers(len(order))))])
+    while True:
+        pick = int(rng.integers(len(pods.cpu)))
+        if total + int(pods.gpu_milli[pick]) > target:
+            return np.array(order, dtype=np.int64)
+        order.append(pick)
+        total += int(milli[pick])
+
+
+def _specs(pods: SharingPods) -> I64:
+    """A shape id per pod (same CPU, GPUs, thousandths and models: same id)."""
+    keys = np.column_stack([pods.cpu, pods.num_gpu, pods.gpu_milli,
+                            pods.allowed.astype(np.int64)])
+    return np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+@nb.njit(cache=True)
+def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu: I64,
+            p_mem: I64, p_num: I64, p_milli: I64, p_allowed: npt.NDArray[np.bool_],
+            p_spec: I64, ties: F64, typical: tuple  # type: ignore[type-arg]
+            ) -> tuple[I64, I64, F64, I64]:
+    n, count = cpu_cap.shape[0], p_cpu.shape[0]
+    t_cpu, t_num, t_milli, t_allowed, t_free, t_weight = typical
+    cpu_left, mem_left = cpu_cap.copy(), mem_cap.copy()
+    gpu_left = np.zeros((n, MAX_GPUS), dtype=np.int64)
+    shapes = np.zeros((n, MAX_GPUS + 1), dtype=np.int64)
+    frag = np.zeros(n)
+    for j in range(n):
+        gpu_left[j, :gpus[j]] = GPU_MILLI
+        frag[j] = node_fragmentation(cpu_left[j], gpu_left[j], gpus[j], model[j], t_cpu,
+                                     t_num, t_milli, t_allowed, t_free, t_weight)
+    n_specs = p_spec.max() + 1 if count else 1
+    cached = np.full((n_specs, n), -1, dtype=np.int64)
+    cached_gpu = np.full((n_specs, n), -1, dtype=np.int64)
+    score = np.full(n, -1, dtype=np.int64)
+    arrived, allocated = np.zeros(count, np.int64), np.zeros(count, np.int64)
+    frag_total, node_of = np.zeros(count), np.full(count, -1, np.int64)
+    arr, alloc, frag_sum = 0, 0, frag.sum()
+    for i in range(count):
+        cpu, mem, num, milli, spec = p_cpu[i], p_mem[i], p_num[i], p_milli[i], p_spec[i]
+        shape = 0 if (num == 1 and milli < GPU_MILLI) else num
+        arr += num * milli
+        best, ties_n = -1, 0
+        for j in range(n):
+            score[j] = -1
+            if not fits(j, cpu, mem, num, milli, cpu_left, mem_left, gpu_left, gpus, model,
+                        p_allowed[i]):
+                continue
+            if code == FGD:
+                if cached[spec, j] < 0:
+                    s, g = fgd_choice(j, cpu, num, milli, cpu_left, gpu_left, gpus, model,
+                                      typical)
+                    cached[spec, j], cached_gpu[spec, j] = s, g
+                score[j] = cached[spec, j]
+            else:
+                score[j] = heuristic_score(code, j, cpu, num, milli, shape, cpu_left,
+                                           gpu_left, gpus, shapes)
+            if score[j] > best:
+                best, ties_n = score[j], 1
+            elif score[j] == best:
+                ties_n += 1
+        if best >= 0:
+            pick, chosen = (int(ties[i, 0] * ties_n) if code == RANDOM else 0), -1
+            for j in range(n):
+                if score[j] == best:
+                    if pick == 0:
+                        chosen = j
+                        break
+                    pick -= 1
+            cpu_left[chosen] -= cpu
+            mem_left[chosen] -= mem
+            if num == 1 and milli < GPU_MILLI:
+                if code == RANDOM:
+                    g = random_gpu(chosen, milli, gpu_left, gpus, ties[i, 1])
+                elif code == FGD:
+                    g = cached_gpu[spec, chosen]
+                else:
+                    g = best_fit_gpu(chosen, milli, gpu_left, gpus)
+                gpu_left[chosen, g] -= milli
+            else:
+                taken = 0
+                for g in range(gpus[chosen]):
+                    if taken < num and gpu_left[chosen, g] == GPU_MILLI:
+                        gpu_left[chosen, g] = 0
+                        taken += 1
+            if num > 0:
+                shapes[chosen, shape] += 1
+            alloc += num * milli
+            cached[:, chosen] = -1
+            new = node_fragmentation(cpu_left[chosen], gpu_left[chosen], gpus[chosen],
+                                     model[chosen], t_cpu, t_num, t_milli, t_allowed, t_free,
+                                     t_weight)
+            frag_sum += new - frag[chosen]
+            frag[chosen] = new
+            node_of[i] = chosen
+        arrived[i], allocated[i], frag_total[i] = arr, alloc, frag_sum
+    return arrived, allocated, frag_total, node_of
+
+
+def _typical_tuple(t: TypicalPods) -> tuple:  # type: ignore[type-arg]
+    return (t.cpu, t.num_gpu, t.gpu_milli, t.allowed, t.unconstrained, t.weight)
+
+
+def replay_pods(nodes: SharingNodes, arrivals: SharingPods, allocator: str,
+                typical: TypicalPods, rng: np.random.Generator) -> InflationRun:
+    """Place ``arrivals`` in order on an empty cluster with ``allocator``; nothing leaves.
+
+    Args:
+        nodes: the cluster.
+        arrivals: the pods, in arrival order.
+        allocator: one of :data:`~hpcpolicy.gpu.allocators.ALLOCATORS`.
+        typical: FGD's target workload (and the fragmentation measure's).
+        rng: draws the ``random`` allocator's nodes and GPUs.
+
+    Returns:
+        What was recorded after each pod.
+    """
+    ties = rng.random((len(arrivals.cpu), 2))
+    arrived, allocated, frag, node = _replay(
+        allocator_code(allocator), nodes.cpu, nodes.mem, nodes.gpus, nodes.model,
+        arrivals.cpu, arrivals.mem, arrivals.num_gpu, arrivals.gpu_milli, arrivals.allowed,
+        _specs(arrivals), ties, _typical_tuple(typical))
+    return InflationRun(arrived, allocated, frag, node, nodes.total_gpus)
+
+
+def run_inflation(nodes: SharingNodes, pods: SharingPods, cfg: InflationConfig) -> InflationRun:
+    """One run of the inflation experiment (deterministic for a given ``cfg.seed``).
+
+    Args:
+        nodes: the cluster.
+        pods: the pod list; the arrivals are drawn from it and the typical shapes are its own.
+        cfg: the allocator, the ratio and the seed.
+
+    Returns:
+        What was recorded after each arriving pod.
+
+    Example:
+        >>> import numpy as np
+        >>> from hpcpolicy.gpu.sharing import SharingNodes, SharingPods
+        >>> nodes = SharingNodes(("n",), np.array([8000]), np.array([64]), np.array([2]),
+        ...                      np.array([0]), ("T4",))
+        >>> one = np.ones(1, dtype=np.int64)
+        >>> pods = SharingPods(("p",), one, one, one, np.array([500]), np.ones((1, 1), bool))
+        >>> run = run_inflation(nodes, pods, InflationConfig(allocator="fgd", ratio=1.0))
+        >>> int(run.allocated[-1])
+        2000
+    """
+    rng = np.random.default_rng(cfg.seed)
+    arrivals = pods.take(draw_arrivals(pods, nodes.total_gpus, cfg.ratio, rng))
+    return replay_pods(nodes, arrivals, cfg.allocator, typical_pods(pods, cfg.popularity), rng)
+
+
+def inflation_curve(run: InflationRun, percents: I64) -> F64:
+    """The allocated GPU share (%) at each of ``percents`` of arrived workload.
+
+    As the paper's analysis: the mean over the pods whose arrived share, rounded to a whole
+    percent, equals it (or lies within one percent of it when none does); NaN if none.
+    """
+    scale = run.total_gpus * GPU_MILLI / 100.0
+    arrived = np.round(run.arrived / scale)
+    allocated = np.round(run.allocated / scale, 2)
+    out = np.full(len(percents), np.nan)
+    for k, p in enumerate(percents):
+        hit = arrived == p
+        if not hit.any():
+            hit = np.abs(arrived - p) <= 1
+        if hit.any():
+            out[k] = allocated[hit].mean()
+    return out
