@@ -117,19 +117,12 @@ def packing_score(j: int, num: int, milli: int, gpu_left: I64, gpus: I64) -> int
             idle += 1
     if idle == gpus[j]:
         return max(100 // 3 - idle, idle)
-    order = np.argsort(gpu_left[j, :gpus[j]], kind="mergesort")
-    need, opened, freed = num, 0, 0
-    for g in order:
-        if need == 0:
-            break
-        if gpu_left[j, g] >= milli:
-            need -= 1
-            freed += gpu_left[j, g] * 100 // GPU_MILLI
-            if gpu_left[j, g] == GPU_MILLI:
-                opened += 1
-    if opened > 0:
-        return max(100 // 2 - opened, 100 // 3)
-    return max(100 - freed // 10, 100 // 2)
+    if milli == GPU_MILLI:  # whole GPUs: the pod opens ``num`` idle ones
+        return max(100 // 2 - num, 100 // 3)
+    g = best_fit_gpu(j, milli, gpu_left, gpus)  # the fullest GPU that fits the shared pod
+    if gpu_left[j, g] == GPU_MILLI:
+        return max(100 // 2 - 1, 100 // 3)
+    return max(100 - (gpu_left[j, g] * 100 // GPU_MILLI) // 10, 100 // 2)
 
 
 @nb.njit(cache=True)
