@@ -38,7 +38,8 @@ __all__ = ["main", "parse_period", "render_whatif"]
 _PERIOD = re.compile(r"^(\d+)\s*([smhdw]?)$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "mixed": "bold yellow",
-                  "likely better": "green", "likely worse": "red", "no clear difference": "bold"}
+                  "likely better": "green", "likely worse": "red", "no clear difference": "bold",
+                  "no difference": "bold", "identical": "bold"}
 
 
 def parse_period(text: str) -> int:
@@ -98,6 +99,10 @@ def render_whatif(doc: dict[str, Any]) -> None:
                           format_value(m, r["candidate"]), relative_change(r),
                           relative_interval(r), Text(r["verdict"], _VERDICT_STYLE[r["verdict"]]))
         console.print(table)
+        for r in c["metrics"]:
+            if r.get("rel_note"):
+                console.print(Text.assemble(("  note: ", "dim"), get_metric(r["key"]).label,
+                                            ": ", r["rel_note"]), soft_wrap=True)
         primary = next(r for r in c["metrics"] if r["key"] == doc["config"]["metric"])
         console.print(Text.assemble(
             ("→ ", "dim"), (verdict_phrase(c["verdict"], primary), _VERDICT_STYLE[c["verdict"]]),

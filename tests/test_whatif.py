@@ -152,7 +152,7 @@ def test_identical_runs_differ_by_nothing() -> None:
     rows = _compare([out, out], cluster)
     for r in rows.values():
         assert r["diff"] == 0 and r["ci_low"] == 0 and r["ci_high"] == 0
-        assert r["verdict"] == "no clear difference" and r["windows_better"] == 0
+        assert r["verdict"] == "no difference" and r["windows_better"] == 0
 
 
 def test_sjf_beats_fcfs_and_interval_brackets_the_whole_difference() -> None:

@@ -175,7 +175,8 @@ def test_missing_pieces_are_explained_not_drawn(
 
 def test_a_report_without_comparisons_still_renders(
         report: tuple[dict[str, Any], pl.DataFrame]) -> None:
-    doc = {**wf.degraded(report[0]), "comparisons": []}
+    doc = {**wf.degraded(report[0]), "comparisons": [],
+           "headline": {"badge": "no comparison", "class": "neutral", "best": {}, "ranked": {}}}
     html = render_html(doc, report[1])
     assert _figure_ids(html, "plot") == ["wait_ecdf", "bsld_ecdf"]
     assert html.count("No candidate was compared with the baseline.") == 2

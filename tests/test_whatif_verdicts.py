@@ -7,16 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from hpcpolicy.whatif.compare import METRICS
-from hpcpolicy.whatif.verdicts import comparison_verdict, overall_verdict, verdict_phrase
+from hpcpolicy.whatif.verdicts import comparison_verdict, headline, verdict_phrase
 
 
 def _row(key: str, verdict: str, share_better: float | None = None,
          rel: float = -0.2) -> dict[str, Any]:
+    better = share_better if share_better is not None else \
+        {"better": 1.0, "worse": 0.0}.get(verdict, 0.5)
     return {"key": key, "baseline": 10.0, "candidate": 10.0 * (1 + rel), "diff": 10.0 * rel,
             "rel_diff": rel, "ci_low": -1.0, "ci_high": 1.0, "rel_ci_low": rel - 0.1,
-            "rel_ci_high": rel + 0.1, "verdict": verdict,
-            "share_better": share_better if share_better is not None
-            else {"better": 1.0, "worse": 0.0}.get(verdict, 0.5), "windows_better": 0}
+            "rel_ci_high": rel + 0.1, "rel_note": None, "verdict": verdict,
+            "share_better": better, "share_worse": 1 - better, "share_tied": 0.0,
+            "windows_better": 0}
 
 
 def _rows(primary: dict[str, Any], other: str = "better") -> list[dict[str, Any]]:
@@ -61,11 +63,13 @@ def test_worse_on_the_primary_is_worse() -> None:
 
 
 def test_the_headline_is_short() -> None:
-    results = [("sjf+easy", "better", _row("mean_bsld", "better", rel=-0.52)),
-               ("f1+easy", "likely worse", _row("mean_bsld", "no clear difference", 0.1, 1.0))]
-    text = overall_verdict("fcfs+easy", METRICS[0], results)
-    assert text == ("Against fcfs+easy, as logged, on mean bounded slowdown: sjf+easy better "
-                    "(-52%); f1+easy likely worse (+100%).")
+    results = [("as-logged", "sjf+easy", "better", _row("mean_bsld", "better", rel=-0.52)),
+               ("as-logged", "f1+easy", "likely worse",
+                _row("mean_bsld", "no clear difference", 0.1, 1.0))]
+    text = headline("fcfs+easy", METRICS[0], {"as-logged": "as logged"}, results,
+                    confidence=0.95)["sentence"]
+    assert text == ("Against fcfs+easy on mean bounded slowdown. As logged: best sjf+easy, "
+                    "better (-52%, 95% CI -62% .. -42%); f1+easy likely worse (+100%).")
 
 
 def test_one_more_loser_reads_in_the_singular() -> None:

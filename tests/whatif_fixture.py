@@ -3,7 +3,7 @@
 Built from made-up waits, not from the simulator, so the HTML tests stand alone. The numbers
 are consistent with each other (summaries, windows, groups, time series and fidelity are all
 computed from the one outcome table), and the log text is hostile: a job named
-``<script>alert(1)</script>`` (the job whose wait grows most under the first candidate), a user
+``<script>alert(1)</script>`` (the job whose wait grows most under each candidate), a user
 named ``<img src=x onerror=alert(2)>``, a user whose name is broken mathtext, and a partition
 with ``&`` and both quotes.
 """
@@ -56,10 +56,11 @@ def build(jobs: int = 600, seed: int = 7) -> tuple[dict[str, Any], pl.DataFrame]
     comparisons = [_comparison(frames[0], frames[i], runs[0], runs[i]) for i in (1, 2)]
     comparisons.append(_comparison(frames[3], frames[4], runs[3], runs[4]))
     doc = {
-        "schema_version": "1.0",
+        "schema_version": "1.1",
         "kind": "hpcpolicy.whatif",
         "title": "What-if: SDSC-like & <test> log.parquet",
         "verdict": _verdict(comparisons[0]),
+        "headline": _headline(comparisons),
         "input": {"path": "/data/<logs>/jobs & more.parquet", "jobs": jobs, "origin": ORIGIN,
                   "first_submit": _iso(int(log["submit"][0])),  # submits are sorted
                   "last_submit": _iso(int(log["submit"][-1])), "source_format": "swf"},
@@ -130,7 +131,7 @@ def _run_frame(log: pl.DataFrame, rng: np.random.Generator, scenario: str, spec:
     factor = np.where(procs <= 8, small, large) * rng.lognormal(0, 0.2, log.height)
     wait = (log["base_wait"].to_numpy() * factor).astype(np.int64)
     script = log["job_id"].to_list().index(SCRIPT_JOB)
-    if spec == "sjf+easy" and scenario == "as-logged":  # the longest wait: the largest change
+    if role == "candidate" and scenario == "as-logged":  # the longest wait: the largest change
         wait[script] = wait.max() + 2 * 3600
     elif role == "baseline" and scenario == "as-logged":
         wait[script] = 3600
@@ -274,7 +275,9 @@ def _metric_stats(metric: dict[str, Any], base_run: dict[str, Any], cand_run: di
     return {"key": key, "baseline": b, "candidate": c, "diff": c - b, "rel_diff": (c - b) / b,
             "ci_low": lo, "ci_high": hi, "rel_ci_low": lo / base_mean,
             "rel_ci_high": hi / base_mean, "verdict": verdict,
-            "share_better": float((sign * diffs > 0).mean()),
+            "rel_note": None, "share_better": float((sign * diffs > 0).mean()),
+            "share_worse": float((sign * diffs < 0).mean()),
+            "share_tied": float((diffs == 0).mean()),
             "windows_better": int((sign * diffs > 0).sum())}
 
 
@@ -314,6 +317,19 @@ def _verdict(comparison: dict[str, Any]) -> str:
     return (f"sjf+easy against fcfs+easy: {comparison['verdict']} on mean bounded slowdown "
             f"({m['rel_diff']:+.0%}, 95% CI {m['ci_low']:+.1f} .. {m['ci_high']:+.1f}); "
             "jobs of 9 cores & more (<big> jobs) wait longer")
+
+
+def _headline(comparisons: list[dict[str, Any]]) -> dict[str, Any]:
+    """The headline's badge and ranking, as the runner makes them from the comparisons."""
+    from hpcpolicy.whatif.compare import get_metric
+    from hpcpolicy.whatif.verdicts import headline
+
+    results = [(c["scenario"], c["candidate_run"].split("/", 1)[1], c["verdict"],
+                next(m for m in c["metrics"] if m["key"] == "mean_bsld")) for c in comparisons]
+    top = headline("fcfs+easy", get_metric("mean_bsld"),
+                   {"as-logged": "as logged", "plus-50pct": "50% more cores"}, results,
+                   confidence=0.95)
+    return {k: top[k] for k in ("badge", "class", "best", "ranked")}
 
 
 # --- time series and fidelity ------------------------------------------------------------------

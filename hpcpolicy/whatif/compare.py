@@ -26,8 +26,16 @@ replicate of it is corrected by the difference between the exact value and the h
 reading of the whole sample, so the two agree.
 
 A metric is **better** (or **worse**) only where the whole interval lies on that side of zero;
-otherwise there is **no clear difference**. With fewer than :data:`MIN_WINDOWS` windows no
-interval is given.
+**no difference** where the two runs tie in every resample (or, without resamples, in every
+window and over the whole log); otherwise there is **no clear difference**. Each resample is
+counted as a win, a loss or a tie (``share_better``, ``share_worse``, ``share_tied``): a tie is
+never a loss. With fewer than :data:`MIN_WINDOWS` windows no interval is given.
+
+Every compared metric is non-negative, so a percentile's corrected replicates are clipped at
+zero, and a relative change (whole-log and interval) is given only where the baseline is at
+least :data:`RATIO_FLOOR` of its unit over the whole log and in every resample: dividing by a
+baseline of (nearly) nothing gives figures such as -891 % that mean nothing. There the row
+keeps the absolute change and says why in ``rel_note``.
 """
 
 from __future__ import annotations
@@ -45,7 +53,8 @@ from hpcpolicy.whatif.timeseries import cumulative_area
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["HIST_BINS", "METRICS", "MIN_WINDOWS", "Metric", "RunWindows", "WindowStats",
+__all__ = ["HIST_BINS", "METRICS", "MIN_WINDOWS", "RATIO_FLOOR", "Metric", "RunWindows",
+           "WindowStats",
            "compare_runs", "get_metric", "run_windows", "window_stats", "with_histograms"]
 
 F64 = npt.NDArray[np.float64]
@@ -53,6 +62,11 @@ HIST_BINS = 1024
 """Log-spaced histogram bins used to bootstrap percentiles."""
 MIN_WINDOWS = 4
 """Fewest windows for which a bootstrap interval is given."""
+RATIO_FLOOR = {"s": 60.0, "": 1.0, "share": 0.001}
+"""Smallest baseline, by unit, that a relative change is taken of. A wait or response under a
+minute is within one pass of the scheduler (Slurm's main scheduling loop runs every
+``sched_interval``, 60 s by default: slurm.conf(5)); a bounded slowdown is at least 1 by
+definition; a utilisation under 0.1 % is an idle machine."""
 
 
 @dataclass(frozen=True)
@@ -289,10 +303,13 @@ def _replicate_values(stats: WindowStats, counts: F64, metric: Metric,
         if whole is not None:
             reps += whole - _hist_quantile(hist.sum(axis=0, keepdims=True), edges,
                                            metric.quantile)[0]
-        return reps
+        # the shift may carry a replicate below zero, which no wait or slowdown can be
+        return np.maximum(reps, 0.0)
 
 
-def _verdict(metric: Metric, low: float | None, high: float | None) -> str:
+def _verdict(metric: Metric, low: float | None, high: float | None, tied: bool) -> str:
+    if tied:
+        return "no difference"
     if low is None or high is None:
         return "no clear difference"
     sign = -1.0 if metric.better == "lower" else 1.0
@@ -331,32 +348,73 @@ def compare_runs(base: WindowStats, cand: WindowStats, whole_base: dict[str, Any
     for metric in metrics:
         b_val, c_val = whole_base.get(metric.key), whole_cand.get(metric.key)
         diff = None if b_val is None or c_val is None else c_val - b_val
-        low = high = rel_low = rel_high = share = None
+        low = high = rel_low = rel_high = None
+        shares: dict[str, float | None] = dict.fromkeys(_SHARES)
+        b_reps = c_reps = None
         if counts is not None:
             edges = _edges(hist_top[metric.column]) if metric.quantile is not None and \
                 metric.column is not None else None
             b_reps = _replicate_values(base_active, counts, metric, edges, b_val)
             c_reps = _replicate_values(cand_active, counts, metric, edges, c_val)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                diffs, ratios = c_reps - b_reps, c_reps / b_reps - 1
+            diffs = c_reps - b_reps
             if np.isfinite(diffs).any():
                 low, high = _interval(diffs, alpha)
-                finite = diffs[np.isfinite(diffs)]
-                good = finite < 0 if metric.better == "lower" else finite > 0
-                share = float(good.mean())
-            if np.isfinite(ratios).any():
-                rel_low, rel_high = _interval(ratios, alpha)
+                shares = _shares(metric, b_reps, c_reps)
         bw, cw = base_active.values[metric.key], cand_active.values[metric.key]
         ok = np.isfinite(bw) & np.isfinite(cw)
         better = cw[ok] < bw[ok] if metric.better == "lower" else cw[ok] > bw[ok]
+        tied = diff == 0 and (shares["share_tied"] == 1.0 if counts is not None
+                              else _same_windows(bw, cw))
+        note = _ratio_note(metric, b_val, b_reps)
+        if note is None and b_reps is not None and c_reps is not None:
+            rel_low, rel_high = _interval(c_reps / b_reps - 1, alpha)
         rows.append({
             "key": metric.key, "baseline": b_val, "candidate": c_val, "diff": diff,
-            "rel_diff": diff / b_val if diff is not None and b_val else None,
+            "rel_diff": diff / b_val if diff is not None and b_val and note is None else None,
             "ci_low": low, "ci_high": high, "rel_ci_low": rel_low, "rel_ci_high": rel_high,
-            "verdict": _verdict(metric, low, high), "share_better": share,
+            "rel_note": note, "verdict": _verdict(metric, low, high, tied), **shares,
             "windows_better": int(better.sum()),
         })
     return rows
+
+
+_SHARES = ("share_better", "share_worse", "share_tied")
+
+
+def _same_windows(base: F64, cand: F64) -> bool:
+    """Whether two runs' per-window values of a metric are the same (NaN where the other is)."""
+    return bool(np.array_equal(base, cand, equal_nan=True))
+
+
+def _shares(metric: Metric, b_reps: F64, c_reps: F64) -> dict[str, float | None]:
+    """The shares of the resamples (where both are defined) in which the candidate wins,
+    loses and ties (equal to within rounding: the same sums taken in another order)."""
+    ok = np.isfinite(b_reps) & np.isfinite(c_reps)
+    b, c = b_reps[ok], c_reps[ok]
+    tie = np.isclose(c, b, rtol=1e-12, atol=0.0)
+    win = ~tie & ((c < b) if metric.better == "lower" else (c > b))
+    n = len(b)
+    return {"share_better": float(win.sum()) / n,
+            "share_worse": float((~tie & ~win).sum()) / n,
+            "share_tied": float(tie.sum()) / n}
+
+
+def _ratio_note(metric: Metric, whole: float | None, reps: F64 | None) -> str | None:
+    """Why no relative change is given for this metric (None: it is given)."""
+    floor = RATIO_FLOOR[metric.unit]
+    if whole is None:
+        return None
+    shown = f"{whole:.1%}" if metric.unit == "share" else \
+        f"{whole:,.0f} s" if metric.unit == "s" else f"{whole:.2f}"
+    small = f"{floor:.1%}" if metric.unit == "share" else \
+        "1 min" if metric.unit == "s" else f"{floor:g}"
+    if whole < floor:
+        return (f"absolute change only: the baseline's {metric.label} is {shown}, "
+                f"under {small}, too small to divide by")
+    if reps is not None and (~np.isfinite(reps) | (reps < floor)).any():
+        return (f"absolute change only: the baseline's {metric.label} falls under {small} "
+                "in some resamples, too small to divide by")
+    return None
 
 
 def _interval(reps: F64, alpha: float) -> tuple[float, float]:

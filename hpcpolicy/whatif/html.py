@@ -24,6 +24,7 @@ from hpcpolicy.textfmt import time_unit, visible
 from hpcpolicy.whatif.plots import (
     draw_plots,
     metric_info,
+    primary_comparisons,
     run_colours,
     runs_of,
     scenario_labels,
@@ -44,7 +45,8 @@ TEMPLATE = "report.html.j2"
 
 _VERDICT_CLASS = {"better": "better", "worse": "worse", "mixed": "mixed",
                   "likely better": "better", "likely worse": "worse",
-                  "no clear difference": "neutral"}
+                  "no clear difference": "neutral", "no difference": "neutral",
+                  "identical": "neutral"}
 """CSS class of each comparison verdict."""
 
 _MINUS = "\u2212"
@@ -113,14 +115,16 @@ def _context(doc: dict[str, Any], outcomes: Outcomes) -> dict[str, Any]:
     """What the template shows: the report itself plus the joins and tables it needs."""
     runs = runs_of(outcomes)
     comparisons = [_comparison_view(doc, c) for c in doc["comparisons"]]
-    primary = comparisons[0] if comparisons else None
+    # the page dwells on the best candidate of the first scenario, whatever the order of -c
+    best = primary_comparisons(doc)[:1]
+    primary = _comparison_view(doc, best[0]) if best else None
     return {
         "doc": doc,
-        "verdict_class": primary["verdict_class"] if primary else "neutral",
+        "verdict_class": doc["headline"]["class"],
         "primary": primary,
         "comparisons": comparisons,
         "runs": _run_rows(doc),
-        "affected": _affected_jobs(runs, doc["comparisons"][0]) if primary else None,
+        "affected": _affected_jobs(runs, best[0]) if best else None,
         "plots": draw_plots(doc, runs),
         "windows": max((c["windows"] for c in doc["comparisons"]), default=0),
     }

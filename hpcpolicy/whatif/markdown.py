@@ -78,6 +78,10 @@ def _comparison(c: dict[str, Any], confidence: float, primary: str) -> list[str]
                      f"{r['windows_better']}/{c['windows']}"])
     lines += _table(["metric", "baseline", "candidate", "change", f"{confidence:.0%} CI",
                      "verdict", "windows better"], rows)
+    notes = [f"- {get_metric(r['key']).label}: {escape(r['rel_note'])}" for r in c["metrics"]
+             if r.get("rel_note")]
+    if notes:
+        lines += ["Relative figures left out:", "", *notes, ""]
     if c["tradeoffs"]:
         lines += ["Trade-offs:", "", *[f"- {escape(t)}" for t in c["tradeoffs"]], ""]
     for by, title in (("user", "Users"), ("partition", "Partitions"),
@@ -136,7 +140,8 @@ def _fidelity(f: dict[str, Any]) -> list[str]:
 def render_markdown(doc: dict[str, Any]) -> str:
     """The whole report as Markdown text."""
     cfg, inp = doc["config"], doc["input"]
-    lines = [f"# {escape(doc['title'])}", "", f"**Verdict.** {escape(doc['verdict'])}", "",
+    lines = [f"# {escape(doc['title'])}", "",
+             f"**Verdict ({escape(doc['headline']['badge'])}).** {escape(doc['verdict'])}", "",
              *[f"**Warning.** {escape(n.removeprefix('warning: '))}\n" for n in doc["notes"]
                if n.startswith("warning: ")],
              f"Input: {code_span(inp['path'])}, {inp['jobs']:,} jobs submitted "

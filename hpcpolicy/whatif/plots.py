@@ -195,7 +195,7 @@ def draw_plots(doc: dict[str, Any], outcomes: Outcomes) -> dict[str, Plot]:
         ``queue_length``, ``winners``, ``per_window``, ``fidelity``; each drawn or saying why not.
     """
     frames = runs_of(outcomes)
-    primary = _primary_comparisons(doc)
+    primary = primary_comparisons(doc)
     with _style():
         plots = [
             _distribution_plot(doc, frames, "wait"),
@@ -422,12 +422,18 @@ def _scenario_label(doc: dict[str, Any], scenario_id: str) -> str:
     return _label(scenario_labels(doc).get(scenario_id, scenario_id), 60)
 
 
-def _primary_comparisons(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The comparisons of the first compared scenario (as-logged), one per candidate."""
+def primary_comparisons(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The comparisons of the first compared scenario (as-logged), one per candidate, the
+    best first (the headline's ranking), so that the order of ``-c`` does not choose which
+    one the page dwells on."""
     comparisons = doc["comparisons"]
     if not comparisons:
         return []
-    return [c for c in comparisons if c["scenario"] == comparisons[0]["scenario"]]
+    scenario = comparisons[0]["scenario"]
+    ranked = doc["headline"]["ranked"].get(scenario, [])
+    found = [c for c in comparisons if c["scenario"] == scenario]
+    runs = {r["id"]: r["spec"] for r in doc["runs"]}
+    return sorted(found, key=lambda c: ranked.index(runs[c["candidate_run"]]))
 
 
 def _runs_by_scenario(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:

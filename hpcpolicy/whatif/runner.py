@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "offered_load",
            "run_whatif"]
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 """Version of ``schemas/whatif.schema.json`` that :func:`run_whatif` writes."""
 
 MAX_WINDOWS = 20_000
@@ -320,7 +320,9 @@ def _compare(base: WhatifRun, cand: WhatifRun, base_windows: compare.RunWindows,
                                 seed=cfg.seed, hist_top=top)
     primary = next(i for i, m in enumerate(metrics) if m.key == cfg.metric)
     found = verdicts.tradeoffs(metrics, rows, cfg.metric, groups, cfg.confidence)
-    verdict = verdicts.comparison_verdict(metrics, rows, cfg.metric)
+    verdict = verdicts.comparison_verdict(
+        metrics, rows, cfg.metric,
+        identical=base.columns("start", "end").equals(cand.columns("start", "end")))
     primary_text = verdicts.metric_sentence(metrics[primary], rows[primary], cfg.confidence)
     per_window = []
     for k in range(n):
@@ -416,7 +418,7 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
 
     runs: list[WhatifRun] = []
     store = OutcomeStore()
-    scenario_docs, comparisons, as_logged = [], [], []
+    scenario_docs, comparisons, results = [], [], []
     overloads: list[str] = training_notes(cand_specs, policies, source)
     model = None
     if site is not None:
@@ -440,18 +442,20 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         for cand, (doc, row) in zip(s_runs[1:], _compare_scenario(s_runs, cfg,
                                                                   workload.origin), strict=True):
             comparisons.append(doc)
-            if scenario is AS_LOGGED:
-                as_logged.append((cand.spec.text, doc["verdict"], row))
+            results.append((scenario.id, cand.spec.text, doc["verdict"], row))
     if on_step:
         on_step("done", total, total)
+    top = verdicts.headline(base_spec.text, compare.get_metric(cfg.metric),
+                            {s.id: s.label for s in scenarios}, results,
+                            confidence=cfg.confidence)
     first = int(workload.submit[0]) + workload.origin
     last = int(workload.submit[-1]) + workload.origin
     doc = {
         "schema_version": SCHEMA_VERSION,
         "kind": "hpcpolicy.whatif",
         "title": f"What-if: {source.replace(chr(92), '/').rsplit('/', 1)[-1]}",
-        "verdict": verdicts.overall_verdict(base_spec.text, compare.get_metric(cfg.metric),
-                                            as_logged) + world_sentence(model, site_path),
+        "verdict": top["sentence"] + world_sentence(model, site_path),
+        "headline": {k: top[k] for k in ("badge", "class", "best", "ranked")},
         "input": {"path": source, "jobs": len(workload), "origin": workload.origin,
                   "first_submit": _iso(first), "last_submit": _iso(last),
                   "source_format": source_format},
