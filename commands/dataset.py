@@ -86,8 +86,8 @@ def build(
     Windows of --window-size consecutive jobs are laid side by side over the first
     --train-frac of the jobs (train, the latest --val-frac of them validation) and over the
     rest (test, never used in training). Each window gives one episode per source. Stored as
-    d3rlpy MDPDataset dumps (train.h5, validation.h5, test.h5) plus manifest.json; see README
-    "Offline RL".
+    d3rlpy MDPDataset dumps (train.h5, validation.h5, test.h5) plus manifest.json; see
+    docs/guides/offline-rl.md.
 
     Examples:
 

@@ -68,7 +68,8 @@ def main(
         "0; default keep.", show_default=False)] = None,
     compat: Annotated[str | None, typer.Option(
         "--compat", help="A peer's conventions, all at once: rlscheduler or hpcopt (explicit "
-        "options override; see README); or " + SlurmCompatHelp, callback=lower_choice)] = None,
+        "options override; see docs/reference/simulator.md); or " + SlurmCompatHelp,
+        callback=lower_choice)] = None,
     site: SiteOpt = None,
     windows: Annotated[int | None, typer.Option(
         "--windows", help="Replay N random windows of consecutive jobs instead of the whole "
@@ -98,8 +99,8 @@ def main(
     """Replay a job table on a simulated machine and report waits, slowdowns and utilisation.
 
     Several --policy and --backfill values give a comparison table, every combination on the
-    same jobs (and the same windows). Metrics are defined in README (bounded slowdown uses a
-    10 s threshold).
+    same jobs (and the same windows). Metrics are defined in docs/reference/simulator.md
+    (bounded slowdown uses a 10 s threshold).
 
     Examples:
 

@@ -63,8 +63,8 @@ def main(
 
     --backend ray runs the cells as Ray tasks side by side: on a Ray started here, or on the
     cluster at --ray-address (on Slurm: `ray start --head` on the first node, `ray start
-    --address HEAD:PORT` on the others; see the README). The sweep folder must then be on a
-    file system every node sees.
+    --address HEAD:PORT` on the others; see docs/guides/clusters.md). The sweep folder must
+    then be on a file system every node sees.
 
     Example spec (grid.toml; paths relative to it):
 

@@ -189,7 +189,7 @@ def main(
     cluster extra): on a Ray started here, or on the cluster at --ray-address. On Slurm,
     `ray start --head --port 6379 --block` on the first node and `ray start --address
     HEAD:6379 --block` on the others, then --ray-address HEAD:6379; the tune directory must be
-    on a shared file system (README: Ray on Slurm). --backend local (the default) needs no
+    on a shared file system (docs/guides/clusters.md). --backend local (the default) needs no
     Ray and is bit-reproducible.
 
     Examples:
