@@ -20,6 +20,7 @@ DOCS = ROOT / "docs"
 MAX_LINES = 300
 """Longest README.md, RESULTS.md and BENCHMARKS.md: the pages a newcomer reads first."""
 RUNNABLE = "<!-- runnable -->"
+MAX_PICTURE_BYTES = 300 * 1024
 
 
 def _generator() -> ModuleType:
@@ -72,6 +73,15 @@ def test_readme_links_lead_somewhere() -> None:
     assert targets
     missing = sorted({t for t in targets if not (ROOT / t).exists()})
     assert not missing, f"README.md links to missing files: {missing}"
+
+
+def test_pictures_stay_small() -> None:
+    """A picture in docs/ travels with every clone: under 300 KB each."""
+    pictures = list((DOCS / "img").glob("*.png"))
+    assert pictures
+    big = [f"{p.name} ({p.stat().st_size // 1024} KB)" for p in pictures
+           if p.stat().st_size > MAX_PICTURE_BYTES]
+    assert not big, f"shrink or crop: {big}"
 
 
 def _runnable() -> list[tuple[str, list[list[str]]]]:
