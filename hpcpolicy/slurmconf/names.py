@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 __all__ = ["GLOBAL", "GLOBAL_KEYS", "NODE", "NODE_KEYS", "PARTITION", "PARTITION_KEYS",
-           "canonical"]
+           "SCHEDULER_PARAMETERS", "canonical"]
 
 GLOBAL_KEYS: tuple[str, ...] = (  # slurm_conf_options[]
     "AccountingStorageBackupHost", "AccountingStorageEnforce", "AccountingStorageExternalHost",
@@ -99,6 +99,28 @@ PARTITION_KEYS: tuple[str, ...] = (  # _partition_options
     "PriorityTier", "QOS", "ReqResv", "ResumeTimeout", "RootOnly", "SelectTypeParameters",
     "Shared", "State", "SuspendTime", "SuspendTimeout", "Topology", "TRESBillingWeights"
 )
+
+SCHEDULER_PARAMETERS = frozenset((
+    "allow_zero_lic", "assoc_limit_stop", "batch_sched_delay", "bb_array_stage_cnt",
+    "bf_allow_magnetic_slot", "bf_busy_nodes", "bf_continue", "bf_hetjob_immediate",
+    "bf_hetjob_prio", "bf_interval", "bf_job_part_count_reserve", "bf_licenses",
+    "bf_max_job_array_resv", "bf_max_job_assoc", "bf_max_job_part", "bf_max_job_start",
+    "bf_max_job_test", "bf_max_job_user", "bf_max_job_user_part", "bf_max_time",
+    "bf_min_age_reserve", "bf_min_prio_reserve", "bf_node_space_size", "bf_one_resv_per_job",
+    "bf_resolution", "bf_running_job_reserve", "bf_topopt_enable", "bf_topopt_iterations",
+    "bf_window", "bf_window_linear", "bf_yield_interval", "bf_yield_rpc_cnt", "bf_yield_sleep",
+    "build_queue_timeout", "correspond_after_task_cnt", "default_queue_depth", "defer",
+    "defer_batch", "delay_boot", "disable_hetjob_steps", "disable_job_shrink",
+    "enable_hetjob_steps", "enable_user_top", "extra_constraints",
+    "ignore_constraint_validation", "ignore_prefer_validation", "max_array_tasks",
+    "max_rpc_cnt", "max_sched_time", "max_script_size", "max_submit_line_size",
+    "max_switch_wait", "no_backup_scheduling", "nohold_on_prolog_fail", "pack_serial_at_end",
+    "partition_job_depth", "reduce_completing_frag", "requeue_delay",
+    "requeue_on_resume_failure", "salloc_wait_nodes", "sbatch_wait_nodes", "sched_interval",
+    "sched_max_job_start", "sched_min_interval", "spec_cores_first", "step_retry_count",
+    "step_retry_time", "time_min_as_soft_limit", "whole_hetjob"))
+"""The SchedulerParameters options slurm.conf(5) describes (a bare ``bf_window=2880`` in a
+change is one of them)."""
 
 GLOBAL: Mapping[str, str] = {k.lower(): k for k in GLOBAL_KEYS}
 """Lower-case spelling -> Slurm's, for the keys of the whole file."""

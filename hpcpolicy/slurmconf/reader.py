@@ -30,8 +30,8 @@ from pathlib import Path
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.slurmconf.model import Setting, Source
 
-__all__ = ["LINE_KEYS", "MAX_CONF_BYTES", "MAX_INCLUDE_DEPTH", "Line", "read_lines",
-           "split_pairs"]
+__all__ = ["LINE_KEYS", "MAX_CONF_BYTES", "MAX_INCLUDE_DEPTH", "Line", "comment_start",
+           "read_lines", "split_pairs"]
 
 MAX_INCLUDE_DEPTH = 16
 """Deepest chain of Include lines read (real sites use one or two levels)."""
@@ -52,13 +52,15 @@ class Line:
     source: Source
 
 
-def _strip_comment(line: str) -> str:
+def comment_start(line: str) -> int:
+    """Where the comment of a physical line starts (its length when it has none): the first
+    ``#`` preceded by an even number of backslashes."""
     backslashes = 0
     for i, ch in enumerate(line):
         if ch == "#" and backslashes % 2 == 0:
-            return line[:i]
+            return i
         backslashes = backslashes + 1 if ch == "\\" else 0
-    return line
+    return len(line)
 
 
 def _continued(line: str) -> str | None:
@@ -74,7 +76,7 @@ def _logical_lines(text: str) -> Iterator[tuple[int, int, str]]:
     lines = text.splitlines()
     for number, raw in enumerate(lines, 1):
         start = start or number
-        stripped = _strip_comment(raw)
+        stripped = raw[:comment_start(raw)]
         joined = _continued(stripped)
         if joined is not None and number < len(lines):
             buffer += joined
