@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 import math
 import re
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from hpcpolicy.cluster import ClusterSpec, GpuModel, NodeGroup
+from hpcpolicy.docload import read_json, read_toml
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.hostlist import expand_hostlist
+from hpcpolicy.limits import check_cluster_size
 
 __all__ = ["cluster_from_dict", "header_facts", "load_cluster", "resolve_cluster",
            "with_spread_penalty"]
@@ -108,14 +108,19 @@ def cluster_from_dict(doc: Any, *, source: str = "explicit") -> ClusterSpec:
 
     Raises:
         ConfigError: the document breaks the schema or a rule the schema cannot state
-            (unique group names, ``gpu_type`` exactly when ``gpus > 0``); the message names
-            the key.
+            (unique group names, ``gpu_type`` exactly when ``gpus > 0``; at most
+            :data:`~hpcpolicy.limits.MAX_GROUPS` groups and
+            :data:`~hpcpolicy.limits.MAX_NODES` nodes); the message names the key.
 
     Example:
         >>> spec = cluster_from_dict({"groups": [{"name": "cpu", "count": 4, "cores": 8}]})
         >>> spec.total_cores
         32
     """
+    if isinstance(doc, dict) and isinstance(doc.get("groups"), list):
+        counts = [g.get("count") for g in doc["groups"] if isinstance(g, dict)]
+        check_cluster_size(len(doc["groups"]),
+                           sum(c for c in counts if isinstance(c, int) and c > 0))
     root = _schema()
     _check(doc, root, root, "")
     groups = []
@@ -159,17 +164,8 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".json"):
         raise ConfigError(f"{path}: a cluster spec must be a .toml or .json file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the cluster spec ({exc})") from None
-    try:
-        doc = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON: {exc.msg} (line {exc.lineno}, column "
-                          f"{exc.colno})") from None
+    read = read_toml if suffix == ".toml" else read_json
+    doc = read(path, "cluster spec")
     try:
         return cluster_from_dict(doc, source=str(path))
     except ConfigError as exc:

@@ -37,7 +37,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import types
 import typing
@@ -45,6 +44,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Union
 
+from hpcpolicy.docload import read_json
 from hpcpolicy.errors import ConfigError
 
 __all__ = ["MAX_INT", "Config", "choice", "read_json_object"]
@@ -81,8 +81,8 @@ def read_json_object(path: Path) -> dict[str, Any]:
             something other than an object.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = read_json(path, "record")
+    except ConfigError as exc:
         raise ConfigError(f"{path}: cannot be read as JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")

@@ -11,7 +11,7 @@ placed on its own; the longest listed prefix decides):
    node names, read by a cluster spec and by the Slurm flavour alike), and ``docload``
    (JSON and TOML documents read with size and nesting bounds), ``durations`` (one parser for
    written lengths of time), ``slurmconf`` (a site's slurm.conf and sacctmgr dumps as a
-   typed model, its changes and their diff);
+   typed model, its changes and their diff), ``limits`` (the bounds input is read with);
 1. the machine: ``cluster``;
 2. ``ingest`` and ``generate`` (synthetic logs in SWF: another source of input);
 3. what ingest writes, read back: ``table`` (opening a job table; a raw log given instead is
@@ -66,7 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.version", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
      "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.config", "hpcpolicy.compat",
      "hpcpolicy.artifact", "hpcpolicy.hostlist", "hpcpolicy.docload", "hpcpolicy.durations",
-     "hpcpolicy.slurmconf"),
+     "hpcpolicy.slurmconf", "hpcpolicy.limits"),
     ("hpcpolicy.cluster",),
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
     ("hpcpolicy.table", "hpcpolicy.cluster_io", "hpcpolicy.workload", "hpcpolicy.stats"),

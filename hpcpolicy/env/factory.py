@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hpcpolicy.docload import loads_json
 from hpcpolicy.env.config import EnvConfig
 from hpcpolicy.env.split import part_range
 
@@ -58,8 +59,9 @@ def _load(table: str, workload_json: str, cluster: str | None, procs: int | None
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.workload import Workload, WorkloadOptions
 
-    options = WorkloadOptions.from_dict(json.loads(workload_json)) if workload_json != "null" \
-        else None
+    options = (WorkloadOptions.from_dict(loads_json(workload_json, "the env's workload",
+                                                    "workload options"))
+               if workload_json != "null" else None)
     machine = resolve_cluster(spec=cluster, procs=procs, table=table)
     jobs = Workload.from_table(table, options=options)
     if site is None:

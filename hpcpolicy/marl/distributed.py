@@ -15,13 +15,13 @@ Example:
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hpcpolicy.atomic import write_json
+from hpcpolicy.docload import read_json
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.marl.config import MarlConfig
 from hpcpolicy.marl.data import TrainingData
@@ -70,7 +70,7 @@ def worker_main(run_dir: str | Path, resume: bool = False) -> TrainResult:
     if not path.is_file():
         raise ConfigError(f"{path} not found; start two-agent workers with `hpcpolicy train "
                           "--algo marl --workers N`")
-    spec = json.loads(path.read_text(encoding="utf-8"))
+    spec = read_json(path, "two-agent launch file")
     if "data" not in spec:
         raise ConfigError(f"{path} is not a two-agent launch (written by --algo ddppo?)")
     cfg = MarlConfig.from_dict(spec["config"])

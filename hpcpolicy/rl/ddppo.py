@@ -40,7 +40,6 @@ import argparse
 import contextlib
 import functools
 import importlib
-import json
 import logging
 import math
 import os
@@ -439,7 +438,7 @@ def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, re
     if code != 0 or not result_file.is_file():
         raise RuntimeError(f"{what} workers failed (torchrun exit code {code}); see their "
                            f"output above. The last checkpoint, if any, is {paths.checkpoint}")
-    data = json.loads(result_file.read_text(encoding="utf-8"))
+    data = read_json_object(result_file)
     return TrainResult(**{**data, "run_dir": Path(data["run_dir"])})
 
 

@@ -8,11 +8,11 @@ key, or a value of the wrong type, is a one-line error naming the key.
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from hpcpolicy.atomic import write_text
+from hpcpolicy.docload import loads_toml, read_toml
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.site.model import Outage, Pool, SiteModel
 
@@ -77,10 +77,12 @@ def loads(text: str, label: str = "site.toml") -> SiteModel:
         >>> loads('[limits]\\nuser_jobs = 8\\n').user_jobs
         8
     """
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{label}: not valid TOML ({exc})") from None
+    return _from_doc(loads_toml(text, label, "site model"), text, label)
+
+
+def _from_doc(doc: dict[str, Any], text: str, label: str) -> SiteModel:
+    """A site model from a parsed site.toml document and its text (``label`` names it in
+    errors)."""
     values: dict[str, Any] = {}
     for table, body in doc.items():
         if table == "provenance":
@@ -144,7 +146,8 @@ def load_site(path: str | Path) -> SiteModel:
     if not p.is_file():
         raise ConfigError(f"{p}: no such site model; write one with `hpcpolicy calibrate "
                           "jobs.parquet -o site.toml`")
-    return loads(p.read_text(encoding="utf-8"), str(p))
+    doc = read_toml(p, "site model")  # its size checked before the text is read again
+    return _from_doc(doc, p.read_text(encoding="utf-8", errors="replace"), str(p))
 
 
 def _value(v: Any) -> str:

@@ -24,12 +24,12 @@ Example:
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from hpcpolicy.config import Config
+from hpcpolicy.docload import read_toml
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.whatif import WhatifConfig
 from hpcpolicy.whatif.scenarios import AS_LOGGED
@@ -133,12 +133,7 @@ def load_spec(path: str | Path) -> SweepSpec:
             a wrong type or value, a log that is not there.
     """
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    data = read_toml(path, "sweep spec")
     here = path.parent
 
     def near(item: object) -> object:

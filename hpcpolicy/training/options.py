@@ -5,12 +5,12 @@ Light (no torch, no Polars): the command line reads its defaults from :class:`Tr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hpcpolicy.docload import read_json
 from hpcpolicy.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -132,8 +132,8 @@ def config_fields(config: Mapping[str, Any] | str | Path | None, algo: str) -> d
     if isinstance(config, Mapping):
         return dict(config)
     try:
-        fields_ = json.loads(Path(config).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        fields_ = read_json(config, "config file")
+    except ConfigError as exc:
         raise ConfigError(f"--config {config}: cannot be read as JSON ({exc})") from None
     if not isinstance(fields_, dict):
         raise ConfigError(f"--config {config}: expected a JSON object of {algo} config fields")
