@@ -9,6 +9,7 @@ import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, print_note
 from hpcpolicy.commands._options import OverwriteOpt, a_file, lower_choice
+from hpcpolicy.limits import HEADER_BYTES_PER_COLUMN, Limits
 
 __all__ = ["main"]
 
@@ -61,6 +62,18 @@ def main(
                                   "the pod list, if there is one.", callback=a_file,
                                   show_default=False)
     ] = None,
+    max_line_bytes: Annotated[
+        int, typer.Option("--max-line-bytes", help="Longest input line accepted, in bytes; a "
+                          "longer one stops the ingest (it is not a log's line).")
+    ] = Limits.line_bytes,
+    max_columns: Annotated[
+        int, typer.Option("--max-columns", help="Most columns an input's header may name "
+                          f"({HEADER_BYTES_PER_COLUMN} header bytes allowed per column).")
+    ] = Limits.columns,
+    max_gzip_ratio: Annotated[
+        float, typer.Option("--max-gzip-ratio", help="Most times gzip input may expand, checked "
+                            "past 256 MiB (real logs: 5 to 12 times).")
+    ] = Limits.gzip_ratio,
     overwrite: OverwriteOpt = False,
 ) -> None:
     """Read job logs, clean them, and write one canonical job table.
@@ -93,7 +106,9 @@ def main(
                            max_reject_fraction=max_reject_fraction, overwrite=overwrite,
                            sacct_columns=tuple(sacct_columns.split(",")) if sacct_columns
                            else None, origin=origin,
-                           node_list=str(node_list) if node_list is not None else None)
+                           node_list=str(node_list) if node_list is not None else None,
+                           max_line_bytes=max_line_bytes, max_columns=max_columns,
+                           max_gzip_ratio=max_gzip_ratio)
         if is_quiet():
             report = ingest(inputs, out, cfg)
         else:

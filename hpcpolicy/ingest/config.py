@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.limits import Limits
 
 __all__ = ["DEFAULT_ORIGIN", "FORMATS", "IngestConfig", "check_time_zone", "parse_origin"]
 
@@ -76,6 +77,18 @@ class IngestConfig(Config):
     node_list: str | None = None
     """Alibaba GPU trace: its node list, written as a cluster spec beside the job table; None
     means ``openb_node_list_all_node.csv`` beside the pod list, if it is there."""
+    max_line_bytes: int = Limits.line_bytes
+    """Longest input line accepted, in bytes (a longer one ends the ingest with an error)."""
+    max_columns: int = Limits.columns
+    """Most columns an input's header may name (its bytes are capped in proportion)."""
+    max_gzip_ratio: float = Limits.gzip_ratio
+    """Most times gzip input may expand once past 256 MiB (real logs expand 5 to 12 times)."""
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds the readers check as they read (:mod:`hpcpolicy.limits`)."""
+        return Limits(line_bytes=self.max_line_bytes, columns=self.max_columns,
+                      gzip_ratio=self.max_gzip_ratio)
 
     def validate(self) -> None:
         if self.format not in FORMATS:
@@ -97,3 +110,4 @@ class IngestConfig(Config):
             object.__setattr__(self, "sacct_columns", tuple(names))
         if self.origin is not None:
             parse_origin(self.origin)
+        self._at_least(1, "max_line_bytes", "max_columns", "max_gzip_ratio")

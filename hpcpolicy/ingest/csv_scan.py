@@ -11,8 +11,10 @@ it), and :func:`scan_csv` gives one row per data line with
   (its columns are then null), else null.
 
 Fields may be quoted (``"a,b"``); a quoted field may not span lines. Blank lines are skipped.
-Plain and gzipped files are read as a stream, :data:`PIECE_BYTES` of lines at a time; the
-lines are split into fields by Polars, and only lines with a quote by Python's csv module.
+Plain and gzipped files are read as a stream of pieces of whole lines
+(:class:`~hpcpolicy.ingest.text_chunks.LineChunks`, which holds every line, and so every
+field, to the header's :class:`~hpcpolicy.limits.Limits` as it reads); the lines are
+split into fields by Polars, and only lines with a quote by Python's csv module.
 
 Example:
     >>> import pathlib, tempfile
@@ -27,8 +29,6 @@ Example:
 from __future__ import annotations
 
 import csv
-import gzip
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,14 +36,12 @@ from pathlib import Path
 import polars as pl
 
 from hpcpolicy.errors import InputFormatError
-from hpcpolicy.ingest.detect import head_text, is_gzip
+from hpcpolicy.ingest.detect import head_text
 from hpcpolicy.ingest.gpu.layouts import CsvLayout
-from hpcpolicy.ingest.text_chunks import lazy_frames
+from hpcpolicy.ingest.text_chunks import LineChunks, lazy_frames
+from hpcpolicy.limits import Limits
 
-__all__ = ["PIECE_BYTES", "CsvHeader", "read_header", "scan_csv", "split_fields"]
-
-PIECE_BYTES = 4 << 20
-"""Bytes of whole lines read and turned into one batch of rows at a time."""
+__all__ = ["CsvHeader", "read_header", "scan_csv", "split_fields"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +54,8 @@ class CsvHeader:
     """Fields in the header line (every data line must have as many)."""
     index: dict[str, int]
     """Layout column -> 0-based field position, for the columns the file has."""
+    limits: Limits
+    """The bounds the file's lines are read with."""
 
 
 def split_fields(line: str) -> list[str]:
@@ -64,15 +64,21 @@ def split_fields(line: str) -> list[str]:
     return [f.strip() for f in fields]
 
 
-def read_header(path: Path, layout: CsvLayout) -> CsvHeader:
+def read_header(path: Path, layout: CsvLayout, limits: Limits | None = None) -> CsvHeader:
     """Check the header line of ``path`` against ``layout``.
 
     Raises:
-        InputFormatError: the file is missing or empty, a required column is missing, or a
+        InputFormatError: the file is missing or empty, the header is longer or wider than
+            ``limits`` (default :class:`Limits()`) allow, a required column is missing, or a
             column the layout reads appears twice; the message names the column and lists
             the columns the layout needs.
     """
-    first = next((ln for ln in head_text(path).splitlines() if ln.strip()), "")
+    limits = limits or Limits()
+    lines = head_text(path, limits.header_bytes + 1).splitlines()
+    at, first = next(((i, ln) for i, ln in enumerate(lines, 1) if ln.strip()), (1, ""))
+    if len(first.encode()) > limits.header_bytes:
+        raise limits.header_error(str(path), at)
+    limits.check_columns(first.count(",") + 1, str(path), at)
     names = [f.strip('"').lower() for f in split_fields(first)]
     needs = ", ".join(layout.required)
     missing = [c for c in layout.required if c not in names]
@@ -86,32 +92,14 @@ def read_header(path: Path, layout: CsvLayout) -> CsvHeader:
     if twice:
         raise InputFormatError(f"{path}: line 1: column {twice[0]!r} appears twice; keep one")
     index = {c: names.index(c) for c in layout.columns if c in names}
-    return CsvHeader(layout=layout, width=len(names), index=index)
+    return CsvHeader(layout=layout, width=len(names), index=index, limits=limits)
 
 
-def _pieces(path: Path) -> Iterator[list[bytes]]:
-    """Lists of whole lines of a plain or gzipped file (header included), about
-    :data:`PIECE_BYTES` each.
-
-    Raises:
-        InputFormatError: the gzip stream is truncated or damaged.
-    """
+def _decoded(data: bytes) -> tuple[list[str], list[bool] | None]:
+    """Whole lines as text without their newline, and which were not UTF-8 (None: all were)."""
+    lines = data.removesuffix(b"\n").split(b"\n")
     try:
-        with (gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")) as f:
-            while lines := f.readlines(PIECE_BYTES):
-                yield lines
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise InputFormatError(
-            f"{path}: cannot decompress ({exc}); the gzip file is truncated or damaged, "
-            "download or copy it again"
-        ) from None
-
-
-def _decoded(lines: list[bytes]) -> tuple[list[str], list[bool] | None]:
-    """The lines as text without their newline, and which were not UTF-8 (None: all were)."""
-    bad: list[bool] | None = None
-    try:
-        text = b"".join(lines).decode("utf-8")
+        return data.decode("utf-8").removesuffix("\n").split("\n"), None
     except UnicodeDecodeError:
         bad = []
         for line in lines:
@@ -120,9 +108,7 @@ def _decoded(lines: list[bytes]) -> tuple[list[str], list[bool] | None]:
                 bad.append(False)
             except UnicodeDecodeError:
                 bad.append(True)
-        text = b"".join(lines).decode("utf-8", errors="replace")
-    texts = text.split("\n")
-    return (texts[:-1] if text.endswith("\n") else texts), bad
+        return [line.decode("utf-8", errors="replace") for line in lines], bad
 
 
 def _fields(raw: pl.Series) -> pl.Series:
@@ -147,8 +133,9 @@ def _batches(path: Path, header: CsvHeader) -> Iterator[pl.DataFrame]:
     layout = header.layout
     first = 1
     header_seen = False
-    for lines in _pieces(path):
-        texts, bad = _decoded(lines)
+    chunks = LineChunks(path, f"a {layout.name} trace ({layout.title})", limits=header.limits)
+    for buf, end in chunks.pieces():
+        texts, bad = _decoded(buf[:end].tobytes())
         frame = pl.DataFrame({
             "_line": pl.int_range(first, first + len(texts), eager=True),
             "_raw": pl.Series(texts, dtype=pl.String).str.strip_chars_end("\r"),

@@ -34,14 +34,12 @@ import numpy.typing as npt
 
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.detect import BOM, is_gzip
+from hpcpolicy.limits import Limits
 
-__all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "WORKERS", "LineChunks", "Scanned", "count_newlines",
-           "push_down", "scan_pieces"]
+__all__ = ["CHUNK_BYTES", "WORKERS", "LineChunks", "Scanned", "push_down", "scan_pieces"]
 
 CHUNK_BYTES = 8 << 20
 """Text handed to a scanner at a time (about 40,000 sacct or 90,000 SWF lines)."""
-MAX_LINE_BYTES = 1 << 20
-"""A line longer than this is not a job log's line; reading stops with an error."""
 
 WORKERS = 2
 """Threads that scan pieces at once."""
@@ -58,23 +56,29 @@ def _after_last_newline(buf: npt.NDArray[np.uint8], end: int) -> int:
     return i + 1
 
 
-@nb.njit(cache=True, nogil=True)
-def count_newlines(buf: npt.NDArray[np.uint8], end: int) -> int:
-    """Newlines in ``buf[:end]`` (a vectorised loop: unsigned indices, no wrap-around test)."""
-    n = 0
-    for i in range(np.uint64(end)):
-        n += buf[i] == 10
-    return n
+def _line_ends(buf: npt.NDArray[np.uint8], end: int, limit: int) -> tuple[int, int]:
+    """How many lines ``buf[:end]`` holds (newlines), and the 0-based index of the first line
+    longer than ``limit`` bytes (the newline not counted; a last line without one included),
+    -1 when none is."""
+    ends = np.flatnonzero(buf[:end] == 10)
+    lengths = np.diff(ends, prepend=-1) - 1
+    long = np.flatnonzero(lengths > limit)
+    if len(long):
+        return len(ends), int(long[0])
+    tail = end - (int(ends[-1]) + 1 if len(ends) else 0)
+    return len(ends), (len(ends) if tail > limit else -1)
 
 
-def _gunzip(path: Path) -> Generator[bytes, None, None]:
+def _gunzip(path: Path, limits: Limits) -> Generator[bytes, None, None]:
     """Decompressed pieces of a gzip file (several members allowed), at most
-    :data:`_READ_BYTES` each.
+    :data:`_READ_BYTES` each, refusing data that expands past ``limits.gzip_ratio``.
 
     Raises:
         EOFError: the stream ends inside a member (the file is truncated).
         zlib.error: the compressed data is damaged.
+        InputFormatError: the data expands too much (:meth:`Limits.check_gzip`).
     """
+    expanded = 0
     with open(path, "rb") as f:
         member = zlib.decompressobj(31)
         fed = False
@@ -83,6 +87,8 @@ def _gunzip(path: Path) -> Generator[bytes, None, None]:
             while block:
                 piece = member.decompress(block, _READ_BYTES)
                 if piece:
+                    expanded += len(piece)
+                    limits.check_gzip(str(path), f.tell(), expanded)
                     yield piece
                 block = member.unconsumed_tail
                 if member.eof:
@@ -98,15 +104,23 @@ def _gunzip(path: Path) -> Generator[bytes, None, None]:
 
 
 class LineChunks:
-    """The whole lines of a plain or gzipped file, piece by piece, counting the lines passed."""
+    """The whole lines of a plain or gzipped file, piece by piece, counting the lines passed.
 
-    def __init__(self, path: Path, kind: str, buffers: int = 1) -> None:
+    Every line is checked against ``limits.line_bytes`` as the file is read, before a piece
+    that holds it is handed on; a longer line ends the reading with an error naming it.
+    """
+
+    def __init__(self, path: Path, kind: str, buffers: int = 1,
+                 limits: Limits | None = None) -> None:
         self.path = path
         self.kind = kind
         """What the file should be, for the error on an endless line (``an SWF text log``)."""
-        self.done = 0
-        """Lines scanned so far (the scanner adds to it), for error messages."""
-        size = (CHUNK_BYTES + MAX_LINE_BYTES + _READ_BYTES + 7) // 8 * 8  # whole uint64 words
+        self.limits = limits or Limits()
+        self.lines_before = 0
+        """Lines in the pieces before the latest one handed out (its first line is
+        ``lines_before + 1``)."""
+        self._read = 0
+        size = (CHUNK_BYTES + self.limits.line_bytes + _READ_BYTES + 7) // 8 * 8  # uint64 words
         self._bufs = [np.empty(size, dtype=np.uint8) for _ in range(buffers)]
 
     def pieces(self) -> Iterator[tuple[npt.NDArray[np.uint8], int]]:
@@ -115,28 +129,39 @@ class LineChunks:
         until ``buffers`` more pieces have been asked for.
 
         Raises:
-            InputFormatError: a truncated or damaged gzip stream, a read error, or a line
-                longer than :data:`MAX_LINE_BYTES`.
+            InputFormatError: a truncated or damaged gzip stream, a read error, gzip data that
+                expands too much, or a line longer than ``limits.line_bytes``.
         """
         try:
             yield from self._pieces()
         except EOFError:
             raise InputFormatError(
-                f"{self.path}: the gzip stream is truncated after line {self.done}; copy or "
+                f"{self.path}: the gzip stream is truncated after line {self._read}; copy or "
                 "download the file again (a truncated or damaged copy cannot be read)"
             ) from None
         except zlib.error as exc:
             raise InputFormatError(
-                f"{self.path}: the gzip data is damaged after line {self.done} ({exc}); copy "
+                f"{self.path}: the gzip data is damaged after line {self._read} ({exc}); copy "
                 "or download the file again (a truncated or damaged copy cannot be read)"
             ) from None
         except OSError as exc:
-            raise InputFormatError(f"{self.path}: cannot read after line {self.done} "
+            raise InputFormatError(f"{self.path}: cannot read after line {self._read} "
                                    f"({exc.strerror or exc})") from None
+
+    def _checked(self, buf: npt.NDArray[np.uint8], end: int, filled: int) -> None:
+        """Count the lines of ``buf[:end]``; raise if one of them, or the unfinished line
+        after them (``buf[end:filled]``), is longer than the limit."""
+        lines, long = _line_ends(buf, end, self.limits.line_bytes)
+        if long < 0 and filled - end > self.limits.line_bytes:
+            long = lines
+        if long >= 0:
+            raise self.limits.line_error(str(self.path), self._read + long + 1, self.kind)
+        self.lines_before, self._read = self._read, self._read + lines
 
     def _pieces(self) -> Iterator[tuple[npt.NDArray[np.uint8], int]]:
         turn, filled, first = 0, 0, True
-        with _reader(self.path) as read_into:
+        limit = self.limits.line_bytes
+        with _reader(self.path, self.limits) as read_into:
             while True:
                 buf = self._bufs[turn]
                 eof, want = False, CHUNK_BYTES
@@ -150,16 +175,12 @@ class LineChunks:
                         filled -= len(BOM)
                     first = False
                     end = _after_last_newline(buf, filled)
-                    if end or eof or filled > MAX_LINE_BYTES:
+                    if end or eof or filled > limit:
                         break
                     want = filled + _READ_BYTES
-                if end == 0 and filled > MAX_LINE_BYTES:
-                    raise InputFormatError(
-                        f"{self.path}: line {self.done + 1} runs past {MAX_LINE_BYTES >> 20} "
-                        f"MiB without a line break; this is not {self.kind} (binary data?)"
-                    )
-                if eof:
-                    end = filled
+                self._checked(buf, end, filled)
+                if eof and filled > end:  # a last line without a newline
+                    end, self._read = filled, self._read + 1
                 if end:
                     yield buf, end
                 turn = (turn + 1) % len(self._bufs)
@@ -172,14 +193,14 @@ class LineChunks:
 
 
 @contextlib.contextmanager
-def _reader(path: Path) -> Iterator[Callable[[npt.NDArray[np.uint8]], int]]:
-    """A function that fills the start of a byte array from the file (decompressing gzip)
-    and returns how many bytes it wrote, 0 at the end."""
+def _reader(path: Path, limits: Limits) -> Iterator[Callable[[npt.NDArray[np.uint8]], int]]:
+    """A function that fills the start of a byte array from the file (decompressing gzip
+    within ``limits``) and returns how many bytes it wrote, 0 at the end."""
     if not is_gzip(path):
         with open(path, "rb", buffering=0) as f:
             yield lambda view: f.readinto(view.data) or 0
         return
-    stream = _gunzip(path)
+    stream = _gunzip(path, limits)
     pending = memoryview(b"")
 
     def read_into(view: npt.NDArray[np.uint8]) -> int:
@@ -225,16 +246,13 @@ def scan_pieces(chunks: LineChunks,
         result = pending.popleft().result()
         offset = 0 if numbered else lines
         lines += result.lines
-        chunks.done = max(chunks.done, lines)
         return result, offset
 
     with ThreadPoolExecutor(WORKERS, thread_name_prefix="hpcpolicy-scan") as pool:
         try:
             for k, (buf, end) in enumerate(chunks.pieces()):
-                pending.append(pool.submit(scan, buf, end, chunks.done if numbered else 0,
-                                           k == 0))
-                if numbered:
-                    chunks.done += count_newlines(buf, end)
+                pending.append(pool.submit(scan, buf, end,
+                                           chunks.lines_before if numbered else 0, k == 0))
                 while len(pending) > WORKERS or (pending and pending[0].done()):
                     yield done()
             while pending:

@@ -134,13 +134,13 @@ def _cluster(path: Path, cfg: IngestConfig, notes: list[str],
     if cfg.node_list is not None:
         notes.append(f"cluster spec made from the node list {cfg.node_list} (--node-list)")
         inferred["node_list"] = {"value": cfg.node_list, "how": "given with --node-list"}
-        return read_node_list(Path(cfg.node_list))
+        return read_node_list(Path(cfg.node_list), cfg.limits)
     beside = path.parent / NODE_LIST_NAME
     if beside.is_file():
         notes.append(f"cluster spec made from the node list found beside the pod list: {beside} "
                      "(--node-list PATH picks another)")
         inferred["node_list"] = {"value": str(beside), "how": "found beside the pod list"}
-        return read_node_list(beside)
+        return read_node_list(beside, cfg.limits)
     notes.append(f"no node list given (--node-list) or found beside the pod list "
                  f"({NODE_LIST_NAME}): no cluster spec written")
     return None
@@ -167,7 +167,7 @@ def plan_alibaba(path: Path, cfg: IngestConfig) -> ReaderPlan:
         >>> plan.cluster.spec.total_nodes  # doctest: +SKIP
         1523
     """
-    header = read_header(path, ALIBABA_PODS)
+    header = read_header(path, ALIBABA_PODS, cfg.limits)
     origin = parse_origin(cfg.origin or DEFAULT_ORIGIN, "--origin")
     f = Fields()
     values, extra = _columns(f, int(origin.timestamp() * 1000))

@@ -25,6 +25,7 @@ from hpcpolicy.ingest.csv_scan import read_header, scan_csv
 from hpcpolicy.ingest.gpu.csv_reader import MISSING_WORDS
 from hpcpolicy.ingest.gpu.layouts import ALIBABA_NODES
 from hpcpolicy.ingest.reasons import describe
+from hpcpolicy.limits import Limits
 
 __all__ = ["NODE_LIST_NAME", "read_node_list"]
 
@@ -87,19 +88,20 @@ def _group_name(cores: int, mem_mib: int, gpus: int, gpu_type: str | None) -> st
     return f"{kind}-{cores}c-{mem}"
 
 
-def read_node_list(path: Path) -> ClusterDoc:
+def read_node_list(path: Path, limits: Limits | None = None) -> ClusterDoc:
     """The cluster spec of an Alibaba GPU-trace node list, with its file's comment header.
 
     Raises:
-        InputFormatError: the file is missing, empty or damaged, a column is missing, or a
-            row is bad (the message names the line and the column).
+        InputFormatError: the file is missing, empty or damaged, breaks ``limits`` (default
+            :class:`Limits()`), a column is missing, or a row is bad (the message names the
+            line and the column).
 
     Example:
         >>> doc = read_node_list(Path("openb_node_list_all_node.csv"))  # doctest: +SKIP
         >>> doc.spec.total_nodes, doc.spec.total_gpus  # doctest: +SKIP
         (1523, 6212)
     """
-    rows = _checked(path, scan_csv(path, read_header(path, ALIBABA_NODES)).collect())
+    rows = _checked(path, scan_csv(path, read_header(path, ALIBABA_NODES, limits)).collect())
     shapes = (
         rows.group_by((pl.col("cpu_milli") // 1000).alias("cores"),
                       pl.col("memory_mib").alias("mem_mib"), pl.col("gpu").alias("gpus"),

@@ -114,7 +114,7 @@ def _columns(f: Fields, names: dict[str, str],
 
 def _plan(path: Path, cfg: IngestConfig, layout: CsvLayout, names: dict[str, str],
           state_of: Callable[[pl.Expr], pl.Expr], zone_hint: str) -> ReaderPlan:
-    header = read_header(path, layout)
+    header = read_header(path, layout, cfg.limits)
     f = Fields(cfg.tz)
     frame = f.finish(scan_csv(path, header), _columns(f, names, state_of), str(path))
     notes = []

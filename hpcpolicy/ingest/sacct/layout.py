@@ -1,7 +1,8 @@
 """How a Slurm ``sacct`` export is laid out: separator, header, columns, time format.
 
-Read from the first 64 KiB of the file, before any row is parsed, so that a wrong delimiter,
-a missing column or an unknown time format is reported at once in one line.
+Read from the first 64 KiB of the file (more when a wider header is allowed), before any row
+is parsed, so that a wrong delimiter, a missing column, a header wider than the limits or an
+unknown time format is reported at once in one line.
 
 Example:
     >>> import pathlib, tempfile
@@ -24,6 +25,7 @@ from pathlib import Path
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.detect import head_text
 from hpcpolicy.ingest.slurm_fields import TIME_FORMATS
+from hpcpolicy.limits import Limits
 
 __all__ = ["KNOWN_FIELDS", "RECOMMENDED_FORMAT", "REQUIRED", "SacctLayout", "read_layout"]
 
@@ -33,6 +35,10 @@ RECOMMENDED_FORMAT = (
     "NodeList"
 )
 """The ``--format`` list that gives every column of the job table."""
+
+_HEAD_BYTES = 1 << 16
+"""Bytes read from the start of the file for the header and the rows that show the time
+format."""
 
 REQUIRED = ("Submit", "State")
 """Columns without which no job can be placed in time or given a final state."""
@@ -163,28 +169,34 @@ def _time_format(path: Path, layout_cols: tuple[str, ...], style: str,
     return "iso"
 
 
-def read_layout(path: Path, columns: Sequence[str] | None = None) -> SacctLayout:
+def read_layout(path: Path, columns: Sequence[str] | None = None,
+                limits: Limits | None = None) -> SacctLayout:
     """The layout of the sacct export at ``path``.
 
     Args:
         path: a sacct export, plain or gzipped.
         columns: column names of a header-less export (the ``--format`` list it was made
             with); ignored when the file has a header.
+        limits: the widest header accepted (default :class:`Limits()`).
 
     Raises:
         InputFormatError: the separator is not ``|`` or ``,``; the file has no header and no
-            ``columns`` were given; a required column is missing; timestamps are in a form
-            sacct does not print by default.
+            ``columns`` were given; the header is wider than ``limits`` allow; a required
+            column is missing; timestamps are in a form sacct does not print by default.
     """
-    text = head_text(path)
+    limits = limits or Limits()
+    text = head_text(path, max(_HEAD_BYTES, limits.header_bytes + 1))
     numbered = [(i, ln.rstrip("\r")) for i, ln in enumerate(text.split("\n")[:-1] or
                                                             text.split("\n"), 1)]
     numbered = [(i, ln) for i, ln in numbered if ln.strip()]
     first_no, first = numbered[0]
+    if not columns and len(first.encode()) > limits.header_bytes:
+        raise limits.header_error(str(path), first_no)
     style = _style_of(first)
     if style is None:
         raise _wrong_separator(path, first)
     tokens = _split(first, style)
+    limits.check_columns(len(tokens), str(path), first_no)
     if _is_header(tokens):
         cols, header_line, first_row = tuple(t.strip() for t in tokens), first, first_no + 1
     elif columns:

@@ -109,12 +109,12 @@ def plan_sacct(path: Path, cfg: IngestConfig, known: Known | None = None) -> Rea
         InputFormatError: wrong separator, no header, a required column missing, timestamps
             in an unsupported form, or a file that cannot be read to its end.
     """
-    layout = read_layout(path, cfg.sacct_columns)
+    layout = read_layout(path, cfg.sacct_columns, cfg.limits)
     fields = Fields(layout)
     id_index = _id_index(layout)
     jid = None if id_index is None else fields.get(layout.columns[id_index])
     cols = build_columns(fields, cfg, layout, jid)
-    rows, log = scan_sacct(path, layout, fields, known)
+    rows, log = scan_sacct(path, layout, fields, known, cfg.limits)
     frame = cols.apply(rows.with_columns(pl.lit(str(path)).alias("_file")))
     frame = frame.with_columns(_reason=_reason(cols, known))
     kept = pl.col("_reason").is_null()

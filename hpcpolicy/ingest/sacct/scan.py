@@ -58,6 +58,7 @@ from hpcpolicy.ingest.text_chunks import (
     push_down,
     scan_pieces,
 )
+from hpcpolicy.limits import Limits
 
 __all__ = ["REASONS", "Known", "PassLog", "Settled", "scan_sacct", "settle"]
 
@@ -152,8 +153,9 @@ class _Batches:
     """
 
     def __init__(self, path: Path, layout: SacctLayout, fields: Fields, known: Known | None,
-                 id_index: int | None) -> None:
+                 id_index: int | None, limits: Limits | None) -> None:
         self.path = path
+        self.limits = limits
         self.used = np.array(fields.indexes(), dtype=np.int64)
         self.runs = kernel.runs_of(self.used)
         self.parsed, self.words, self.word_ends, self.n_missing = fields.spec()
@@ -174,7 +176,8 @@ class _Batches:
 
     def frames(self) -> Iterator[pl.DataFrame]:
         """The frames of the whole file, in order."""
-        chunks = LineChunks(self.path, "a sacct export", buffers=WORKERS + 2)
+        chunks = LineChunks(self.path, "a sacct export", buffers=WORKERS + 2,
+                            limits=self.limits)
         numbered = len(self.orphans) > 0  # orphans are found by absolute line number
         for chunk, offset in scan_pieces(chunks, self._chunk, numbered):
             yield from self._done(chunk, offset)
@@ -311,8 +314,8 @@ class _Batches:
 _REASON_NAMES = pl.Series("_scan_reason", REASONS, dtype=pl.String)
 
 
-def scan_sacct(path: Path, layout: SacctLayout, fields: Fields,
-               known: Known | None = None) -> tuple[pl.LazyFrame, PassLog]:
+def scan_sacct(path: Path, layout: SacctLayout, fields: Fields, known: Known | None = None,
+               limits: Limits | None = None) -> tuple[pl.LazyFrame, PassLog]:
     """A lazy frame of the export's rows, and the log its passes fill.
 
     Columns: ``_line`` (1-based line number; null on the row of folded steps), ``_rows``
@@ -327,12 +330,14 @@ def scan_sacct(path: Path, layout: SacctLayout, fields: Fields,
         layout: its layout.
         fields: the fields to copy.
         known: what a first pass found (superseded records, orphan steps), or None.
+        limits: the longest line and the gzip expansion accepted (default :class:`Limits()`).
 
     Returns:
         The frame, and a :class:`PassLog` that a complete pass updates.
 
     Raises:
-        InputFormatError: when the frame is collected, if the file cannot be read to its end.
+        InputFormatError: when the frame is collected, if the file cannot be read to its end
+            or breaks ``limits``.
     """
     id_index = layout.index("JobID")
     if id_index is None:
@@ -349,7 +354,7 @@ def scan_sacct(path: Path, layout: SacctLayout, fields: Fields,
 
     def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
                batch_size: int | None) -> Iterator[pl.DataFrame]:
-        batches = _Batches(path, layout, fields, known, id_index)
+        batches = _Batches(path, layout, fields, known, id_index, limits)
         if (yield from push_down(batches.frames(), with_columns, predicate, n_rows)):
             batches.record(log)
 

@@ -15,14 +15,12 @@ puts facts about the log in comment lines at its top. How they are read:
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from pathlib import Path
 from typing import Any
 
-from hpcpolicy.errors import InputFormatError
-from hpcpolicy.ingest.detect import is_gzip
+from hpcpolicy.ingest.detect import head_text
+from hpcpolicy.limits import Limits
 
 __all__ = ["NUMERIC_KEYS", "numbered_names", "parse_header_lines", "read_header"]
 
@@ -98,33 +96,34 @@ def parse_header_lines(lines: list[str]) -> tuple[dict[str, Any], list[str]]:
     return facts, notes
 
 
-def read_header(path: Path) -> tuple[dict[str, Any], list[str]]:
+def read_header(path: Path, limits: Limits | None = None) -> tuple[dict[str, Any], list[str]]:
     """Facts and notes from the comment lines at the top of ``path`` (plain or gzipped).
 
+    At most :data:`MAX_HEADER_BYTES` and one line more are read, whatever the lines hold (a
+    line cut there is longer than the limit): a comment line longer than ``limits.line_bytes``
+    (default :class:`Limits()`) is an error here, a longer data line is left to the scan.
+
     Raises:
-        InputFormatError: the file cannot be read or decompressed.
+        InputFormatError: the file cannot be read or decompressed, or a comment line is
+            longer than ``limits.line_bytes``.
     """
+    limits = limits or Limits()
+    text = head_text(path, MAX_HEADER_BYTES + limits.line_bytes + 2)
     lines: list[str] = []
     size = 0
     notes: list[str] = []
-    try:
-        with (gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")) as f:
-            for raw in f:
-                text = raw.decode("utf-8-sig" if not lines else "utf-8", errors="replace")
-                stripped = text.strip()
-                if stripped and not stripped.startswith(";"):
-                    break
-                size += len(raw)
-                if size > MAX_HEADER_BYTES:
-                    notes.append(f"only the first {MAX_HEADER_BYTES >> 20} MiB of header "
-                                 "comments were read")
-                    break
-                lines.append(text)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputFormatError(
-            f"{path}: cannot read the header ({exc}); the file is damaged or truncated, copy "
-            "or download it again"
-        ) from None
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(";"):
+            break
+        if len(line.rstrip("\r\n").encode()) > limits.line_bytes:
+            raise limits.line_error(str(path), number, "an SWF header comment")
+        size += len(line.encode())
+        if size > MAX_HEADER_BYTES:
+            notes.append(f"only the first {MAX_HEADER_BYTES >> 20} MiB of header comments "
+                         "were read")
+            break
+        lines.append(line)
     facts, parse_notes = parse_header_lines(lines)
     return facts, notes + parse_notes
 

@@ -170,9 +170,9 @@ def _job_table(scan: pl.LazyFrame, origin: int, file: str,
     )
 
 
-def _largest_job(path: Path) -> int | None:
+def _largest_job(path: Path, cfg: IngestConfig) -> int | None:
     """The largest processor count a kept job of ``path`` requested or was given."""
-    row = (scan_swf(path).filter(pl.col("_reason").is_null())
+    row = (scan_swf(path, cfg.limits).filter(pl.col("_reason").is_null())
            .select(pl.max_horizontal(pl.col("f5").max(), pl.col("f8").max()).alias("n"))
            .collect())
     value = row["n"][0]
@@ -198,7 +198,7 @@ def _machine_size(path: Path, header: dict[str, Any], cfg: IngestConfig,
                      "taken from MaxNodes (one processor per node)")
         return {"value": nodes, "how": "header MaxNodes, one processor per node (SWF before "
                 "v2.1 had no MaxProcs)"}
-    largest = _largest_job(path)
+    largest = _largest_job(path, cfg)
     if largest is None:
         return {"value": None, "how": "unknown: no MaxProcs/MaxNodes in the header and no job "
                 "states a processor count; pass --procs"}
@@ -229,7 +229,7 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
         >>> plan.header["MaxNodes"], plan.inferred["MaxProcs"]["value"]  # doctest: +SKIP
         (256, 256)
     """
-    header, notes = read_header(path)
+    header, notes = read_header(path, cfg.limits)
     notes = [f"{path.name}: {n}" for n in notes]
     inferred: dict[str, Any] = {}
     origin = header.get("UnixStartTime")
@@ -257,7 +257,7 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
         if found:
             notes.append(f"{path.name}: {key.lower()} names from the header: "
                          + ", ".join(f"{number} = {name}" for number, name in found.items()))
-    frame = _job_table(scan_swf(path), origin, str(path), names).cache()
+    frame = _job_table(scan_swf(path, cfg.limits), origin, str(path), names).cache()
     return ReaderPlan(frame=frame, source_format="swf", header=header, inferred=inferred,
                       notes=notes, after_pass=lambda rows: _record_count(path, header, rows))
 

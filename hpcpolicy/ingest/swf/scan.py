@@ -38,6 +38,7 @@ import polars as pl
 
 from hpcpolicy.ingest.text_chunks import WORKERS, LineChunks, lazy_frames, scan_pieces
 from hpcpolicy.ingest.utf8 import valid_len
+from hpcpolicy.limits import Limits
 
 __all__ = ["FIELD_MAX", "FIELD_NAMES", "KEPT_FIELDS", "REASONS", "SCAN_SCHEMA",
            "scan_swf"]
@@ -301,10 +302,10 @@ def _scan_piece(buf: npt.NDArray[np.uint8], end: int, first_line: int,
     return _Piece(frames, line - first_line)
 
 
-def _batches(path: Path) -> Iterator[pl.DataFrame]:
+def _batches(path: Path, limits: Limits | None) -> Iterator[pl.DataFrame]:
     """Frames of :data:`SCAN_SCHEMA`, at most :data:`BATCH_ROWS` rows each, in file order
     (pieces of the file are scanned by two threads at once)."""
-    chunks = LineChunks(path, "an SWF text log", buffers=WORKERS + 2)
+    chunks = LineChunks(path, "an SWF text log", buffers=WORKERS + 2, limits=limits)
     for piece, offset in scan_pieces(chunks, _scan_piece):
         for frame in piece.frames:
             yield frame.with_columns(pl.col("_line") + offset) if offset else frame
@@ -327,11 +328,12 @@ def _frame(rows: int, out: npt.NDArray[np.float64], line_no: npt.NDArray[np.int6
     }, schema=SCAN_SCHEMA)
 
 
-def scan_swf(path: Path) -> pl.LazyFrame:
+def scan_swf(path: Path, limits: Limits | None = None) -> pl.LazyFrame:
     """A lazy frame of :data:`SCAN_SCHEMA`, one row per data line of the SWF file ``path``.
 
     Reading happens when the frame is collected, chunk by chunk; a truncated or damaged gzip
-    stream then raises :class:`InputFormatError`.
+    stream, or a line or gzip expansion past ``limits`` (default :class:`Limits()`), then
+    raises :class:`InputFormatError`.
 
     Example:
         >>> import pathlib, tempfile
@@ -341,4 +343,4 @@ def scan_swf(path: Path) -> pl.LazyFrame:
         (2, 1.0, 60.0, None)
     """
 
-    return lazy_frames(lambda: _batches(path), SCAN_SCHEMA, "swf", path)
+    return lazy_frames(lambda: _batches(path, limits), SCAN_SCHEMA, "swf", path)
