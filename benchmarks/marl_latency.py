@@ -11,7 +11,8 @@ selector chooses (two or more jobs fit) and the placements on which the allocato
   exported scorer, its choice;
 * ``decision``: one ``select`` followed by one ``allocate`` (the bar: median <= 1 ms);
 
-each with onnxruntime (intra-op threads 1) and TorchScript (torch threads 1). Also reported,
+each with onnxruntime (intra-op threads 1), the only runtime hpcpolicy loads a policy with
+(TorchScript runs code it carries, so no command opens it). Also reported,
 from the replay: how long the engine took to list the candidate placements of each job
 about to start (``engine_candidates``: every pool x first-available, best-fit and
 topology-aware), which is the engine's work, not the policy's.
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             policy_dir = export_marl(TwoAgents(cfg), Path(tmp) / "policy", cfg=cfg, k=args.k,
                                      candidates=max_candidates(Topology.from_cluster(cluster)),
                                      metrics={})
-        backends = {b: MarlPolicy(policy_dir, b) for b in ("onnx", "torchscript")}
+        backends = {"onnx": MarlPolicy(policy_dir)}
         queues, places, listing = _record(backends["onnx"], workload, cluster)
         if not queues or not places:
             print("the replay asked neither agent to choose; give a busier workload",
@@ -194,9 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     r = results
     print(f"marl decision K={out['k']}: select + allocate median "
           f"{r['onnx']['decision']['median_ms'] * 1000:.0f} us (p95 "
-          f"{r['onnx']['decision']['p95_ms'] * 1000:.0f}) onnx, "
-          f"{r['torchscript']['decision']['median_ms'] * 1000:.0f} us (p95 "
-          f"{r['torchscript']['decision']['p95_ms'] * 1000:.0f}) torchscript; engine's "
+          f"{r['onnx']['decision']['p95_ms'] * 1000:.0f}) onnx; engine's "
           f"candidate listing {out['engine_candidates']['median_ms'] * 1000:.0f} us; target "
           f"{TARGET_MS * 1000:.0f} us: {'met' if out['meets_target'] else 'MISSED'} "
           f"[load {out['conditions']['loadavg_1m']:.2f}] -> {args.out}")

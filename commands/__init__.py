@@ -28,6 +28,7 @@ from hpcpolicy.commands import (
 )
 from hpcpolicy.commands._click import Command, Group
 from hpcpolicy.commands._console import set_verbosity
+from hpcpolicy.outlock import end_claims
 from hpcpolicy.version import __version__
 
 __all__ = ["app", "main"]
@@ -50,6 +51,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
+    ctx: typer.Context,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print only errors and final paths.")
     ] = False,
@@ -66,6 +68,7 @@ def root(
     built-in synthetic workload, with no download.
     """
     set_verbosity(quiet=quiet, verbose=verbose)
+    ctx.call_on_close(end_claims)  # outputs claimed and not written are free again after
 
 
 app.command("demo", cls=Command)(demo.main)

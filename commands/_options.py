@@ -106,13 +106,12 @@ def a_folder(value: Path | None) -> Path | None:
 
 
 def refuse_existing(*paths: Path | None, overwrite: bool) -> None:
-    """Raise the one-line ConfigError for the first of ``paths`` that exists, unless
-    ``overwrite`` (None paths are options not given)."""
-    from hpcpolicy.errors import ConfigError
+    """Claim the outputs ``paths`` for this run, then raise the one-line ConfigError for the
+    first that exists, unless ``overwrite`` (None paths are options not given); see
+    :func:`hpcpolicy.atomic.claim_outputs`."""
+    from hpcpolicy.atomic import claim_outputs
 
-    for path in paths:
-        if path is not None and path.exists() and not overwrite:
-            raise ConfigError(f"{path} already exists; pass --overwrite to replace it")
+    claim_outputs(*paths, overwrite=overwrite)
 
 
 TableArg = Annotated[Path, typer.Argument(

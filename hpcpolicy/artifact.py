@@ -2,8 +2,8 @@
 
 A policy directory (``runs/<name>/policy/``) holds:
 
-* ``policy.onnx``: the scorer as an ONNX graph (runs with onnxruntime alone);
-* ``policy.torchscript.pt``: the same scorer as TorchScript (runs with torch alone);
+* ``policy.onnx``: the scorer as an ONNX graph, the only model file hpcpolicy runs;
+* ``policy.torchscript.pt``: the same scorer as TorchScript, an export for other tools;
 * ``manifest.json``: the contract in ``schemas/policy_manifest.schema.json``: input features
   in order with their normalisation, K, reward, training data hash, config, metrics, package
   version, git commit and the SHA-256 of both model files.
@@ -13,32 +13,43 @@ Both files compute ``scores = f(jobs [B, K, Fj], cluster [B, Fc], mask [B, K] bo
 training (the same MLP scores every slot). Training checkpoints (``checkpoints/last.pt``) are a
 different kind of file, for resuming only, and :func:`load_policy` refuses them.
 
+A policy folder is data, never code. Opening a TorchScript file runs code it carries (its
+``__setstate__``, then its ``forward``), and a folder that comes from elsewhere may carry any,
+so no command loads one: :func:`load_policy` refuses ``*.torchscript.pt`` and every reader
+opens the ONNX graph with onnxruntime, which runs only the operators it knows. Weights to train
+on from (``train --init-from``) are read from the same graph's tensors
+(:mod:`hpcpolicy.rl.warm_start`). The model file is read once; the bytes whose SHA-256 matched
+the manifest are the bytes onnxruntime opens; a graph that keeps tensors in other files
+(ONNX "external data", which the manifest's hashes do not cover) is refused; its inputs'
+ranks and feature counts, and the shape of what it returns, are checked.
+
 Other kinds of artifact (the two-agent scheduler, the GPU-type chooser) name another
 ``format`` in their manifest, each with its schema (:data:`FORMATS`); they share this
 module's version rule, schema check and model opening (:func:`read_manifest`,
 :func:`open_model`). Writers live with their training code (:mod:`hpcpolicy.rl.export`),
 readers that turn an artifact into a policy in :mod:`hpcpolicy.deploy`.
 
-:func:`load_policy` never unpickles anything: it reads JSON, checks it against the schema and
-the version, checks the file hashes, and opens the model with onnxruntime (preferred) or
-``torch.jit.load``. It imports neither hpcpolicy's training code nor torch unless the
-TorchScript backend is chosen. A manifest of a newer minor version may carry fields this
-version does not know: they are ignored, with a warning.
+:func:`load_policy` never unpickles anything: it reads JSON (bounded: :mod:`hpcpolicy.docload`),
+checks it against the schema and the version, checks the file hashes, and opens the model with
+onnxruntime. It imports neither hpcpolicy's training code nor torch. A manifest of a newer
+minor version may carry fields this version does not know: they are ignored, and one line on
+the ``hpcpolicy.artifact`` logger says so.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
+import logging
 import os
 import subprocess
-import warnings
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy.atomic import file_sha256
+from hpcpolicy.docload import read_json
 from hpcpolicy.errors import ArtifactError
 from hpcpolicy.version import __version__
 
@@ -53,15 +64,19 @@ __all__ = [
     "POLICY_FORMAT",
     "TORCHSCRIPT_FILE",
     "LoadedPolicy",
-    "check_backend",
+    "OnnxModel",
+    "check_schema",
     "git_commit",
     "load_policy",
     "manifest_format",
     "member",
     "open_model",
     "read_manifest",
+    "read_model",
     "validate_manifest",
 ]
+
+_log = logging.getLogger(__name__)
 
 MANIFEST_VERSION = "1.0"
 """Version of the manifest contract this code writes and reads (MAJOR.MINOR)."""
@@ -81,9 +96,9 @@ FORMATS = {POLICY_FORMAT: "policy_manifest", MARL_FORMAT: "marl_manifest",
            GPU_TYPE_FORMAT: "gpu_type_policy_manifest"}
 """Each manifest ``format`` and the schema (``schemas/NAME.schema.json``) it is checked with."""
 
-_SUPPORTED = (f"a policy directory with {MANIFEST_FILE}", MANIFEST_FILE, f"*.onnx ({ONNX_FILE})",
-              f"*.torchscript.pt ({TORCHSCRIPT_FILE})")
-_BACKENDS = ("auto", "onnx", "torchscript")
+_SUPPORTED = (f"a policy directory with {MANIFEST_FILE}", MANIFEST_FILE, f"*.onnx ({ONNX_FILE})")
+MAX_MODEL_BYTES = 1 << 30
+"""Largest model file read (1 GiB): a job scorer's is a few kilobytes."""
 
 
 def git_commit() -> str | None:
@@ -96,34 +111,77 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def validate_manifest(manifest: dict[str, Any], where: Path, fmt: str,
-                      allow_unknown: bool = False) -> None:
-    """Check ``manifest`` against the schema of artifact format ``fmt`` (:data:`FORMATS`).
+def check_schema(document: dict[str, Any], schema: str, where: Path, what: str,
+                 allow_unknown: bool = False, fix: str = "") -> None:
+    """Check ``document`` against ``schemas/<schema>.schema.json``.
 
     Args:
-        manifest: The parsed manifest.
+        document: The parsed document.
+        schema: The schema's name.
         where: Its file, named in the error.
-        fmt: The format it must have.
+        what: What it is ("manifest", "model card"), for the message.
         allow_unknown: Tolerate fields the schema does not name (a newer minor version).
+        fix: How to make a valid one, ending the message.
 
     Raises:
-        ArtifactError: jsonschema is missing, or the manifest breaks the schema (first error).
+        ArtifactError: jsonschema is missing, or the document breaks the schema (first error).
     """
     try:
         import jsonschema
     except ImportError as exc:
-        raise ArtifactError("checking a policy manifest needs jsonschema; install it with "
+        raise ArtifactError(f"checking a {what} needs jsonschema; install it with "
                             "`pip install 'hpcpolicy[rl]'`") from exc
     from hpcpolicy.schemas import load
 
-    schema = FORMATS[fmt]
-    errors = jsonschema.Draft202012Validator(load(schema)).iter_errors(manifest)
+    errors = jsonschema.Draft202012Validator(load(schema)).iter_errors(document)
     error = jsonschema.exceptions.best_match(
         e for e in errors if not (allow_unknown and e.validator == "additionalProperties"))
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ArtifactError(f"{where}: manifest does not match {schema}.schema.json at "
-                            f"{at}: {error.message}")
+        raise ArtifactError(f"{where}: {what} does not match {schema}.schema.json at "
+                            f"{at}: {error.message[:200]}" + (f"; {fix}" if fix else ""))
+
+
+def validate_manifest(manifest: dict[str, Any], where: Path, fmt: str,
+                      allow_unknown: bool = False) -> None:
+    """Check ``manifest`` against the schema of artifact format ``fmt`` (:data:`FORMATS`).
+
+    Raises:
+        ArtifactError: What :func:`check_schema` raises.
+    """
+    check_schema(manifest, FORMATS[fmt], where, "manifest", allow_unknown,
+                 fix="export the policy again, or copy its whole folder again")
+
+
+class OnnxModel:
+    """An ONNX graph opened by onnxruntime (:func:`open_model`), run with one-line errors.
+
+    Attributes:
+        file: The model file.
+    """
+
+    def __init__(self, file: Path, session: Any) -> None:
+        self.file, self._session = file, session
+
+    def run(self, feeds: Mapping[str, npt.NDArray[Any]],
+            shape: tuple[int, ...]) -> npt.NDArray[np.float32]:
+        """The first output for ``feeds``, which must have ``shape``.
+
+        Raises:
+            ArtifactError: onnxruntime refused to run the graph on these inputs, or the graph
+                returned another shape.
+        """
+        try:
+            out = np.asarray(self._session.run(None, dict(feeds))[0], dtype=np.float32)
+        except Exception as exc:  # onnxruntime's own errors (Fail, InvalidArgument...)
+            raise ArtifactError(f"{self.file}: onnxruntime cannot run the model on inputs of "
+                                f"shapes {[list(v.shape) for v in feeds.values()]} "
+                                f"({_first_line(exc)}); export the policy again") from exc
+        if out.shape != shape:
+            raise ArtifactError(f"{self.file}: the model returned shape {list(out.shape)}, "
+                                f"this kind of policy needs {list(shape)}; export the policy "
+                                "again")
+        return out
 
 
 class LoadedPolicy:
@@ -132,15 +190,14 @@ class LoadedPolicy:
     Attributes:
         path: The policy directory.
         manifest: The parsed, validated manifest.
-        backend: ``onnx`` or ``torchscript``.
         k: Slots the policy was trained with (it scores any number).
         job_features: Names of the job features, in input order.
         cluster_features: Names of the cluster features, in input order.
         slot_order: What filled the slots in training: ``oldest`` or a prior heuristic.
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any], backend: str, model: Any) -> None:
-        self.path, self.manifest, self.backend, self._model = path, manifest, backend, model
+    def __init__(self, path: Path, manifest: dict[str, Any], model: OnnxModel) -> None:
+        self.path, self.manifest, self._model = path, manifest, model
         obs = manifest["observation"]
         self.k: int = obs["k"]
         self.slot_order: str = obs.get("slot_order", "oldest")
@@ -161,6 +218,7 @@ class LoadedPolicy:
 
         Raises:
             ValueError: Shapes do not match each other or the manifest's feature counts.
+            ArtifactError: The model cannot run on them, or returns another shape.
         """
         j = np.asarray(jobs, dtype=np.float32)
         c = np.asarray(cluster, dtype=np.float32)
@@ -174,32 +232,12 @@ class LoadedPolicy:
                 f"expected jobs [B, K, {len(self.job_features)}], cluster "
                 f"[B, {len(self.cluster_features)}], mask [B, K] (or without B); got "
                 f"{np.shape(jobs)}, {np.shape(cluster)}, {np.shape(mask)}")
-        if self.backend == "onnx":
-            out = self._model.run(None, {"jobs": j, "cluster": c, "mask": m})[0]
-        else:
-            import torch
-
-            with torch.inference_mode():
-                out = self._model(torch.from_numpy(j), torch.from_numpy(c),
-                                  torch.from_numpy(m)).numpy()
-        return out[0] if single else out  # type: ignore[no-any-return]
+        out = self._model.run({"jobs": j, "cluster": c, "mask": m}, j.shape[:2])
+        return out[0] if single else out
 
     def choose(self, jobs: npt.ArrayLike, cluster: npt.ArrayLike, mask: npt.ArrayLike) -> int:
         """The slot with the best score (one observation, unbatched)."""
         return int(np.argmax(self.scores(jobs, cluster, mask)))
-
-    def scorer_state_dict(self) -> dict[str, Any]:
-        """The weights of the :class:`~hpcpolicy.rl.networks.JobScorer` inside (copies), for
-        training on from them (TorchScript backend only).
-
-        Raises:
-            ArtifactError: The policy was opened with onnxruntime.
-        """
-        if self.backend != "torchscript":
-            raise ArtifactError(f"{self.path}: weights are read from TorchScript; open the "
-                                "policy with backend='torchscript'")
-        return {name.removeprefix("scorer."): value.detach().clone()
-                for name, value in self._model.state_dict().items()}
 
     def check_features(self, job_features: tuple[str, ...],
                        cluster_features: tuple[str, ...]) -> None:
@@ -216,17 +254,22 @@ class LoadedPolicy:
                                     "retrain the policy or use a matching hpcpolicy version")
 
 
-def _resolve(path: Path) -> tuple[Path, str | None]:
-    """The policy directory for ``path`` and the backend its file name implies."""
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (a runtime's can run to pages), cut short."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _resolve(path: Path) -> Path:
+    """The policy directory for ``path``."""
     if path.is_dir():
-        return path, None
+        return path
     name = path.name
-    if name == MANIFEST_FILE:
-        return path.parent, None
-    if name.endswith(".onnx"):
-        return path.parent, "onnx"
+    if name == MANIFEST_FILE or name.endswith(".onnx"):
+        return path.parent
     if name.endswith(".torchscript.pt"):
-        return path.parent, "torchscript"
+        raise ArtifactError(f"{path}: TorchScript is exported for other tools but never loaded "
+                            "by hpcpolicy (opening it runs code it carries); give the policy "
+                            f"directory, whose {ONNX_FILE} is run with onnxruntime")
     hint = (" (a .pt/.pth file is a training checkpoint, used only by `hpcpolicy train --resume`"
             "; export its policy directory instead)" if path.suffix in (".pt", ".pth") else "")
     raise ArtifactError(f"{path}: unsupported policy file{hint}; supported: "
@@ -234,7 +277,7 @@ def _resolve(path: Path) -> tuple[Path, str | None]:
 
 
 def _check_version(manifest: dict[str, Any], where: Path) -> bool:
-    """Refuse another major manifest version; warn on a newer minor or another package.
+    """Refuse another major manifest version; log a line on a newer minor or another package.
 
     Returns:
         Whether the manifest is of a newer minor version (unknown fields allowed).
@@ -243,85 +286,133 @@ def _check_version(manifest: dict[str, Any], where: Path) -> bool:
     mine = MANIFEST_VERSION.split(".")
     theirs = version.split(".")
     if len(theirs) != 2 or theirs[0] != mine[0]:
-        raise ArtifactError(f"{where}: manifest version {version!r} cannot be read by hpcpolicy "
-                            f"{__version__} (reads {mine[0]}.x); re-export the policy with this "
-                            "version or install the one that wrote it")
+        raise ArtifactError(f"{where}: manifest version {version[:40]!r} cannot be read by "
+                            f"hpcpolicy {__version__} (reads {mine[0]}.x); re-export the policy "
+                            "with this version or install the one that wrote it")
     newer = theirs[1].isdigit() and int(theirs[1]) > int(mine[1])
     if newer:
-        warnings.warn(f"{where}: manifest version {version} is newer than {MANIFEST_VERSION}; "
-                      "fields this version does not know are ignored", stacklevel=3)
+        _log.warning("%s: manifest version %s is newer than %s; fields this version does not "
+                     "know are ignored", where, version, MANIFEST_VERSION)
     package = manifest.get("package")  # checked by the schema after this
     written_by = package.get("version") if isinstance(package, dict) else None
     if written_by != __version__:
-        warnings.warn(f"{where}: policy written by hpcpolicy {written_by}, loaded by "
-                      f"{__version__}", stacklevel=3)
+        _log.warning("%s: policy written by hpcpolicy %s, loaded by %s", where,
+                     str(written_by)[:40], __version__)
     return newer
 
 
-def open_model(directory: Path, manifest: dict[str, Any], backend: str,
-               inputs: tuple[str, ...]) -> tuple[str, Any]:
-    """Check a model file's hash, open it with the chosen (or first available) backend, and
-    check that it takes the inputs its format feeds it.
+def _tensors(graph: Any) -> Iterator[Any]:
+    """Every tensor an ONNX graph holds: initializers and attribute values, subgraphs too."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _tensors(attr.g)
+            for sub in attr.graphs:
+                yield from _tensors(sub)
+
+
+def _check_no_external_data(file: Path, data: bytes) -> None:
+    """Refuse a graph that keeps tensors in other files (the manifest hashes only this one)."""
+    try:
+        import onnx
+        from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+    except ImportError as exc:
+        raise ArtifactError(f"checking {file} needs onnx; install it with "
+                            "`pip install 'hpcpolicy[rl]'`") from exc
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as exc:  # protobuf's DecodeError, or a graph nested past its limit
+        raise ArtifactError(f"{file}: cannot be opened as ONNX ({_first_line(exc)}); its hash "
+                            f"matches {MANIFEST_FILE}, so it was written broken: export the "
+                            "policy again") from exc
+    graphs = [model.graph, *(g for f in model.functions for n in f.node
+                             for a in n.attribute for g in (a.g, *a.graphs))]
+    for tensor in (t for g in graphs for t in _tensors(g)):
+        if uses_external_data(tensor):
+            location = ExternalDataInfo(tensor).location
+            raise ArtifactError(f"{file}: keeps tensor {tensor.name[:80]!r} in the file "
+                                f"{location[:120]!r}, which the hashes of {MANIFEST_FILE} do "
+                                "not cover; a policy's weights live inside its .onnx file: "
+                                "export the policy again")
+
+
+def read_model(directory: Path, manifest: dict[str, Any]) -> tuple[Path, bytes]:
+    """The ONNX model file a manifest names (``files.onnx``) and its bytes, checked: inside
+    ``directory``, of the manifest's SHA-256, and holding all its tensors.
+
+    Raises:
+        ArtifactError: The path leads outside ``directory``, the file is missing or too
+            large, its hash differs, or it keeps tensors in other files.
+    """
+    entry = manifest["files"]["onnx"]
+    file = member(directory, entry["path"], "files.onnx.path")
+    if not file.is_file():
+        raise ArtifactError(f"{file}: missing; the policy directory is incomplete, export it again")
+    if file.stat().st_size > MAX_MODEL_BYTES:
+        raise ArtifactError(f"{file}: larger than {MAX_MODEL_BYTES >> 20} MiB, far more than a "
+                            "policy's model; is it the right file? export the policy again")
+    data = file.read_bytes()
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise ArtifactError(f"{file}: SHA-256 differs from {MANIFEST_FILE}; the file was changed "
+                            "or only partly copied, export or copy the policy directory again")
+    _check_no_external_data(file, data)
+    return file, data
+
+
+def open_model(directory: Path, manifest: dict[str, Any],
+               inputs: Mapping[str, tuple[int | None, ...]]) -> OnnxModel:
+    """Check a model file (:func:`read_model`), open those very bytes with onnxruntime, and
+    check that the graph takes the inputs its format feeds it.
 
     Args:
         directory: The artifact directory.
-        manifest: Its validated manifest; ``files`` names a file per backend.
-        backend: ``auto`` (onnxruntime if installed, else TorchScript), ``onnx`` or
-            ``torchscript``.
-        inputs: The names of the model's inputs, in order.
+        manifest: Its validated manifest; ``files.onnx`` names the model file.
+        inputs: The model's inputs in order, each with its shape (None: any size).
 
     Returns:
-        The backend used, and an onnxruntime session or a TorchScript module.
+        The opened model.
 
     Raises:
-        ArtifactError: The path leads outside ``directory``, the file is missing, its hash
-            differs, the runtime is missing, the runtime cannot open the file, or the model
-            takes other inputs.
+        ArtifactError: What :func:`read_model` raises, onnxruntime is missing or cannot open
+            the file, or the graph takes other inputs (names, ranks or feature counts).
     """
-    if backend == "auto":
-        try:
-            import onnxruntime  # noqa: F401
-            backend = "onnx"
-        except ImportError:
-            backend = "torchscript"
-    entry = manifest["files"][backend]
-    file = member(directory, entry["path"], f"files.{backend}.path")
-    if not file.is_file():
-        raise ArtifactError(f"{file}: missing; the policy directory is incomplete, export it again")
-    if file_sha256(file) != entry["sha256"]:
-        raise ArtifactError(f"{file}: SHA-256 differs from {MANIFEST_FILE}; the file was changed "
-                            "or only partly copied, export or copy the policy directory again")
-    kind = "ONNX" if backend == "onnx" else "TorchScript"
+    file, data = read_model(directory, manifest)
     try:
-        if backend == "onnx":
-            import onnxruntime as ort
-
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 1
-            options.inter_op_num_threads = 1
-            model: Any = ort.InferenceSession(str(file), options,
-                                              providers=["CPUExecutionProvider"])
-            takes = [i.name for i in model.get_inputs()]
-        else:
-            import torch
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                model = torch.jit.load(str(file), map_location="cpu").eval()  # type: ignore[no-untyped-call]
-            takes = [a.name for a in model.forward.schema.arguments][1:]  # after self
+        import onnxruntime as ort
     except ImportError as exc:
-        runtime = "onnxruntime" if backend == "onnx" else "torch"
-        raise ArtifactError(f"loading {file} needs {runtime}; install it with "
+        raise ArtifactError(f"loading {file} needs onnxruntime; install it with "
                             "`pip install 'hpcpolicy[rl]'`") from exc
-    except Exception as exc:  # the runtime's own parse errors (InvalidProtobuf, zip reader)
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ArtifactError(f"{file}: cannot be opened as {kind} ({reason[:200]}); its hash "
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # the runtime's own parse errors (InvalidProtobuf, Fail)
+        raise ArtifactError(f"{file}: cannot be opened as ONNX ({_first_line(exc)}); its hash "
                             f"matches {MANIFEST_FILE}, so it was written broken: export the "
                             "policy again") from exc
-    if tuple(takes) != inputs:
-        raise ArtifactError(f"{file}: the {kind} model takes inputs {takes}, this kind of policy "
+    takes = [i.name for i in session.get_inputs()]
+    if takes != list(inputs):
+        raise ArtifactError(f"{file}: the ONNX model takes inputs {takes}, this kind of policy "
                             f"feeds it {list(inputs)}; export the policy again")
-    return backend, model
+    for arg in session.get_inputs():
+        want = inputs[arg.name]
+        shape = list(arg.shape)
+        fixed_differ = len(shape) == len(want) and any(
+            isinstance(have, int) and need is not None and have != need
+            for have, need in zip(shape, want, strict=True))
+        if len(shape) != len(want) or fixed_differ:
+            show = ["any" if need is None else need for need in want]
+            raise ArtifactError(f"{file}: the ONNX model's input {arg.name!r} has shape "
+                                f"{shape}, this policy's manifest feeds it {show}; export the "
+                                "policy again")
+    return OnnxModel(file, session)
 
 
 def member(directory: Path, name: str, field: str) -> Path:
@@ -347,34 +438,34 @@ def member(directory: Path, name: str, field: str) -> Path:
     except (OSError, ValueError):  # a NUL byte, a link loop
         inside = False
     if not inside:
-        raise ArtifactError(f"{directory / MANIFEST_FILE}: {field} {name!r} leads outside the "
-                            "policy directory; a manifest names files inside its own folder "
+        raise ArtifactError(f"{directory / MANIFEST_FILE}: {field} {name[:200]!r} leads outside "
+                            "the policy directory; a manifest names files inside its own folder "
                             "(export the policy again, or copy the whole folder)")
     return path
 
 
-def check_backend(backend: str) -> None:
-    """Refuse a backend :func:`open_model` does not know (the message lists them)."""
-    if backend not in _BACKENDS:
-        raise ArtifactError(f"unknown backend {backend!r}; valid: {', '.join(_BACKENDS)}")
+def _read_document(file: Path) -> dict[str, Any]:
+    """A manifest's JSON object (bounded in size and depth: :func:`hpcpolicy.docload.read_json`)."""
+    doc = read_json(file, "policy manifest", ArtifactError)
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"{file}: expected a JSON object; is it a policy manifest?")
+    return doc
 
 
-def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPolicy:
+def load_policy(path: str | os.PathLike[str]) -> LoadedPolicy:
     """Open a policy artifact for scoring, without training code and without pickle.
 
     Args:
-        path: The policy directory, its ``manifest.json``, or one of its model files
-            (which also selects the backend).
-        backend: ``auto`` (onnxruntime if installed, else TorchScript), ``onnx`` or
-            ``torchscript``.
+        path: The policy directory, its ``manifest.json``, or its ONNX file.
 
     Returns:
         A :class:`LoadedPolicy`.
 
     Raises:
-        ArtifactError: Unsupported file (the message lists the supported ones), missing or
-            invalid manifest, another major manifest version, a model file whose hash differs,
-            or a missing runtime.
+        ArtifactError: Unsupported file (the message lists the supported ones; a TorchScript
+            file is never loaded), missing or invalid manifest, another major manifest
+            version, a model file whose hash differs or that keeps tensors elsewhere, a model
+            of other inputs, or a missing runtime.
 
     Example:
         >>> import tempfile
@@ -386,28 +477,22 @@ def load_policy(path: str | os.PathLike[str], backend: str = "auto") -> LoadedPo
         >>> policy.scores(np.zeros((4, 7)), np.zeros(7), [1, 1, 0, 0])[2:].tolist()
         [-inf, -inf]
     """
-    check_backend(backend)
     path = Path(path)
     if not path.exists():
         raise ArtifactError(f"{path}: no such policy file or directory")
-    directory, implied = _resolve(path)
+    directory = _resolve(path)
     manifest_path = directory / MANIFEST_FILE
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not manifest_path.is_file():
         raise ArtifactError(f"{directory}: no {MANIFEST_FILE}; a policy directory holds "
-                            f"{MANIFEST_FILE}, {ONNX_FILE} and {TORCHSCRIPT_FILE}") from None
-    except json.JSONDecodeError as exc:
-        raise ArtifactError(f"{manifest_path}: not valid JSON ({exc})") from exc
-    if not isinstance(manifest, dict):
-        raise ArtifactError(f"{manifest_path}: expected a JSON object")
+                            f"{MANIFEST_FILE}, {ONNX_FILE} and {TORCHSCRIPT_FILE}")
+    manifest = _read_document(manifest_path)
     validate_manifest(manifest, manifest_path, POLICY_FORMAT,
                       allow_unknown=_check_version(manifest, manifest_path))
-    if implied is not None and backend not in ("auto", implied):
-        raise ArtifactError(f"{path} is a {implied} file but backend={backend!r} was asked for")
-    chosen, model = open_model(directory, manifest, implied or backend,
-                               tuple(manifest["observation"]["inputs"]))
-    return LoadedPolicy(directory, manifest, chosen, model)
+    obs = manifest["observation"]
+    model = open_model(directory, manifest, {"jobs": (None, None, len(obs["job_features"])),
+                                             "cluster": (None, len(obs["cluster_features"])),
+                                             "mask": (None, None)})
+    return LoadedPolicy(directory, manifest, model)
 
 
 def _manifest_file(path: Path) -> Path:
@@ -423,10 +508,12 @@ def manifest_format(path: str | os.PathLike[str]) -> str | None:
         >>> manifest_format("no/such/policy") is None
         True
     """
+    file = _manifest_file(Path(path))
+    if not file.is_file():
+        return None
     try:
-        text = _manifest_file(Path(path)).read_text(encoding="utf-8")
-        fmt = json.loads(text).get("format")
-    except (OSError, ValueError, AttributeError):
+        fmt = _read_document(file).get("format")
+    except ArtifactError:
         return None
     return fmt if isinstance(fmt, str) else None
 
@@ -451,6 +538,6 @@ def read_manifest(path: str | os.PathLike[str], fmt: str,
     if manifest_format(file) != fmt:
         raise ArtifactError(f"{path}: not a {fmt} artifact (a directory whose {MANIFEST_FILE} "
                             f"has format {fmt!r}); {hint}")
-    manifest: dict[str, Any] = json.loads(file.read_text(encoding="utf-8"))
+    manifest = _read_document(file)
     validate_manifest(manifest, file, fmt, allow_unknown=_check_version(manifest, file))
     return file.parent, manifest

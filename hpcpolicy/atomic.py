@@ -19,6 +19,11 @@ microseconds between the first and the last rename, and the journal beside them 
 Temporary names carry the writer's process id (``.NAME.<pid>.<random>.part``), so that a
 leftover is only removed once its writer is gone. Folders (a policy, a run) are built beside the
 target and swapped in by :func:`replace_dir`, in one step where Linux allows it.
+
+Every writer here holds its outputs' locks (:mod:`hpcpolicy.outlock`) while it writes, and a
+command claims them before it looks whether they exist (:func:`claim_outputs`): two runs of
+the same output never both pass that check, and two sets replaced at once never mix. A reader
+finishes a dead writer's commit under the same lock, never one still under way.
 """
 
 from __future__ import annotations
@@ -33,14 +38,19 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from hpcpolicy.errors import ConfigError, OutputBusyError
+from hpcpolicy.outlock import WAIT_S, claim, holding, release
 
 __all__ = [
     "as_os_error",
     "atomic_path",
     "build_dir",
+    "claim_outputs",
     "file_sha256",
     "finish_commit",
     "journal_for",
@@ -141,19 +151,88 @@ def journal_for(primary: str | os.PathLike[str]) -> Path:
     return primary.with_name(f".{primary.name}.commit")
 
 
+def claim_outputs(*targets: str | os.PathLike[str] | None, overwrite: bool) -> None:
+    """Claim the outputs ``targets`` for this run (:func:`hpcpolicy.outlock.claim`; None: an
+    option not given), then refuse the first that exists unless ``overwrite``. Call it before
+    any work: the claim holds until the output is written (or released, or the command or
+    process ends), so no other run passes the same check meanwhile.
+
+    Raises:
+        OutputBusyError: another run is writing one of them.
+        ConfigError: one exists and ``overwrite`` is off.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> claim_outputs(d / "out.json", None, overwrite=False)
+        >>> write_text(d / "out.json", "{}")  # the claim ends once the output is written
+    """
+    claim(*targets)
+    for target in targets:
+        if target is not None and Path(target).exists() and not overwrite:
+            release(*targets)
+            raise ConfigError(f"{target} already exists; pass --overwrite to replace it")
+
+
+def _primary_of(journal: Path) -> Path:
+    """The first file of the set whose journal is ``journal`` (``.NAME.commit``)."""
+    return journal.with_name(journal.name.removeprefix(".").removesuffix(".commit"))
+
+
 def finish_commit(journal: str | os.PathLike[str]) -> bool:
     """Finish the renames of an interrupted commit, if ``journal`` is there; return whether
-    there was one. Safe to repeat: a rename already done is skipped."""
+    there was one. Safe to repeat: a rename already done is skipped.
+
+    It is done under the set's lock: while a live writer holds it, that writer is renaming
+    and will remove the journal itself, so this waits for it (up to
+    :data:`hpcpolicy.outlock.WAIT_S` seconds) and finishes nothing. A reader that cannot
+    lock the folder (read-only) leaves the journal as it is."""
     journal = Path(journal)
+    deadline = time.monotonic() + WAIT_S
+    while (plan := _plan(journal)) is not None:
+        members = [journal.parent / name for _, name in plan["replace"]]
+        try:  # the whole set: the dead writer's lock files go too
+            with holding([_primary_of(journal), *members,
+                          *(journal.parent / name for name in plan["remove"])],
+                         wait_s=0.0, written=False):
+                return _roll_forward(journal)
+        except OutputBusyError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        except PermissionError:
+            return False
+    return False
+
+
+def _plan(journal: Path) -> dict[str, list[Any]] | None:
+    """The renames and removals ``journal`` lists; None if it is gone or not one of ours (not
+    JSON of that shape, or naming files outside its folder)."""
+    from hpcpolicy.docload import read_json
+    from hpcpolicy.errors import HpcPolicyError
+
     try:
-        plan = json.loads(journal.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return False
-    folder = journal.parent
-    names = [n for pair in plan.get("replace", []) for n in pair] + list(plan.get("remove", []))
+        plan = read_json(journal, "commit journal")
+    except HpcPolicyError:
+        return None
+    if not (isinstance(plan, dict) and isinstance(plan.get("replace"), list)
+            and isinstance(plan.get("remove", []), list)
+            and all(isinstance(p, list) and len(p) == 2 for p in plan["replace"])):
+        return None
+    names = [n for pair in plan["replace"] for n in pair] + list(plan.get("remove", []))
     if not all(isinstance(n, str) and n not in ("", ".", "..") and Path(n).name == n
                for n in names):
-        return False  # not a journal of ours: it would rename files outside its folder
+        return None  # it would rename files outside its folder
+    return {"replace": plan["replace"], "remove": list(plan.get("remove", []))}
+
+
+def _roll_forward(journal: Path) -> bool:
+    """Do the renames and removals ``journal`` lists (its writer's locks held); False if it
+    is gone or not one of ours."""
+    plan = _plan(journal)
+    if plan is None:
+        return False
+    folder = journal.parent
     for tmp, name in plan["replace"]:
         if (folder / tmp).exists():
             os.replace(folder / tmp, folder / name)
@@ -186,6 +265,14 @@ def replace_together(targets: Sequence[str | os.PathLike[str]],
     folder = paths[0].parent
     if any(p.parent != folder for p in paths) or any(Path(r).parent != folder for r in remove):
         raise ValueError("replace_together: every file must be in one folder")
+    with holding([*paths, *remove]):  # the whole set, so that two commits never interleave
+        yield from _replace_locked(paths, remove)
+
+
+def _replace_locked(paths: list[Path], remove: Sequence[str | os.PathLike[str]],
+                    ) -> Iterator[list[Path]]:
+    """:func:`replace_together`'s work, once its locks are held."""
+    folder = paths[0].parent
     folder.mkdir(parents=True, exist_ok=True)
     for p in paths:
         remove_leftovers(p)
@@ -200,9 +287,10 @@ def replace_together(targets: Sequence[str | os.PathLike[str]],
         for tmp in tmps:
             os.chmod(tmp, mode)  # mkstemp makes 0600 files; give outputs the usual mode
         journal = journal_for(paths[0])
-        write_text(journal, json_text({
+        with _staged(journal) as staged:  # the journal is under the set's lock already
+            staged.write_text(json_text({
             "replace": [[t.name, p.name] for t, p in zip(tmps, paths, strict=True)],
-            "remove": [Path(r).name for r in remove]}))
+                "remove": [Path(r).name for r in remove]}), encoding="utf-8")
     except BaseException as exc:
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
@@ -210,14 +298,18 @@ def replace_together(targets: Sequence[str | os.PathLike[str]],
         if converted is exc:
             raise
         raise converted from exc
-    finish_commit(journal)
+    _roll_forward(journal)
 
 
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; rename it to ``target`` on success.
 
-    On any exception the temporary file is removed and the target is left untouched.
+    On any exception the temporary file is removed and the target is left untouched. The
+    target's lock is held meanwhile (:func:`hpcpolicy.outlock.holding`).
+
+    Raises:
+        OutputBusyError: another run is writing ``target``.
 
     Example:
         >>> import tempfile, pathlib
@@ -227,7 +319,13 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
         >>> (d / "x.txt").read_text()
         'done'
     """
-    target = Path(target)
+    with holding([target]), _staged(Path(target)) as tmp:
+        yield tmp
+
+
+@contextlib.contextmanager
+def _staged(target: Path) -> Iterator[Path]:
+    """:func:`atomic_path` without taking the lock (its caller holds it)."""
     tmp: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -251,7 +349,7 @@ def build_dir(target: str | os.PathLike[str]) -> Path:
     """A new, empty folder beside ``target`` to build it in (then :func:`replace_dir`), once
     the build folders of interrupted runs are removed."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    claim(target)  # until replace_dir has put the folder in place
     remove_leftovers(target)
     return Path(tempfile.mkdtemp(prefix=_prefix(target), suffix=".build", dir=target.parent))
 
@@ -282,6 +380,12 @@ def replace_dir(build: str | os.PathLike[str], target: str | os.PathLike[str]) -
     one file system.
     """
     build, target = Path(build), Path(target)
+    with holding([target]):
+        _swap_in(build, target)
+
+
+def _swap_in(build: Path, target: Path) -> None:
+    """:func:`replace_dir`'s renames, under the target's lock."""
     if target.exists() and _exchange(build, target):
         shutil.rmtree(build, ignore_errors=True)  # now the old folder
         return

@@ -12,6 +12,7 @@ __all__ = [
     "ConfigError",
     "HpcPolicyError",
     "InputFormatError",
+    "OutputBusyError",
     "SchemaValidationError",
     "SimulationError",
     "SlurmError",
@@ -32,6 +33,10 @@ class SchemaValidationError(HpcPolicyError):
 
 class ConfigError(HpcPolicyError):
     """An option, config field or cluster spec is invalid or conflicts with another."""
+
+
+class OutputBusyError(ConfigError):
+    """An output is being written by another run (the message names it and that run's pid)."""
 
 
 class ArtifactError(HpcPolicyError):

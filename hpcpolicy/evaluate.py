@@ -225,7 +225,7 @@ def _manifest_facts(policy: Any) -> dict[str, Any]:
     return {"path": str(policy.artifact.path), "algo": manifest["algo"],
             "reward": manifest.get("reward"), "k": manifest.get("observation", {}).get("k"),
             "training_data": manifest.get("training_data"),
-            "backend": policy.artifact.backend}
+            "backend": "onnx"}  # the one runtime a policy runs with (hpcpolicy.artifact)
 
 
 def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,

@@ -3,6 +3,11 @@
 Every reader of ``jobs.parquet`` (stats, workload building, cluster resolution) goes through
 :func:`open_job_table`, so a missing file, a foreign Parquet file or a table of another schema
 version gets the same clear message everywhere.
+
+The table is opened once: its lazy frame reads from that open file (Polars keeps its own copy
+of the descriptor), not from the name. ``ingest --overwrite`` replaces a table by renaming a new
+file over it, so a reader keeps reading the version it opened, whole, however many queries it
+runs, while the next reader gets the new one; nothing is copied into memory for that.
 """
 
 from __future__ import annotations
@@ -26,9 +31,9 @@ class JobTable:
     """A checked job table: its lazy frame and what its Parquet metadata says."""
 
     path: Path
-    """The Parquet file."""
+    """The Parquet file's name (the file itself may have been replaced since)."""
     frame: pl.LazyFrame
-    """Lazy scan of the table (canonical columns, checked)."""
+    """Lazy scan of the table as it was opened (canonical columns, checked)."""
     metadata: dict[str, str]
     """The ``hpcpolicy.*`` key-value metadata, prefix removed."""
 
@@ -87,7 +92,8 @@ def open_job_table(path: str | Path) -> JobTable:
 
     Returns:
         The lazy table and its metadata; nothing but the footer and the submit-time
-        column has been read.
+        column has been read. The frame reads the file opened here, even once another
+        has been renamed over ``path``.
 
     Raises:
         InputFormatError: the file is missing, is a folder, or is a raw log (the message gives
@@ -110,7 +116,10 @@ def open_job_table(path: str | Path) -> JobTable:
         raise InputFormatError(f"{path}: is a folder; give the NAME.parquet job table inside it")
     remake = f"make one from your log with `hpcpolicy ingest LOG -o {_table_name(path)}`"
     try:
-        raw = pl.read_parquet_metadata(path)
+        with path.open("rb") as handle:  # the one opening: metadata and frame read this file
+            raw = pl.read_parquet_metadata(handle)
+            handle.seek(0)
+            frame = pl.scan_parquet(handle)  # Polars keeps a duplicate of the descriptor
     except (pl.exceptions.PolarsError, OSError) as exc:
         _refuse_raw_log(path)
         raise SchemaValidationError(
@@ -129,7 +138,6 @@ def open_job_table(path: str | Path) -> JobTable:
             f"{SCHEMA_VERSION.split('.')[0]}.x; re-ingest the log with this version "
             f"(`hpcpolicy ingest LOG -o {path.name} --overwrite`)"
         )
-    frame = pl.scan_parquet(path, glob=False)  # a name such as out[2].parquet is no pattern
     found = frame.collect_schema()
     minor = int(version.split(".")[1]) if version.count(".") == 1 and (
         version.split(".")[1].isdigit()) else 0

@@ -65,13 +65,12 @@ def test_a_short_run_exports_a_policy_that_simulate_runs(
     assert isinstance(policy, GpuDqnPolicy)
     result = simulate(w, spec, SimConfig(check=True), policy=policy)
     assert (result.start >= 0).all() and result.stats["engine"] == "gpu"
-    # ONNX and TorchScript give the same Q-values; invalid types get -inf.
-    onnx, script = (load_gpu_policy(trained / "policy", b) for b in ("onnx", "torchscript"))
+    # invalid types get -inf.
+    onnx = load_gpu_policy(trained / "policy")
     obs = np.zeros(obs_dim(3), np.float32)
     obs[11] = 1.0  # only v100 can hold the job
     q = onnx.q(obs)
     assert np.isneginf(q[[0, 2]]).all() and np.isfinite(q[1])
-    assert np.allclose(q[1], script.q(obs)[1], atol=1e-5)
 
 
 def test_the_same_seed_gives_the_same_run(trained: Path, data: tuple[Workload, ClusterSpec],

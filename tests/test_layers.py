@@ -66,7 +66,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.version", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
      "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.config", "hpcpolicy.compat",
      "hpcpolicy.artifact", "hpcpolicy.hostlist", "hpcpolicy.docload", "hpcpolicy.durations",
-     "hpcpolicy.slurmconf", "hpcpolicy.limits"),
+     "hpcpolicy.slurmconf", "hpcpolicy.limits", "hpcpolicy.outlock"),
     ("hpcpolicy.cluster",),
     ("hpcpolicy.ingest", "hpcpolicy.generate"),
     ("hpcpolicy.table", "hpcpolicy.cluster_io", "hpcpolicy.workload", "hpcpolicy.stats"),

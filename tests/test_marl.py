@@ -268,12 +268,12 @@ def test_training_logs_both_agents(trained: Path) -> None:
     assert manifest["agents"]["selector"]["k"] == 8
 
 
-def test_artifact_backends_agree(tmp_path: Path) -> None:
+def test_the_artifact_agrees_with_torch(tmp_path: Path) -> None:
     nets = TwoAgents(CFG)
     for p in nets.parameters():  # away from the near-zero initial output layer
         torch.nn.init.normal_(p, std=0.5)
     path = export_marl(nets, tmp_path / "policy", cfg=CFG, k=8, candidates=9, metrics={})
-    onnx, script = load_marl(path, "onnx"), load_marl(path, "torchscript")
+    onnx = load_marl(path)
     rng = np.random.default_rng(1)
     for agent, (net, n, dims) in enumerate(((nets.selector, 8, (7, 7)),
                                             (nets.allocator, 5, (13, 8)))):
@@ -282,11 +282,9 @@ def test_artifact_backends_agree(tmp_path: Path) -> None:
         mask = rng.random((3, n)) < 0.7
         mask[:, 0] = True
         a = (onnx.selector if agent == 0 else onnx.allocator).scores(jobs, cluster, mask)
-        b = (script.selector if agent == 0 else script.allocator).scores(jobs, cluster, mask)
         with torch.no_grad():
             eager = net.scorer(torch.as_tensor(jobs), torch.as_tensor(cluster)).numpy()
-        assert np.array_equal(np.isinf(a), ~mask) and np.array_equal(np.isinf(b), ~mask)
-        np.testing.assert_allclose(a[mask], b[mask], rtol=1e-5, atol=1e-6)
+        assert np.array_equal(np.isinf(a), ~mask)
         np.testing.assert_allclose(a[mask], eager[mask], rtol=1e-5, atol=1e-6)
         assert a[mask].std() > 1e-3
 
@@ -298,8 +296,7 @@ def test_the_artifact_is_a_policy_in_simulate(case: tuple[Workload, ClusterSpec]
     assert isinstance(policy, MarlPolicy) and policy.artifact.k == 8
     result = simulate(workload, cluster, SimConfig(check=True, backfill="easy"), policy=policy)
     assert result.stats["engine"] == "gpu" and (result.start >= 0).all()
-    again = simulate(workload, cluster, SimConfig(), policy=MarlPolicy(trained / "policy",
-                                                                       "torchscript"))
+    again = simulate(workload, cluster, SimConfig(), policy=MarlPolicy(trained / "policy"))
     assert again.start.tolist() == simulate(workload, cluster, SimConfig(),
                                             policy=policy).start.tolist()
 

@@ -124,10 +124,9 @@ def test_the_rank_bias_is_part_of_the_exported_scores(tmp_path: Path) -> None:
         mask = torch.ones(2, k, dtype=torch.bool)
         mask[1, k // 2:] = False
         expected = agent.masked_logits(jobs, cluster, mask).detach().numpy()
-        for backend in ("onnx", "torchscript"):
-            got = load_policy(out, backend).scores(jobs.numpy(), cluster.numpy(), mask.numpy())
-            np.testing.assert_allclose(got[mask.numpy()], expected[mask.numpy()], rtol=1e-5,
-                                       atol=1e-5)
+        got = load_policy(out).scores(jobs.numpy(), cluster.numpy(), mask.numpy())
+        np.testing.assert_allclose(got[mask.numpy()], expected[mask.numpy()], rtol=1e-5,
+                                   atol=1e-5)
         _, logprob, _, _ = agent.get_action_and_value(jobs, cluster, mask,
                                                       action=torch.zeros(2, dtype=torch.long))
         ref = torch.log_softmax(agent.masked_logits(jobs, cluster, mask), -1)[:, 0]

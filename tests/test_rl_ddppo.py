@@ -227,14 +227,14 @@ def test_pin_to_own_cpus(monkeypatch: pytest.MonkeyPatch, rank: int, workers: in
 
 def test_workers_start_from_an_initial_policy(two_workers: tuple[Path, TrainResult],
                                               tmp_path: Path) -> None:
-    from hpcpolicy.artifact import load_policy
+    from hpcpolicy.rl.warm_start import policy_weights
 
     start, _ = two_workers
     cfg = replace(CFG, total_steps=256, learning_rate=1e-12)  # too slow to move the weights
     launch(cfg, FACTORY, tmp_path / "run", workers=2, initial_policy=start / "policy")
     rows = _rows(tmp_path / "run")
     assert all(r["sync/param_max_diff"] == 0.0 for r in rows)
-    before = load_policy(start / "policy", "torchscript").scorer_state_dict()
-    after = load_policy(tmp_path / "run" / "policy", "torchscript").scorer_state_dict()
+    before = policy_weights(start / "policy")
+    after = policy_weights(tmp_path / "run" / "policy")
     for key, value in before.items():
         torch.testing.assert_close(after[key], value)

@@ -63,10 +63,10 @@ def test_run_directory_layout(tmp_path: Path) -> None:
 
 
 def test_snapshots_every_n_updates_are_policies_of_that_moment(tmp_path: Path) -> None:
-    from hpcpolicy.artifact import load_policy
+    from hpcpolicy.rl.warm_start import policy_weights
 
     def weights(policy: Path) -> dict[str, Any]:
-        return load_policy(policy, backend="torchscript").scorer_state_dict()
+        return policy_weights(policy)
 
     train(replace(SMALL, snapshot_every=3), _toy, tmp_path / "a")
     snapshots = tmp_path / "a" / "snapshots"

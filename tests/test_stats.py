@@ -7,6 +7,7 @@ copied from the code's output.
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -348,3 +349,25 @@ def test_profile_of_a_real_log_agrees_with_a_plain_python_reading(
         hours[datetime.fromtimestamp(s, zone).hour] += 1
     assert p["arrivals"]["time_zone"] == "Europe/Stockholm"
     assert p["arrivals"]["by_hour"] == hours
+
+
+def test_a_table_replaced_while_it_is_read_is_read_whole_as_it_was(
+        table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The profile opens the table once: a new table renamed over it mid-read (as ingest
+    --overwrite does) neither breaks the reading ("Invalid thrift") nor mixes the two."""
+    import hpcpolicy.stats as stats
+
+    newer = make_table(tmp_path / "newer.parquet", [dict(JOBS[2], job_id=str(i), user=f"n{i}")
+                                                    for i in range(40)])
+    real = stats.open_job_table
+
+    def replaced_after_opening(path: str | Path) -> Any:
+        opened = real(path)
+        if newer.exists():
+            os.replace(newer, path)
+        return opened
+
+    expected = profile(table, procs=4)
+    monkeypatch.setattr(stats, "open_job_table", replaced_after_opening)
+    assert profile(table, procs=4) == expected
+    assert profile(table, procs=4)["jobs"] == 40  # the new table, once opened after

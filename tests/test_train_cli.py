@@ -153,7 +153,7 @@ def test_bad_options_are_one_line_errors(table: Path, tmp_path: Path) -> None:
 
 def test_init_from_starts_the_policy_from_another_run(table: Path, tmp_path: Path,
                                                       rollout64: Path) -> None:
-    from hpcpolicy.artifact import load_policy
+    from hpcpolicy.rl.warm_start import policy_weights
 
     first = tmp_path / "first"
     result = invoke("-q", "train", str(table), *TINY, "-o", str(first), "--config",
@@ -167,8 +167,8 @@ def test_init_from_starts_the_policy_from_another_run(table: Path, tmp_path: Pat
         result = invoke("-q", "train", str(table), *TINY, "-o", str(run), "--config", str(still),
                         *extra)
         assert result.exit_code == 0, result.output
-        weights[name] = load_policy(run / "policy", "torchscript").scorer_state_dict()
-    trained = load_policy(first / "policy", "torchscript").scorer_state_dict()
+        weights[name] = policy_weights(run / "policy")
+    trained = policy_weights(first / "policy")
     for key, value in trained.items():
         torch.testing.assert_close(weights["from_first"][key], value)
     assert any(not torch.allclose(weights["fresh"][key], value) for key, value in trained.items())

@@ -13,7 +13,8 @@ loader of that kind:
   ``simulate`` with policy objects.
 
 Loading reads JSON, checks schema, version and file hashes (:mod:`hpcpolicy.artifact`), and
-opens the models with onnxruntime or TorchScript: no pickle, no training code. This layer sits
+opens the models with onnxruntime: no pickle, no TorchScript (which runs code it carries), no
+training code. This layer sits
 above training (it reads what rl, marl and hetero write) and below evaluate and whatif.
 Importing this package imports nothing heavy.
 """

@@ -3,7 +3,7 @@
 The artifact (written by :func:`hpcpolicy.hetero.export.export_gpu_policy`) is read without
 d3rlpy, training code or pickle: the manifest is checked against its schema and version
 (:func:`hpcpolicy.artifact.read_manifest`), the model file against its hash, and the
-Q-network opened with onnxruntime or TorchScript (:func:`hpcpolicy.artifact.open_model`).
+Q-network opened with onnxruntime (:func:`hpcpolicy.artifact.open_model`).
 :class:`GpuDqnPolicy` then starts jobs in FCFS order and, when a job can start on several GPU
 types, takes the type of highest Q-value (:mod:`hpcpolicy.hetero.policy`).
 """
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy.artifact import GPU_TYPE_FORMAT, check_backend, open_model, read_manifest
+from hpcpolicy.artifact import GPU_TYPE_FORMAT, OnnxModel, open_model, read_manifest
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ArtifactError
 from hpcpolicy.gpu.placer import PlacementView
@@ -33,44 +33,39 @@ class GpuPolicyModel:
     Attributes:
         path: The policy directory.
         manifest: The parsed manifest.
-        backend: ``onnx`` or ``torchscript``.
         pools: (name, speed) of each GPU type, in action order.
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any], backend: str, model: Any) -> None:
-        self.path, self.manifest, self.backend, self._model = path, manifest, backend, model
+    def __init__(self, path: Path, manifest: dict[str, Any], model: OnnxModel) -> None:
+        self.path, self.manifest, self._model = path, manifest, model
         self.pools = tuple((str(p["name"]), float(p["speed"])) for p in manifest["pools"])
 
     def q(self, obs: npt.ArrayLike) -> npt.NDArray[np.float32]:
-        """Q-values ``[P]`` of one observation ``[D]`` (``-inf`` on invalid types)."""
+        """Q-values ``[P]`` of one observation ``[D]`` (``-inf`` on invalid types).
+
+        Raises:
+            ArtifactError: The model cannot run on it, or returns another shape.
+        """
         x = np.asarray(obs, dtype=np.float32)[None]
-        if self.backend == "onnx":
-            out = self._model.run(None, {"obs": x})[0]
-        else:
-            import torch
-
-            with torch.inference_mode():
-                out = self._model(torch.from_numpy(x)).numpy()
-        return np.asarray(out[0], dtype=np.float32)
+        return np.asarray(self._model.run({"obs": x}, (1, len(self.pools)))[0], np.float32)
 
 
-def load_gpu_policy(path: str | os.PathLike[str], backend: str = "auto") -> GpuPolicyModel:
-    """Open a GPU-type policy without training code, d3rlpy or pickle.
+def load_gpu_policy(path: str | os.PathLike[str]) -> GpuPolicyModel:
+    """Open a GPU-type policy without training code, d3rlpy or pickle (its ONNX model, with
+    onnxruntime).
 
     Args:
         path: The policy directory or its manifest.json.
-        backend: ``auto`` (onnxruntime if installed, else TorchScript), ``onnx`` or
-            ``torchscript``.
 
     Raises:
         ArtifactError: Not such a policy, another major manifest version, a manifest that
-            breaks its schema, a model file whose hash differs, or a missing runtime.
+            breaks its schema, a model file whose hash differs or that keeps tensors
+            elsewhere, a model of other inputs, or a missing runtime.
     """
-    check_backend(backend)
     directory, manifest = read_manifest(
         path, GPU_TYPE_FORMAT, "write one with `hpcpolicy train TABLE --algo dqn --cluster SPEC`")
-    chosen, model = open_model(directory, manifest, backend, ("obs",))
-    return GpuPolicyModel(directory, manifest, chosen, model)
+    model = open_model(directory, manifest, {"obs": (None, manifest["observation"]["dim"])})
+    return GpuPolicyModel(directory, manifest, model)
 
 
 class GpuDqnPolicy(TypePolicy):
@@ -78,7 +73,6 @@ class GpuDqnPolicy(TypePolicy):
 
     Args:
         path: The policy directory or its manifest.json.
-        backend: ``auto``, ``onnx`` or ``torchscript``.
 
     Raises:
         ArtifactError: What :func:`load_gpu_policy` raises.
@@ -88,8 +82,8 @@ class GpuDqnPolicy(TypePolicy):
         >>> simulate(workload, cluster, SimConfig(), policy=policy)          # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path, backend: str = "auto") -> None:
-        self.artifact = load_gpu_policy(path, backend)
+    def __init__(self, path: str | Path) -> None:
+        self.artifact = load_gpu_policy(path)
         """The loaded artifact (manifest, Q-function)."""
         super().__init__(str(path), self._greedy)
 

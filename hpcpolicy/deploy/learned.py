@@ -2,8 +2,8 @@
 :class:`~hpcpolicy.policies.base.Policy`.
 
 ``hpcpolicy simulate jobs.parquet --policy runs/NAME/policy`` and ``hpcpolicy evaluate`` load
-the deployable artifact (:func:`hpcpolicy.artifact.load_policy`: ONNX or TorchScript plus
-``manifest.json``, never a pickle, no training code) and let it choose, at every decision, the
+the deployable artifact (:func:`hpcpolicy.artifact.load_policy`: ONNX plus ``manifest.json``,
+never a pickle nor TorchScript, no training code) and let it choose, at every decision, the
 job that becomes the queue head, exactly as in the training environment: it sees the oldest
 ``k`` waiting jobs (k from the manifest), or the best ``k`` of the prior heuristic it was
 trained from (the manifest's ``slot_order``, :mod:`hpcpolicy.env.prior`), built by the
@@ -72,8 +72,7 @@ class LearnedPolicy:
     """A policy directory (``runs/NAME/policy``) usable wherever a heuristic is.
 
     Args:
-        path: The policy directory, its ``manifest.json``, or one of its model files.
-        backend: ``auto``, ``onnx`` or ``torchscript`` (see :func:`hpcpolicy.artifact.load_policy`).
+        path: The policy directory, its ``manifest.json``, or its ONNX file.
 
     Raises:
         ArtifactError: What :func:`~hpcpolicy.artifact.load_policy` raises, or a policy trained
@@ -84,8 +83,8 @@ class LearnedPolicy:
         >>> simulate(workload, cluster, SimConfig(backfill="easy"), policy=policy)  # doctest: +SKIP
     """
 
-    def __init__(self, path: str | Path, backend: str = "auto") -> None:
-        self.artifact = load_policy(path, backend)
+    def __init__(self, path: str | Path) -> None:
+        self.artifact = load_policy(path)
         self.artifact.check_features(tuple(f.name for f in JOB_FEATURES),
                                      tuple(f.name for f in CLUSTER_FEATURES))
         self.name = str(path)

@@ -3,8 +3,8 @@ policy path is accepted.
 
 :func:`load_marl` opens the artifact written by :func:`hpcpolicy.marl.artifact.export_marl`:
 the top-level manifest (schema and version checked by :func:`hpcpolicy.artifact.read_manifest`)
-and each agent's scorer (:func:`hpcpolicy.artifact.load_policy`: hashes, ONNX or TorchScript,
-no pickle, no training code), each checked against the features this version builds.
+and each agent's scorer (:func:`hpcpolicy.artifact.load_policy`: hashes, ONNX with onnxruntime,
+no pickle, no TorchScript, no training code), each checked against the features this version builds.
 
 ``hpcpolicy simulate|evaluate|whatif ... --policy runs/NAME/policy`` resolves such an artifact
 to :class:`MarlPolicy` (:func:`hpcpolicy.deploy.resolve.resolve_policy`). Its
@@ -68,11 +68,6 @@ class MarlArtifact:
     """The allocator's scorer."""
 
     @property
-    def backend(self) -> str:
-        """``onnx`` or ``torchscript``."""
-        return self.selector.backend
-
-    @property
     def k(self) -> int:
         """Job slots the selector sees."""
         return int(self.manifest["agents"]["selector"]["k"])
@@ -84,12 +79,11 @@ class MarlArtifact:
         return str(self.manifest["agents"]["selector"].get("visible", "oldest"))
 
 
-def load_marl(path: str | os.PathLike[str], backend: str = "auto") -> MarlArtifact:
+def load_marl(path: str | os.PathLike[str]) -> MarlArtifact:
     """Open both agents' scorers, without training code and without pickle.
 
     Args:
         path: The artifact directory or its ``manifest.json``.
-        backend: ``auto``, ``onnx`` or ``torchscript`` (:func:`hpcpolicy.artifact.load_policy`).
 
     Raises:
         ArtifactError: Not a two-agent artifact, another major manifest version, a manifest
@@ -105,11 +99,11 @@ def load_marl(path: str | os.PathLike[str], backend: str = "auto") -> MarlArtifa
         raise ArtifactError(f"{file}: agents.selector.visible {visible!r} is not one of "
                             f"{', '.join(VISIBLE)}; the artifact is from a newer hpcpolicy")
     selector = load_policy(member(directory, agents["selector"]["path"],
-                                  "agents.selector.path"), backend)
+                                  "agents.selector.path"))
     selector.check_features(tuple(f.name for f in JOB_FEATURES),
                             tuple(f.name for f in CLUSTER_FEATURES))
     allocator = load_policy(member(directory, agents["allocator"]["path"],
-                                   "agents.allocator.path"), backend)
+                                   "agents.allocator.path"))
     allocator.check_features(tuple(f.name for f in CANDIDATE_FEATURES),
                              tuple(f.name for f in CONTEXT_FEATURES))
     return MarlArtifact(directory, manifest, selector, allocator)
@@ -121,14 +115,13 @@ class MarlPolicy:
 
     Args:
         path: The artifact directory (or its ``manifest.json``).
-        backend: ``auto``, ``onnx`` or ``torchscript``.
 
     Raises:
         ArtifactError: What :func:`load_marl` raises.
     """
 
-    def __init__(self, path: str | Path, backend: str = "auto") -> None:
-        self.artifact = load_marl(path, backend)
+    def __init__(self, path: str | Path) -> None:
+        self.artifact = load_marl(path)
         self.name = str(path)
 
     def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> AgentScorer:

@@ -35,6 +35,7 @@ from hpcpolicy.ingest.cluster_toml import ClusterDoc
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.detect import detect_format, head_text
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, ROWS, STEP_FOLDED, PassCheck, ReaderPlan
+from hpcpolicy.outlock import claim, release
 from hpcpolicy.schema import (
     JOB_COLUMNS,
     LAST_EPOCH_S,
@@ -200,13 +201,15 @@ def ingest(
     paths = output_paths(Path(out))
     if not inputs:
         raise ConfigError("no input files given")
-    existing = [str(p) for p in paths.values() if p.exists()]
-    if existing and not cfg.overwrite:
-        raise ConfigError(f"{', '.join(existing)} already exist; pass --overwrite to replace")
+    claim(*paths.values(), cluster_path(Path(out)))  # before looking: no other run passes too
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hpcpolicy-sha256")
     try:
+        existing = [str(p) for p in paths.values() if p.exists()]
+        if existing and not cfg.overwrite:
+            raise ConfigError(f"{', '.join(existing)} already exist; pass --overwrite to "
+                              "replace")
         hashes = [hasher.submit(file_sha256, Path(p)) for p in inputs]
         plans, sources = _plans(inputs, cfg, stage)
         cluster_file = cluster_path(Path(out))
@@ -244,6 +247,7 @@ def ingest(
             staged[2].write_text(json_text(report.to_dict()), encoding="utf-8")
     finally:
         hasher.shutdown(cancel_futures=True)
+        release(*paths.values(), cluster_path(Path(out)))  # those not written
     return report
 
 

@@ -14,7 +14,7 @@ Layout of ``runs/<name>/policy/``::
 Each agent's directory is an ordinary policy artifact, written by
 :func:`hpcpolicy.rl.export.export_policy`; this module adds the top-level manifest that binds
 the two. :mod:`hpcpolicy.deploy.marl` reads it back (schema, version and SHA-256 checks,
-ONNX or TorchScript, no pickle, no training code).
+ONNX with onnxruntime, no pickle, no TorchScript, no training code).
 
 Example:
     >>> import tempfile

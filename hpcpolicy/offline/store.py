@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from hpcpolicy.artifact import check_schema
 from hpcpolicy.atomic import atomic_path, file_sha256, write_json
+from hpcpolicy.docload import read_json
 from hpcpolicy.env.spaces import feature_spec
 from hpcpolicy.errors import ArtifactError, ConfigError
 from hpcpolicy.offline.dataset import SPLIT_NAMES, BuiltDataset
@@ -124,19 +125,8 @@ def _dump(episodes: list[Episode], k: int, path: Path) -> None:
 
 def _validate(manifest: dict[str, Any], where: Path) -> None:
     """Check a manifest against schemas/offline_dataset.schema.json."""
-    try:
-        import jsonschema
-    except ImportError as exc:
-        raise ArtifactError("checking a dataset manifest needs jsonschema; install it with "
-                            "`pip install 'hpcpolicy[rl]'`") from exc
-    from hpcpolicy.schemas import load
-
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(load("offline_dataset")).iter_errors(manifest))
-    if error is not None:
-        at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ArtifactError(f"{where}: does not match offline_dataset.schema.json at {at}: "
-                            f"{error.message}; rebuild it with `hpcpolicy dataset build`")
+    check_schema(manifest, "offline_dataset", where, "dataset manifest",
+                 fix="rebuild it with `hpcpolicy dataset build`")
 
 
 def save_dataset(built: BuiltDataset, out_dir: str | os.PathLike[str], *,
@@ -242,13 +232,10 @@ def load_dataset(path: str | os.PathLike[str]) -> StoredDataset:
     if not path.is_dir():
         raise ArtifactError(f"{path}: not a dataset directory; build one with `hpcpolicy "
                             "dataset build jobs.parquet -o data/NAME`")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not manifest_path.is_file():
         raise ArtifactError(f"{path}: no {MANIFEST_FILE} (not a dataset, or its build was "
-                            "interrupted); build it with `hpcpolicy dataset build`") from None
-    except json.JSONDecodeError as exc:
-        raise ArtifactError(f"{manifest_path}: not valid JSON ({exc})") from exc
+                            "interrupted); build it with `hpcpolicy dataset build`")
+    manifest = read_json(manifest_path, "dataset manifest", ArtifactError)
     if not isinstance(manifest, dict) or manifest.get("format") != DATASET_FORMAT:
         raise ArtifactError(f"{manifest_path}: not an hpcpolicy offline dataset manifest")
     version = str(manifest.get("dataset_version", ""))

@@ -1,11 +1,17 @@
 """Start online training from an exported policy (``hpcpolicy train --init-from POLICY``).
 
-Any policy directory hpcpolicy wrote holds the per-slot scorer as TorchScript; its weights
-become the starting point of the new run's policy network, and the value network starts
-fresh. Behaviour cloning of a heuristic's decisions (``hpcpolicy dataset build --source
-heuristics``, then ``hpcpolicy train --algo bc``) is the usual source: PPO then improves on a
-policy that already schedules sensibly instead of on a random one. The weights are read from
-TorchScript, never through pickle.
+Any policy directory hpcpolicy wrote holds the per-slot scorer as ONNX; its weights become the
+starting point of the new run's policy network, and the value network starts fresh. Behaviour
+cloning of a heuristic's decisions (``hpcpolicy dataset build --source heuristics``, then
+``hpcpolicy train --algo bc``) is the usual source: PPO then improves on a policy that already
+schedules sensibly instead of on a random one.
+
+The weights are read as data from the ONNX graph's tensors (:func:`policy_weights`), after the
+checks every reader makes (:func:`hpcpolicy.artifact.read_model`: the manifest's hash, no
+external data): never through pickle, never by opening the TorchScript export, which runs code
+it carries. Each linear layer of the exported scorer is a ``MatMul`` by a tensor (the weight,
+transposed) followed by an ``Add`` of a tensor the exporter keeps under the layer's name
+(``scorer.mlp.N.bias``); the weights read must have the shapes of the run's own network.
 
 Example:
     >>> import tempfile
@@ -24,34 +30,92 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from hpcpolicy.errors import ConfigError
+from hpcpolicy.errors import ArtifactError, ConfigError
 
 if TYPE_CHECKING:
     import torch
 
+    from hpcpolicy.artifact import LoadedPolicy
     from hpcpolicy.rl.config import PPOConfig
 
-__all__ = ["scorer_weights"]
+__all__ = ["policy_weights", "scorer_weights"]
+
+_PREFIX = "scorer."
+"""The exported module's name for the scorer (:class:`~hpcpolicy.rl.networks.PolicyScorer`)."""
+
+
+def _graph_weights(file: Path, data: bytes) -> dict[str, Any]:
+    """``{name: numpy array}`` of the scorer's layers in the ONNX graph ``data``."""
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load_model_from_string(data).graph
+    tensors = {t.name: t for t in graph.initializer}
+    made_by = {out: node for node in graph.node for out in node.output}
+    weights: dict[str, Any] = {}
+    for node in graph.node:
+        bias = next((i for i in node.input if i.startswith(_PREFIX) and i.endswith(".bias")
+                     and i in tensors), None) if node.op_type == "Add" else None
+        if bias is None:
+            continue
+        other = made_by.get(next((i for i in node.input if i != bias), ""))
+        if other is None or other.op_type != "MatMul" or other.input[1] not in tensors:
+            raise ArtifactError(f"{file}: the layer of {bias!r} is not a MatMul by a weight "
+                                "tensor, so its weights cannot be read; export the policy "
+                                "again with this hpcpolicy version")
+        layer = bias.removeprefix(_PREFIX).removesuffix(".bias")
+        weights[f"{layer}.weight"] = numpy_helper.to_array(tensors[other.input[1]]).T.copy()
+        weights[f"{layer}.bias"] = numpy_helper.to_array(tensors[bias]).copy()
+    if not weights:
+        raise ArtifactError(f"{file}: holds no layer named {_PREFIX}*.bias, so it is not a job "
+                            "scorer hpcpolicy exported; export the policy again")
+    return weights
+
+
+def policy_weights(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
+    """The :class:`~hpcpolicy.rl.networks.JobScorer` weights (its ``state_dict``) held by the
+    ONNX model of the policy at ``path``, read as data.
+
+    Raises:
+        ArtifactError: Not a readable policy (:func:`hpcpolicy.artifact.load_policy`), or a
+            graph whose layers are not the exported scorer's.
+    """
+    from hpcpolicy.artifact import load_policy
+
+    return _weights_of(load_policy(path))
+
+
+def _weights_of(policy: LoadedPolicy) -> dict[str, torch.Tensor]:
+    import torch
+
+    from hpcpolicy.artifact import read_model
+
+    file, data = read_model(policy.path, policy.manifest)
+    return {name: torch.from_numpy(array) for name, array in _graph_weights(file, data).items()}
 
 
 def scorer_weights(path: str | os.PathLike[str], cfg: PPOConfig) -> dict[str, torch.Tensor]:
-    """The :class:`~hpcpolicy.rl.networks.JobScorer` weights of the policy at ``path``.
+    """The :class:`~hpcpolicy.rl.networks.JobScorer` weights of the policy at ``path``, checked
+    against the network of the run they start.
 
     Args:
-        path: A policy directory (or its manifest or TorchScript file).
+        path: A policy directory (or its manifest or ONNX file).
         cfg: The config of the run it starts; its network must have the same shape.
 
     Raises:
-        ArtifactError: Not a readable policy, or trained on other features.
+        ArtifactError: Not a readable policy, trained on other features, or weights of other
+            shapes than its manifest's network.
         ConfigError: The policy's network differs from ``cfg``'s (the message says which
             ``--config`` fields make them match).
     """
     from hpcpolicy.artifact import load_policy
     from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
+    from hpcpolicy.rl.networks import JobScorer
 
-    policy = load_policy(path, backend="torchscript")
+    policy = load_policy(path)
     policy.check_features(tuple(f.name for f in JOB_FEATURES),
                           tuple(f.name for f in CLUSTER_FEATURES))
     net = policy.manifest["network"]
@@ -62,4 +126,12 @@ def scorer_weights(path: str | os.PathLike[str], cfg: PPOConfig) -> dict[str, to
             f"--init-from {path}: its network is a {theirs[0]} with hidden {theirs[1]} and "
             f"activation {theirs[2]!r}; this run's is hidden {mine[1]}, {mine[2]!r}. Give "
             f'--config {{"hidden": {theirs[1]}, "activation": "{theirs[2]}"}} to match it')
-    return policy.scorer_state_dict()
+    weights = _weights_of(policy)
+    shapes = {k: list(v.shape) for k, v in weights.items()}
+    wanted = {k: list(v.shape) for k, v in JobScorer(
+        len(JOB_FEATURES), len(CLUSTER_FEATURES), cfg.hidden, cfg.activation).state_dict().items()}
+    if shapes != wanted:
+        raise ArtifactError(f"--init-from {path}: its ONNX weights have shapes {shapes}, not "
+                            f"those of the hidden {theirs[1]} network its manifest names; the "
+                            "folder was changed after export: export the policy again")
+    return weights

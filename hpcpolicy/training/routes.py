@@ -310,7 +310,7 @@ def _prior_of_init(env: EnvConfig, opts: TrainOptions) -> tuple[EnvConfig, str]:
     from hpcpolicy.env.prior import OLDEST
 
     assert opts.init_from is not None
-    theirs = load_policy(opts.init_from, backend="torchscript").slot_order
+    theirs = load_policy(opts.init_from).slot_order
     if opts.prior not in ("auto", "none" if theirs == OLDEST else theirs):
         raise ConfigError(f"--init-from {opts.init_from} learned on slots in {theirs} order; "
                           f"--prior {opts.prior} would show it others: leave --prior out")

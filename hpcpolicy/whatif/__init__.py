@@ -21,6 +21,7 @@ import contextlib
 from pathlib import Path
 
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.outlock import claim, release
 from hpcpolicy.whatif.runner import SCHEMA_VERSION, WhatifConfig, WhatifResult, run_whatif
 
 __all__ = [
@@ -46,6 +47,7 @@ def check_report_dir(out_dir: str | Path, *, overwrite: bool = False) -> Path:
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} is a file; give a folder for the report")
+    claim(out)  # before looking: no other run passes the same check meanwhile
     present = [name for name in REPORT_FILES if (out / name).exists()]
     if present and not overwrite:
         raise ConfigError(f"{out} already holds a report ({', '.join(present)}); pass "
@@ -95,4 +97,6 @@ def write_report(result: WhatifResult, out_dir: str | Path, *,
             with contextlib.suppress(OSError):
                 out.rmdir()
         raise
+    finally:
+        release(out)  # the folder's claim (check_report_dir): written, or given up
     return paths
