@@ -108,6 +108,9 @@ def test_applying_changes_gives_a_new_checked_configuration(site: SlurmConfig) -
     assert new.scheduler.bf_window_min == 2880 and new.scheduler.bf_continue
     assert new.settings["SchedulerParameters"].value == "bf_interval=30,bf_continue,bf_window=2880"
     assert site.priority.weights["Age"] == 1000  # the old one is untouched
+    again = apply_candidate(site, "bf_interval=60")  # an option written: changed in place
+    assert again.settings["SchedulerParameters"].value == "bf_interval=60,bf_continue"
+    assert again.scheduler.bf_interval_s == 60
     part = apply_candidate(site, "partition short MaxTime=2-0 PriorityJobFactor=7")
     assert part.partitions["short"].max_time_s == 172800
     assert part.partitions["short"].priority_job_factor == 7

@@ -1,11 +1,12 @@
 """``sacctmgr show qos -P`` and ``sacctmgr show assoc -P`` dumps: QOS and the association tree.
 
-A dump is pipe-separated with a header line (``-P``, parsable2; ``-p`` adds a trailing pipe,
-also read). Columns may come in any order and sites add or drop optional ones; the header
-names are sacctmgr's own (src/sacctmgr/common.c) and their short forms are read as the long
-names ``sacctmgr modify ... set`` takes (sacctmgr(1)): ``MaxJobsPU`` is MaxJobsPerUser,
-``MaxSubmitPU`` MaxSubmitJobsPerUser, ``MaxTRESPU`` MaxTRESPerUser, ``Par Name`` (older
-releases) ParentName. Empty cells are "no limit" and are left out.
+A dump is pipe-separated with a header line (``-P``, parsable2; ``-p`` ends every line with
+a pipe, read as one more, empty, column). Columns may come in any order and sites add or
+drop optional ones. The header names are sacctmgr's own (src/sacctmgr/common.c); short
+forms are read as the long names ``sacctmgr modify ... set`` takes (sacctmgr(1)):
+``MaxJobsPU`` is MaxJobsPerUser, ``MaxSubmitPU`` MaxSubmitJobsPerUser, ``MaxTRESPU``
+MaxTRESPerUser, ``Par Name`` (older releases) ParentName. Empty cells are "no limit" and
+are left out.
 
 Example:
     >>> qos = loads_qos("Name|Priority|MaxJobsPU|MaxWall\\nnormal|10|50|2-00:00:00\\n", "q")
@@ -76,24 +77,19 @@ def check_limit(key: str, value: str, where: str) -> None:
         slurm_uint(value, where)
 
 
-def _cells(line: str, trailing: bool) -> list[str]:
-    return (line[:-1] if trailing and line.endswith("|") else line).split("|")
-
-
 def _rows(text: str, where: str, what: str,
           required: tuple[str, ...]) -> list[tuple[Source, dict[str, str]]]:
     lines = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not lines:
         raise ConfigError(f"{where}: empty; export it with `{_EXPORT[what]}`")
-    trailing = lines[0][1].endswith("|")  # `-p` ends every line with a pipe
-    header = [_column(c) for c in _cells(lines[0][1], trailing)]
+    header = [_column(c) for c in lines[0][1].split("|")]  # `-p`: a last, empty column
     missing = [c for c in required if c.lower() not in {h.lower() for h in header}]
     if missing or len(header) < 2:
         raise ConfigError(f"{where}:1: no {', '.join(missing) or 'pipe-separated'} column in "
                           f"the header; is it `{_EXPORT[what]}`?")
     out = []
     for number, line in lines[1:]:
-        cells = _cells(line, trailing)
+        cells = line.split("|")
         if len(cells) != len(header):
             raise ConfigError(f"{where}:{number}: {len(cells)} fields for the {len(header)} "
                               f"columns of the header; is it `{_EXPORT[what]}`?")
