@@ -18,8 +18,9 @@ After an online run (ppo, ddppo) the card answers two questions on two different
 The card also says which log and period the policy learned on, and warns when the policy
 loses to the best heuristic on the test part. Where a part holds no window the card says why.
 It sits with ``evaluate``, above the training entry point, so the command (or a library
-user, after :func:`hpcpolicy.train`) writes it: :func:`model_card`. Cards of version 1 (guard
-rule ``lost-on-test``, decided on the test part) still load.
+user, after :func:`hpcpolicy.train`) writes it: :func:`model_card`, through :func:`write_card`,
+which binds it to the model beside it (version 3, :mod:`hpcpolicy.deploy.binding`): readers
+refuse a card that is unbound, edited, or beside another model.
 
 Example:
     >>> headline({"skipped": "no test part"})
@@ -47,14 +48,16 @@ if TYPE_CHECKING:
 
 Step = Callable[[str, int, int], None]
 
-__all__ = ["CARD_FILE", "CARD_FORMAT", "GUARD_RULE", "SEPARATION", "VALIDATION_WINDOWS",
-           "build_card", "compare", "fallback_of", "headline", "heuristics_too_close", "load_table",
-           "model_card", "select_snapshot"]
+__all__ = ["CARD_FILE", "CARD_FORMAT", "CARD_VERSION", "GUARD_RULE", "SEPARATION",
+           "VALIDATION_WINDOWS", "build_card", "compare", "fallback_of", "headline",
+           "heuristics_too_close", "load_table", "model_card", "select_snapshot", "write_card"]
 
 CARD_FILE = "card.json"
 """The card's name in a policy directory."""
 CARD_FORMAT = "hpcpolicy.model-card"
 """The card's ``format`` field (schemas/model_card.schema.json)."""
+CARD_VERSION = 3
+"""The card's ``card_version``: 3 is bound to its model (``binding``)."""
 CARD_WINDOWS, CARD_SEED = 10, 1
 """``hpcpolicy evaluate``'s default window count and seed, which the card uses."""
 VALIDATION_WINDOWS = 20
@@ -263,7 +266,8 @@ def build_card(table: Path, policy: Path, opts: TrainOptions,
     from hpcpolicy.env.prior import OLDEST
 
     order = manifest["observation"].get("slot_order", OLDEST)
-    card: dict[str, Any] = {"format": CARD_FORMAT, "card_version": 2, "algo": manifest["algo"],
+    card: dict[str, Any] = {"format": CARD_FORMAT, "card_version": CARD_VERSION,
+                            "algo": manifest["algo"],
                             "prior": None if order == OLDEST else order,
                             "training_data": manifest["training_data"],
                             "period": _period(manifest["provenance"]["split"]),
@@ -379,8 +383,6 @@ def model_card(trained: Trained, table: str | Path, opts: TrainOptions,
         opts: The options it trained with.
         on_step: Progress callback of :func:`hpcpolicy.evaluate.evaluate`.
     """
-    from hpcpolicy.atomic import write_json
-
     if trained.route != "online" or not (trained.policy / "manifest.json").is_file():
         return None
     table = Path(table)
@@ -388,8 +390,27 @@ def model_card(trained: Trained, table: str | Path, opts: TrainOptions,
     selection = select_snapshot(table, trained.policy, opts, on_step, loaded=loaded)
     card = build_card(table, trained.policy, opts, on_step, loaded=loaded)
     card["selection"] = selection
-    write_json(trained.policy / CARD_FILE, card)
-    return card
+    return write_card(trained.policy, card)
+
+
+def write_card(policy: Path, card: dict[str, Any]) -> dict[str, Any]:
+    """Bind ``card`` to the model in the policy folder ``policy``, check it against its schema
+    and write it to ``policy/card.json`` (atomically).
+
+    Returns:
+        The card as written (with ``binding``).
+
+    Raises:
+        ArtifactError: The card breaks its schema (a bug in the code that built it).
+    """
+    from hpcpolicy.artifact import check_schema
+    from hpcpolicy.atomic import write_json
+    from hpcpolicy.deploy.binding import bind
+
+    bound = bind(card, policy)
+    check_schema(bound, "model_card", policy / CARD_FILE, "model card")
+    write_json(policy / CARD_FILE, bound)
+    return bound
 
 
 def headline(card: dict[str, Any]) -> str:

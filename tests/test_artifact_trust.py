@@ -210,7 +210,7 @@ def test_a_huge_k_is_one_line(exported: Path, table: Path, tmp_path: Path) -> No
     assert "manifest.json" in line and "observation/k" in line
 
 
-@pytest.mark.parametrize("name", ["manifest.json"])
+@pytest.mark.parametrize("name", ["manifest.json", "card.json"])
 def test_a_deeply_nested_document_is_one_line(exported: Path, table: Path, tmp_path: Path,
                                               name: str) -> None:
     policy = _copy(exported, tmp_path / "policy")
@@ -242,6 +242,77 @@ def test_a_newer_minor_manifest_is_one_clean_line(exported: Path, table: Path,
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "manifest version 1.9 is newer than 1.0" in lines[0], lines
     assert "Warning" not in result.stderr
+
+
+# --- the card is bound to the model -------------------------------------------------------
+
+def _card(fallback: str = "sjf", active: Any = True) -> dict[str, Any]:
+    """A minimal card of the current version (no comparison recorded)."""
+    return {"format": "hpcpolicy.model-card", "card_version": 3, "algo": "ppo", "prior": None,
+            "training_data": {"path": "jobs.parquet", "sha256": "ab" * 32},
+            "period": {"part": "train", "jobs": [0, 100], "from": "2020-01-01",
+                       "to": "2020-02-01"},
+            "validation": None, "test": None, "skipped": "no test part", "warning": None,
+            "guard": {"fallback": fallback, "rule": "beats-best-on-validation",
+                      "active": active}}
+
+
+@pytest.fixture()
+def carded(exported: Path, tmp_path: Path) -> Path:
+    from hpcpolicy.card import write_card
+
+    policy = _copy(exported, tmp_path / "carded")
+    write_card(policy, _card())
+    return policy
+
+
+def test_a_bound_card_deploys_its_guard(carded: Path) -> None:
+    from hpcpolicy.deploy.resolve import resolve_policy
+
+    assert resolve_policy(str(carded)).name == "sjf"
+
+
+def _edit_card(policy: Path, change: Callable[[dict[str, Any]], Any]) -> None:
+    path = policy / "card.json"
+    card = json.loads(path.read_text())
+    change(card)
+    path.write_text(json.dumps(card))
+
+
+def test_an_edited_card_is_refused(carded: Path, table: Path) -> None:
+    _edit_card(carded, lambda c: c["guard"].update(active=False))
+    line = one_line_error(invoke("simulate", str(table), "-p", str(carded)))
+    assert f"{carded / 'card.json'}" in line and "changed" in line
+    line = one_line_error(invoke("whatif", str(table), "-c", f"{carded}+easy", "--bootstrap",
+                                 "20", "-o", str(carded.parent / "rep")))
+    assert "card.json" in line
+
+
+def test_a_guard_flag_of_the_wrong_type_is_refused(exported: Path, table: Path,
+                                                   tmp_path: Path) -> None:
+    from hpcpolicy.deploy.binding import bind
+
+    policy = _copy(exported, tmp_path / "policy")  # bound, as a forger would: the type is wrong
+    (policy / "card.json").write_text(json.dumps(bind(_card(active="true"), policy)))
+    line = one_line_error(invoke("simulate", str(table), "-p", str(policy)))
+    assert "card.json" in line and "guard/active" in line
+
+
+def test_a_card_of_another_model_is_refused(carded: Path, table: Path, tmp_path: Path) -> None:
+    torch.manual_seed(1)
+    other = export_policy(ActorCritic(FJ, FC), tmp_path / "other", config=CONFIG, k=8,
+                          metrics={})
+    for name in ("policy.onnx", "policy.torchscript.pt", "manifest.json"):
+        shutil.copy(other / name, carded / name)
+    line = one_line_error(invoke("simulate", str(table), "-p", str(carded)))
+    assert "card.json" in line and "another model" in line
+
+
+def test_an_unbound_card_is_refused(exported: Path, table: Path, tmp_path: Path) -> None:
+    policy = _copy(exported, tmp_path / "policy")
+    (policy / "card.json").write_text(json.dumps({**_card(), "card_version": 2}))
+    line = one_line_error(invoke("simulate", str(table), "-p", str(policy)))
+    assert "card.json" in line and "not bound" in line
 
 
 def test_a_deeply_nested_dataset_manifest_is_one_line(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from env_jobs import CORES, write_table
 from job_tables import write_job_table
 
 from hpcpolicy import schemas
+from hpcpolicy.card import write_card
 
 pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
@@ -110,7 +111,7 @@ def _guarded(policy: Path, where: Path, fallback: str, lost: bool = True) -> Pat
     card = _card(copy)
     card["guard"] = {"fallback": fallback, "rule": "lost-on-test", "active": lost}
     card["warning"] = f"the policy loses to {fallback} on the test split" if lost else None
-    (copy / "card.json").write_text(json.dumps(card))
+    write_card(copy, card)  # bound to the model again, as `train` writes it
     return copy
 
 
@@ -143,7 +144,7 @@ def test_a_damaged_card_is_one_line_naming_it(trained: tuple[Path, Path, str],
     damaged = shutil.copytree(policy, tmp_path / "damaged")
     (damaged / "card.json").write_text("{")
     line = one_line_error(invoke("simulate", str(table), "-p", str(damaged)))
-    assert f"{damaged / 'card.json'}: unreadable model card" in line and "delete it" in line
+    assert f"{damaged / 'card.json'}:1:2: the model card is not valid JSON" in line
 
 
 def test_whatif_shows_the_card_and_the_active_guard(trained: tuple[Path, Path, str],
@@ -255,7 +256,7 @@ def test_the_guard_note_says_which_part_decided(trained: tuple[Path, Path, str],
     new = shutil.copytree(old, tmp_path / "new")
     card = _card(new)
     card["guard"]["rule"] = "beats-best-on-validation"
-    (new / "card.json").write_text(json.dumps(card))
+    write_card(new, card)
     assert f"{old} lost to sjf on its test split" in (guard_note(str(old)) or "")
     assert f"{new} did not beat sjf on its validation part" in (guard_note(str(new)) or "")
 

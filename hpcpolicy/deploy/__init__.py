@@ -14,7 +14,8 @@ loader of that kind:
 
 Loading reads JSON, checks schema, version and file hashes (:mod:`hpcpolicy.artifact`), and
 opens the models with onnxruntime: no pickle, no TorchScript (which runs code it carries), no
-training code. This layer sits
+training code. A model card is checked against the model it describes
+(:mod:`hpcpolicy.deploy.binding`) before its guard or its figures are used. This layer sits
 above training (it reads what rl, marl and hetero write) and below evaluate and whatif.
 Importing this package imports nothing heavy.
 """

@@ -5,7 +5,8 @@ with ``guard = {"fallback": NAME, "rule": RULE, "active": BOOL}``. Rule
 ``beats-best-on-validation``: NAME is the best heuristic on the validation part kept out of
 training, and the guard is active unless the policy beat it there with confidence
 (:mod:`hpcpolicy.deploy.improvement`). Cards written before it carry ``lost-on-test`` (the
-same, decided on the test part); they load and act alike. Wherever a policy directory is resolved
+same, decided on the test part). A card is used only when it is bound to the model beside it
+and follows its schema (:mod:`hpcpolicy.deploy.binding`). Wherever a policy directory is resolved
 (:func:`hpcpolicy.deploy.resolve.resolve_policy`: ``simulate``, ``whatif``, ``advise``) an
 active guard deploys that heuristic instead; ``evaluate`` measures the policy itself.
 
@@ -16,31 +17,32 @@ Example:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from hpcpolicy.deploy.binding import check_binding
+from hpcpolicy.docload import read_json
 from hpcpolicy.errors import ArtifactError
 
 __all__ = ["active_guard", "guard_note", "read_card"]
 
 
 def read_card(spec: str) -> dict[str, Any] | None:
-    """The model card of the policy directory ``spec``; None without one.
+    """The model card of the policy directory ``spec``, checked against its schema and bound to
+    the model beside it (:func:`~hpcpolicy.deploy.binding.check_binding`); None without one.
 
     Raises:
-        ArtifactError: A card that is not a JSON object.
+        ArtifactError: A card that cannot be read (too large, too deeply nested, not JSON),
+            is not a JSON object, breaks its schema, is unbound, or was changed since it was
+            written, or describes another model.
     """
     path = Path(spec) / "card.json"
     if not path.is_file():
         return None
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ArtifactError(f"{path}: unreadable model card ({exc}); delete it, or retrain "
-                            "the policy") from None
+    card = read_json(path, "model card", ArtifactError)
     if not isinstance(card, dict):
         raise ArtifactError(f"{path}: a model card is a JSON object; delete it, or retrain")
+    check_binding(card, Path(spec), path)
     return card
 
 
