@@ -16,6 +16,7 @@ from hpcpolicy.gpu.inflation import (
     inflation_curve,
     replay_pods,
 )
+from hpcpolicy.gpu.inflation_table import fragmentation_curve
 from hpcpolicy.gpu.sharing import SharingNodes, SharingPods, read_nodes, read_pods
 
 
@@ -166,3 +167,10 @@ def test_config_and_reader_errors_are_one_line(tmp_path: Path) -> None:
     pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\np,1,1,2,500,\n")
     with pytest.raises(InputFormatError, match="line 2: 2 GPUs of 500"):
         read_pods(pods, ("T4",))
+
+
+def test_fragmentation_curve_reaches_the_last_percent_by_rounding() -> None:
+    # 1 GPU: 1,296 thousandths arrived is 129.6 %, which the allocation curve counts as 130 %.
+    run = InflationRun(np.array([500, 1296]), np.zeros(2, np.int64), np.array([100.0, 50.0]),
+                       np.zeros(2, np.int64), 1)
+    assert fragmentation_curve(run, [50, 130]).tolist() == pytest.approx([10.0, 5.0])

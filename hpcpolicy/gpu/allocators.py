@@ -36,12 +36,15 @@ import numpy.typing as npt
 from hpcpolicy.gpu.fragmentation import node_fragmentation
 from hpcpolicy.gpu.sharing import GPU_MILLI
 
-__all__ = ["ALLOCATORS", "allocator_code"]
+__all__ = ["ALLOCATORS", "LEARNED", "N_FEATURES", "allocator_code", "features"]
 
 ALLOCATORS = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
-"""The allocators' names; the index of a name is its code in the compiled loop."""
+"""The paper's allocators; the index of a name is its code in the compiled loop."""
+LEARNED = "learned"
+"""The learned allocator (:mod:`hpcpolicy.gpu.learned_allocator`): weights over
+:func:`features`; code 6."""
 
-RANDOM, DOTPROD, CLUSTERING, PACKING, BESTFIT, FGD = range(6)
+RANDOM, DOTPROD, CLUSTERING, PACKING, BESTFIT, FGD, LEARNED_CODE = range(7)
 MAX_CPU = 128_000.0
 MAX_GPU = 8_000.0
 
@@ -52,9 +55,10 @@ B = npt.NDArray[np.bool_]
 
 def allocator_code(name: str) -> int:
     """The code of allocator ``name``; :class:`ValueError` naming the valid ones otherwise."""
-    if name not in ALLOCATORS:
-        raise ValueError(f"unknown allocator {name!r}; choose one of {', '.join(ALLOCATORS)}")
-    return ALLOCATORS.index(name)
+    names = (*ALLOCATORS, LEARNED)
+    if name not in names:
+        raise ValueError(f"unknown allocator {name!r}; choose one of {', '.join(names)}")
+    return names.index(name)
 
 
 @nb.njit(cache=True)
@@ -122,7 +126,7 @@ def packing_score(j: int, num: int, milli: int, gpu_left: I64, gpus: I64) -> int
     g = best_fit_gpu(j, milli, gpu_left, gpus)  # the fullest GPU that fits the shared pod
     if gpu_left[j, g] == GPU_MILLI:
         return max(100 // 2 - 1, 100 // 3)
-    return max(100 - (gpu_left[j, g] * 100 // GPU_MILLI) // 10, 100 // 2)
+    return max(100 - int(gpu_left[j, g] * 100 // GPU_MILLI) // 10, 100 // 2)
 
 
 @nb.njit(cache=True)
@@ -143,25 +147,33 @@ def clustering_score(j: int, shape: int, gpu_left: I64, gpus: I64, shapes: I64) 
 
 
 @nb.njit(cache=True)
+def _fgd_score(before: float, after: float) -> float:
+    """FGD's whole-number score for a fragmentation going from ``before`` to ``after``."""
+    return float(int(100.0 / (1.0 + math.exp(-(before - after) / 1000.0))))
+
+
+@nb.njit(cache=True)
 def fgd_choice(j: int, cpu: int, num: int, milli: int, cpu_left: I64, gpu_left: I64,
-               gpus: I64, model: I64, typical: tuple) -> tuple[int, int]:  # type: ignore[type-arg]
-    """FGD's score of node ``j`` and, for a GPU-sharing pod, the GPU it picks (-1 otherwise)."""
+               gpus: I64, model: I64, typical: tuple  # type: ignore[type-arg]
+               ) -> tuple[float, float, int]:
+    """FGD's score of node ``j``, the fragmentation decrease (GPUs) behind it, and for a
+    GPU-sharing pod the GPU it picks (the first of the best score; -1 for other pods)."""
     t_cpu, t_num, t_milli, t_allowed, t_free, t_weight = typical
     row = gpu_left[j].copy()
     before = node_fragmentation(cpu_left[j], row, gpus[j], model[j], t_cpu, t_num, t_milli,
                                 t_allowed, t_free, t_weight)
     if num == 1 and milli < GPU_MILLI:
-        score, pick = 0, -1
+        score, decrease, pick = 0.0, 0.0, -1
         for g in range(gpus[j]):
             if row[g] >= milli:
                 row[g] -= milli
                 after = node_fragmentation(cpu_left[j] - cpu, row, gpus[j], model[j], t_cpu,
                                            t_num, t_milli, t_allowed, t_free, t_weight)
                 row[g] += milli
-                value = int(100.0 / (1.0 + math.exp(-(before - after) / 1000.0)))
+                value = _fgd_score(before, after)
                 if pick < 0 or value > score:
-                    score, pick = value, g
-        return score, pick
+                    score, decrease, pick = value, (before - after) / 1000.0, g
+        return score, decrease, pick
     taken = 0
     for g in range(gpus[j]):
         if taken < num and row[g] == GPU_MILLI:
@@ -169,7 +181,35 @@ def fgd_choice(j: int, cpu: int, num: int, milli: int, cpu_left: I64, gpu_left: 
             taken += 1
     after = node_fragmentation(cpu_left[j] - cpu, row, gpus[j], model[j], t_cpu, t_num,
                                t_milli, t_allowed, t_free, t_weight)
-    return int(100.0 / (1.0 + math.exp(-(before - after) / 1000.0))), -1
+    return _fgd_score(before, after), (before - after) / 1000.0, -1
+
+
+N_FEATURES = 8
+"""Features of a (node, pod) placement the learned allocator scores; see :func:`features`."""
+
+
+@nb.njit(cache=True)
+def features(j: int, cpu: int, mem: int, num: int, milli: int, fgd: float, decrease: float,
+             cpu_left: I64, mem_left: I64, gpu_left: I64, cpu_cap: I64, mem_cap: I64,
+             gpus: I64, out: F64) -> None:
+    """The learned allocator's view of placing the pod on node ``j``, written to ``out``.
+
+    0: FGD's score / 100; 1: the fragmentation decrease (GPUs); 2: CPU left after, share of
+    the node's; 3: memory left after, share; 4: GPUs left after, share of the node's; 5: 1
+    when the node is unused before; 6: the best-fit remainder (mean of CPU and GPU left after,
+    each over the largest node's); 7: the node's position in the list, over the node count.
+    Weights (1, 0, ..., 0, -1e-6) make FGD itself (its ties go to the first node).
+    """
+    free_gpu = _left(j, gpu_left, gpus)
+    gpu_after = free_gpu - num * milli
+    out[0] = fgd / 100.0
+    out[1] = decrease
+    out[2] = (cpu_left[j] - cpu) / cpu_cap[j]
+    out[3] = (mem_left[j] - mem) / mem_cap[j]
+    out[4] = gpu_after / (GPU_MILLI * gpus[j]) if gpus[j] > 0 else 0.0
+    out[5] = 1.0 if (cpu_left[j] == cpu_cap[j] and free_gpu == GPU_MILLI * gpus[j]) else 0.0
+    out[6] = 0.5 * (cpu_left[j] - cpu) / MAX_CPU + 0.5 * gpu_after / MAX_GPU
+    out[7] = j / cpu_cap.shape[0]
 
 
 @nb.njit(cache=True)

@@ -25,9 +25,13 @@ from hpcpolicy.config import Config, choice
 from hpcpolicy.gpu.allocators import (
     ALLOCATORS,
     FGD,
+    LEARNED,
+    LEARNED_CODE,
+    N_FEATURES,
     RANDOM,
     allocator_code,
     best_fit_gpu,
+    features,
     fgd_choice,
     fits,
     heuristic_score,
@@ -49,7 +53,7 @@ class InflationConfig(Config):
 
     label = "inflation"
 
-    allocator: str = choice("fgd", ALLOCATORS)
+    allocator: str = choice("fgd", (*ALLOCATORS, LEARNED))
     """Which allocator places the pods."""
     ratio: float = 1.3
     """Stop when the arrived GPU request reaches this multiple of the cluster's GPUs."""
@@ -57,9 +61,14 @@ class InflationConfig(Config):
     """Seeds the arrival order, the extra draws and the choice among equal nodes."""
     popularity: float = POPULARITY
     """Share of pods the typical shapes (FGD's target workload) cover."""
+    weights: tuple[float, ...] = ()
+    """The learned allocator's weights (one per feature); empty for the others."""
 
     def validate(self) -> None:
-        """Ratio positive, popularity in (0, 1]."""
+        """Ratio positive, popularity in (0, 1], weights exactly for ``learned``."""
+        wanted = N_FEATURES if self.allocator == LEARNED else 0
+        self._require(len(self.weights) == wanted, "weights",
+                      f"{self.allocator} takes {wanted} weights, got {len(self.weights)}")
         self._require(self.ratio > 0, "ratio", f"must be > 0, got {self.ratio}")
         self._require(0 < self.popularity <= 1, "popularity",
                       f"must be in (0, 1], got {self.popularity}")
@@ -120,8 +129,8 @@ def _specs(pods: SharingPods) -> I64:
 @nb.njit(cache=True)
 def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu: I64,
             p_mem: I64, p_num: I64, p_milli: I64, p_allowed: npt.NDArray[np.bool_],
-            p_spec: I64, ties: F64, typical: tuple  # type: ignore[type-arg]
-            ) -> tuple[I64, I64, F64, I64]:
+            p_spec: I64, ties: F64, typical: tuple,  # type: ignore[type-arg]
+            weights: F64) -> tuple[I64, I64, F64, I64]:
     n, count = cpu_cap.shape[0], p_cpu.shape[0]
     t_cpu, t_num, t_milli, t_allowed, t_free, t_weight = typical
     cpu_left, mem_left = cpu_cap.copy(), mem_cap.copy()
@@ -133,28 +142,32 @@ def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu:
         frag[j] = node_fragmentation(cpu_left[j], gpu_left[j], gpus[j], model[j], t_cpu,
                                      t_num, t_milli, t_allowed, t_free, t_weight)
     n_specs = p_spec.max() + 1 if count else 1
-    cached = np.full((n_specs, n), -1, dtype=np.int64)
+    cached, cached_decrease = np.full((n_specs, n), np.nan), np.zeros((n_specs, n))
     cached_gpu = np.full((n_specs, n), -1, dtype=np.int64)
-    score = np.full(n, -1, dtype=np.int64)
+    score, view = np.zeros(n), np.zeros(N_FEATURES)
     arrived, allocated = np.zeros(count, np.int64), np.zeros(count, np.int64)
     frag_total, node_of = np.zeros(count), np.full(count, -1, np.int64)
     arr, alloc, frag_sum = 0, 0, frag.sum()
+    uses_fgd = code in (FGD, LEARNED_CODE)
     for i in range(count):
         cpu, mem, num, milli, spec = p_cpu[i], p_mem[i], p_num[i], p_milli[i], p_spec[i]
         shape = 0 if (num == 1 and milli < GPU_MILLI) else num
         arr += num * milli
-        best, ties_n = -1, 0
+        best, ties_n = -np.inf, 0
         for j in range(n):
-            score[j] = -1
+            score[j] = -np.inf
             if not fits(j, cpu, mem, num, milli, cpu_left, mem_left, gpu_left, gpus, model,
                         p_allowed[i]):
                 continue
+            if uses_fgd and np.isnan(cached[spec, j]):
+                cached[spec, j], cached_decrease[spec, j], cached_gpu[spec, j] = fgd_choice(
+                    j, cpu, num, milli, cpu_left, gpu_left, gpus, model, typical)
             if code == FGD:
-                if cached[spec, j] < 0:
-                    s, g = fgd_choice(j, cpu, num, milli, cpu_left, gpu_left, gpus, model,
-                                      typical)
-                    cached[spec, j], cached_gpu[spec, j] = s, g
                 score[j] = cached[spec, j]
+            elif code == LEARNED_CODE:
+                features(j, cpu, mem, num, milli, cached[spec, j], cached_decrease[spec, j],
+                         cpu_left, mem_left, gpu_left, cpu_cap, mem_cap, gpus, view)
+                score[j] = np.dot(weights, view)
             else:
                 score[j] = heuristic_score(code, j, cpu, num, milli, shape, cpu_left,
                                            gpu_left, gpus, shapes)
@@ -162,7 +175,7 @@ def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu:
                 best, ties_n = score[j], 1
             elif score[j] == best:
                 ties_n += 1
-        if best >= 0:
+        if ties_n > 0:
             pick, chosen = (int(ties[i, 0] * ties_n) if code == RANDOM else 0), -1
             for j in range(n):
                 if score[j] == best:
@@ -175,7 +188,7 @@ def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu:
             if num == 1 and milli < GPU_MILLI:
                 if code == RANDOM:
                     g = random_gpu(chosen, milli, gpu_left, gpus, ties[i, 1])
-                elif code == FGD:
+                elif uses_fgd:
                     g = cached_gpu[spec, chosen]
                 else:
                     g = best_fit_gpu(chosen, milli, gpu_left, gpus)
@@ -189,7 +202,7 @@ def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu:
             if num > 0:
                 shapes[chosen, shape] += 1
             alloc += num * milli
-            cached[:, chosen] = -1
+            cached[:, chosen] = np.nan
             new = node_fragmentation(cpu_left[chosen], gpu_left[chosen], gpus[chosen],
                                      model[chosen], t_cpu, t_num, t_milli, t_allowed, t_free,
                                      t_weight)
@@ -205,7 +218,8 @@ def _typical_tuple(t: TypicalPods) -> tuple:  # type: ignore[type-arg]
 
 
 def replay_pods(nodes: SharingNodes, arrivals: SharingPods, allocator: str,
-                typical: TypicalPods, rng: np.random.Generator) -> InflationRun:
+                typical: TypicalPods, rng: np.random.Generator,
+                weights: tuple[float, ...] = ()) -> InflationRun:
     """Place ``arrivals`` in order on an empty cluster with ``allocator``; nothing leaves.
 
     Args:
@@ -214,15 +228,18 @@ def replay_pods(nodes: SharingNodes, arrivals: SharingPods, allocator: str,
         allocator: one of :data:`~hpcpolicy.gpu.allocators.ALLOCATORS`.
         typical: FGD's target workload (and the fragmentation measure's).
         rng: draws the ``random`` allocator's nodes and GPUs.
+        weights: the learned allocator's weights over
+            :func:`~hpcpolicy.gpu.allocators.features` (``learned`` only).
 
     Returns:
         What was recorded after each pod.
     """
     ties = rng.random((len(arrivals.cpu), 2))
+    w = np.asarray(weights if weights else (0.0,) * N_FEATURES, dtype=np.float64)
     arrived, allocated, frag, node = _replay(
         allocator_code(allocator), nodes.cpu, nodes.mem, nodes.gpus, nodes.model,
         arrivals.cpu, arrivals.mem, arrivals.num_gpu, arrivals.gpu_milli, arrivals.allowed,
-        _specs(arrivals), ties, _typical_tuple(typical))
+        _specs(arrivals), ties, _typical_tuple(typical), w)
     return InflationRun(arrived, allocated, frag, node, nodes.total_gpus)
 
 
@@ -250,7 +267,8 @@ def run_inflation(nodes: SharingNodes, pods: SharingPods, cfg: InflationConfig) 
     """
     rng = np.random.default_rng(cfg.seed)
     arrivals = pods.take(draw_arrivals(pods, nodes.total_gpus, cfg.ratio, rng))
-    return replay_pods(nodes, arrivals, cfg.allocator, typical_pods(pods, cfg.popularity), rng)
+    return replay_pods(nodes, arrivals, cfg.allocator, typical_pods(pods, cfg.popularity), rng,
+                       cfg.weights)
 
 
 def inflation_curve(run: InflationRun, percents: I64) -> F64:

@@ -23,9 +23,10 @@ __all__ = ["compare_expected", "fragmentation_curve", "inflation_table", "read_e
 
 
 def fragmentation_curve(run: InflationRun, percents: Sequence[int]) -> np.ndarray:
-    """The cluster's fragmentation (% of its GPUs) when the arrived share first reaches each
-    of ``percents`` (NaN past the run's end)."""
-    share = run.arrived / (run.total_gpus * GPU_MILLI / 100.0)
+    """The cluster's fragmentation (% of its GPUs) when the arrived share, rounded to a whole
+    percent as :func:`~hpcpolicy.gpu.inflation.inflation_curve` does, first reaches each of
+    ``percents`` (NaN past the run's end)."""
+    share = np.round(run.arrived / (run.total_gpus * GPU_MILLI / 100.0))
     out = np.full(len(percents), np.nan)
     for k, p in enumerate(percents):
         at = int(np.searchsorted(share, p))
