@@ -19,11 +19,13 @@ from hpcpolicy.commands import (
     fidelity,
     generate,
     ingest,
+    sign,
     simulate,
     stats,
     sweep,
     train,
     tune,
+    verify,
     whatif,
 )
 from hpcpolicy.commands._click import Command, Group
@@ -85,6 +87,8 @@ app.command("evaluate", cls=Command)(evaluate.main)
 app.add_typer(dataset.app, name="dataset")
 app.command("whatif", cls=Command)(whatif.main)
 app.command("advise", cls=Command)(advise.main)
+app.command("sign", cls=Command)(sign.main)
+app.command("verify", cls=Command)(verify.main)
 
 
 def main() -> None:

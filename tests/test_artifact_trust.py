@@ -315,6 +315,69 @@ def test_an_unbound_card_is_refused(exported: Path, table: Path, tmp_path: Path)
     assert "card.json" in line and "not bound" in line
 
 
+# --- a signature with a key kept elsewhere: what a forger cannot recompute -----------------
+
+@pytest.fixture()
+def key(tmp_path: Path) -> Path:
+    path = tmp_path / "keys" / "site.key"
+    path.parent.mkdir()
+    path.write_bytes(bytes(range(32)))
+    return path
+
+
+def test_sign_then_verify(carded: Path, key: Path) -> None:
+    assert invoke("sign", str(carded), "--key", str(key)).exit_code == 0
+    result = invoke("verify", str(carded), "--key", str(key))
+    assert result.exit_code == 0 and "as signed" in result.output
+
+
+def test_a_forged_card_with_recomputed_hashes_fails_the_signature(
+        carded: Path, key: Path, table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcpolicy.card import write_card
+
+    assert invoke("sign", str(carded), "--key", str(key)).exit_code == 0
+    card = json.loads((carded / "card.json").read_text())
+    write_card(carded, {**card, "guard": {**card["guard"], "active": False}})  # rebound
+    line = one_line_error(invoke("verify", str(carded), "--key", str(key)))
+    assert "changed since it was signed (card.json)" in line
+    monkeypatch.setenv("HPCPOLICY_SIGNING_KEY", str(key))
+    line = one_line_error(invoke("simulate", str(table), "-p", str(carded)))
+    assert "changed since it was signed (card.json)" in line
+
+
+def test_with_a_site_key_set_unsigned_folders_are_refused(
+        exported: Path, key: Path, table: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = _copy(exported, tmp_path / "policy")
+    monkeypatch.setenv("HPCPOLICY_SIGNING_KEY", str(key))
+    for args in (("simulate", str(table), "-p", str(policy)),
+                 ("evaluate", str(table), "--policy", f"fcfs,{policy}"),
+                 ("train", str(table), "--steps", "64", "--num-envs", "1", "--window-size",
+                  "40", "--k", "8", "--init-from", str(policy), "-o", str(tmp_path / "run"))):
+        line = one_line_error(invoke(*args))
+        assert f"{policy}: not signed" in line, args[0]
+    assert invoke("sign", str(policy)).exit_code == 0  # the key from the environment
+    result = invoke("simulate", str(table), "-p", str(policy), "--windows", "1",
+                    "--window-size", "40")
+    assert result.exit_code == 0, result.output
+
+
+def test_keys_that_protect_nothing_are_refused(carded: Path, key: Path, tmp_path: Path) -> None:
+    inside = carded / "site.key"
+    inside.write_bytes(bytes(32))
+    assert "inside the policy folder" in one_line_error(
+        invoke("sign", str(carded), "--key", str(inside)))
+    inside.unlink()
+    short = tmp_path / "short.key"
+    short.write_bytes(b"secret")
+    assert "too short" in one_line_error(invoke("sign", str(carded), "--key", str(short)))
+    other = tmp_path / "other.key"
+    other.write_bytes(bytes(range(1, 33)))
+    assert invoke("sign", str(carded), "--key", str(key)).exit_code == 0
+    assert "signed with another key" in one_line_error(
+        invoke("verify", str(carded), "--key", str(other)))
+
+
 def test_a_deeply_nested_dataset_manifest_is_one_line(tmp_path: Path) -> None:
     from hpcpolicy.offline.store import load_dataset
 

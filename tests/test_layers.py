@@ -9,8 +9,9 @@ placed on its own; the longest listed prefix decides):
    artifact's files and manifest, shared by the writers in training and the readers in
    deploy; it needs neither torch nor training code), and ``hostlist`` (Slurm's form of
    node names, read by a cluster spec and by the Slurm flavour alike), and ``docload``
-   (JSON and TOML documents read with size and nesting bounds), ``durations`` (one parser for
-   written lengths of time), ``slurmconf`` (a site's slurm.conf and sacctmgr dumps as a
+   (JSON and TOML documents read with size and nesting bounds), ``signature`` (a policy
+   folder signed with a site key, checked by every reader of policies), ``durations`` (one
+   parser for written lengths of time), ``slurmconf`` (a site's slurm.conf and sacctmgr dumps as a
    typed model, its changes and their diff), ``limits`` (the bounds input is read with);
 1. the machine: ``cluster``;
 2. ``ingest`` and ``generate`` (synthetic logs in SWF: another source of input);
@@ -66,6 +67,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.version", "hpcpolicy.errors", "hpcpolicy.schema", "hpcpolicy.schemas",
      "hpcpolicy.atomic", "hpcpolicy.textfmt", "hpcpolicy.config", "hpcpolicy.compat",
      "hpcpolicy.artifact", "hpcpolicy.hostlist", "hpcpolicy.docload", "hpcpolicy.durations",
+     "hpcpolicy.signature",
      "hpcpolicy.slurmconf", "hpcpolicy.limits", "hpcpolicy.outlock"),
     ("hpcpolicy.cluster",),
     ("hpcpolicy.ingest", "hpcpolicy.generate"),

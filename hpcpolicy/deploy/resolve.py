@@ -4,7 +4,8 @@
 policy directory (``runs/NAME/policy``). A directory is opened by the loader of the
 ``format`` its manifest names, through one table (:data:`LOADERS`), as ingest picks its
 readers; a path without a readable manifest goes to the job-scorer loader, whose errors say
-what a policy directory holds.
+what a policy directory holds. With ``HPCPOLICY_SIGNING_KEY`` set, a directory must carry a
+matching signature first (:mod:`hpcpolicy.signature`).
 
 Example:
     >>> resolve_policy("sjf").name
@@ -27,6 +28,7 @@ from hpcpolicy.deploy.marl import MarlPolicy
 from hpcpolicy.errors import ArtifactError, ConfigError
 from hpcpolicy.policies.base import Policy
 from hpcpolicy.policies.heuristics import HEURISTICS, get_policy
+from hpcpolicy.signature import require_signature
 from hpcpolicy.sim.engine import simulate
 
 if TYPE_CHECKING:
@@ -51,7 +53,8 @@ def resolve_policy(spec: str, *, guard: bool = True) -> Policy:
 
     Raises:
         ConfigError: Neither a heuristic nor an existing path; the message lists the heuristics.
-        ArtifactError: The path is not a loadable policy, or its format is unknown.
+        ArtifactError: The path is not a loadable policy, or its format is unknown, or (with
+            ``HPCPOLICY_SIGNING_KEY`` set) its signature is missing or does not match.
     """
     if spec.strip().lower() in HEURISTICS:
         return get_policy(spec)
@@ -59,6 +62,7 @@ def resolve_policy(spec: str, *, guard: bool = True) -> Policy:
         raise ConfigError(f"policy {spec!r} is neither a heuristic ({', '.join(HEURISTICS)}) "
                           "nor a trained policy directory (runs/NAME/policy, written by "
                           "`hpcpolicy train`)")
+    require_signature(spec if Path(spec).is_dir() else Path(spec).parent)
     fallback = active_guard(spec) if guard else None
     if fallback is not None:
         return get_policy(fallback)

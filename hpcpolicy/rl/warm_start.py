@@ -106,16 +106,19 @@ def scorer_weights(path: str | os.PathLike[str], cfg: PPOConfig) -> dict[str, to
         cfg: The config of the run it starts; its network must have the same shape.
 
     Raises:
-        ArtifactError: Not a readable policy, trained on other features, or weights of other
-            shapes than its manifest's network.
+        ArtifactError: Not a readable policy, trained on other features, weights of other
+            shapes than its manifest's network, or (with ``HPCPOLICY_SIGNING_KEY`` set) a
+            missing or mismatched signature.
         ConfigError: The policy's network differs from ``cfg``'s (the message says which
             ``--config`` fields make them match).
     """
     from hpcpolicy.artifact import load_policy
     from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
     from hpcpolicy.rl.networks import JobScorer
+    from hpcpolicy.signature import require_signature
 
     policy = load_policy(path)
+    require_signature(policy.path)
     policy.check_features(tuple(f.name for f in JOB_FEATURES),
                           tuple(f.name for f in CLUSTER_FEATURES))
     net = policy.manifest["network"]
