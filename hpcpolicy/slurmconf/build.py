@@ -14,11 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.hostlist import expand_hostlist
 from hpcpolicy.slurmconf.model import NodeGroup, Partition, Setting, SlurmConfig
 from hpcpolicy.slurmconf.names import GLOBAL, NODE, PARTITION, canonical
 from hpcpolicy.slurmconf.reader import Line, read_lines
-from hpcpolicy.slurmconf.typed import partition_of, priority_of, scheduler_of
+from hpcpolicy.slurmconf.typed import hostnames, partition_of, priority_of, scheduler_of
 from hpcpolicy.slurmconf.values import slurm_uint
 
 __all__ = ["read_slurm_conf", "with_settings"]
@@ -54,7 +53,7 @@ def _node_group(own: dict[str, Setting], defaults: dict[str, Setting],
         cpus = 1
         for part in _CPU_PARTS:
             cpus *= number(part, 1)
-    return NodeGroup(names=tuple(expand_hostlist(own["NodeName"].value)), cpus=cpus,
+    return NodeGroup(names=hostnames(own["NodeName"]), cpus=cpus,
                      real_memory_mib=number("RealMemory", 1), settings=merged,
                      source=line.source)
 
@@ -97,7 +96,7 @@ class _Builder:
     def node_names(self) -> dict[str, tuple[str, ...]]:
         """NodeSet name -> its nodes, and ``""`` -> every node defined."""
         every = tuple(dict.fromkeys(n for group in self.nodes for n in group.names))
-        sets = {name: tuple(expand_hostlist(s.value)) if s.key.lower() == "nodes" else ()
+        sets = {name: hostnames(s) if s.key.lower() == "nodes" else ()
                 for name, s in self.nodesets.items()}
         return {"": every, **sets}
 
