@@ -121,6 +121,8 @@ def test_includes_are_relative_to_the_main_file_and_take_cluster_name(tmp_path: 
     ({"slurm.conf": "Include *.conf\n"}, r"slurm.conf:1: Include \*.conf: Slurm does not read "
                                          r"glob patterns .*one Include line per file$"),
     ({"slurm.conf": "Include x-%c.conf\n"}, r"slurm.conf:1: .*set ClusterName above"),
+    ({"slurm.conf": "Include a.conf\n" * 200, "a.conf": "#" * 120_000 + "\n"},
+     r"slurm.conf:\d+: .*a.conf: the configuration would pass 16 MiB .*included over and over"),
     ({"slurm.conf": "Include a.conf\n",
       **{"a.conf" if i == 0 else f"a{i}.conf": f"Include a{i + 1}.conf\n" for i in range(20)}},
      r"nested more than 16 deep; flatten the includes$"),

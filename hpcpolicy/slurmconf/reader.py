@@ -36,7 +36,8 @@ __all__ = ["LINE_KEYS", "MAX_CONF_BYTES", "MAX_INCLUDE_DEPTH", "Line", "comment_
 MAX_INCLUDE_DEPTH = 16
 """Deepest chain of Include lines read (real sites use one or two levels)."""
 MAX_CONF_BYTES = 16 * 2**20
-"""Largest configuration file read (16 MiB: far above any real slurm.conf)."""
+"""Most bytes read for one slurm.conf, its includes counted each time they are included
+(16 MiB: far above any real configuration, and a file included over and over stops here)."""
 LINE_KEYS = frozenset({"nodename", "partitionname", "downnodes", "nodeset", "poweraction"})
 """Keys whose handler reads more pairs from the rest of the line (read_config.c)."""
 
@@ -55,11 +56,12 @@ class Line:
 def comment_start(line: str) -> int:
     """Where the comment of a physical line starts (its length when it has none): the first
     ``#`` preceded by an even number of backslashes."""
-    backslashes = 0
-    for i, ch in enumerate(line):
-        if ch == "#" and backslashes % 2 == 0:
-            return i
-        backslashes = backslashes + 1 if ch == "\\" else 0
+    at = line.find("#")
+    while at >= 0:
+        before = line[:at]
+        if (len(before) - len(before.rstrip("\\"))) % 2 == 0:
+            return at
+        at = line.find("#", at + 1)
     return len(line)
 
 
@@ -115,15 +117,16 @@ def split_pairs(text: str, source: Source) -> tuple[Setting, ...]:
     return tuple(pairs)
 
 
-def _read_text(path: Path, where: str) -> str:
-    """The file's text; ``where`` is the Include line that names it (or the path itself)."""
+def _read_text(path: Path, where: str, left: int) -> str:
+    """The file's text; ``where`` is the Include line that names it (or the path itself),
+    ``left`` the bytes the configuration may still read."""
     head = str(path) if where == str(path) else f"{where}: {path}"
     try:
         size = path.stat().st_size
-        if size > MAX_CONF_BYTES:
-            raise ConfigError(f"{head}: {size:,} bytes, more than the "
-                              f"{MAX_CONF_BYTES // 2**20} MiB a slurm.conf may have here; "
-                              "is it the right file?")
+        if size > left:
+            raise ConfigError(f"{head}: the configuration would pass {MAX_CONF_BYTES // 2**20} "
+                              "MiB with this file (its includes counted each time); is it "
+                              "the right file, or is a file included over and over?")
         return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{head}: cannot read it: {exc.strerror or exc}") from exc
@@ -158,13 +161,13 @@ def read_lines(main: Path) -> tuple[list[Line], dict[str, str]]:
     """
     out: list[Line] = []
     texts: dict[str, str] = {}
-    _read_into(main, main, (texts, out), (), str(main))
+    _read_into(main, main, (texts, out, [MAX_CONF_BYTES]), (), str(main))
     return out, texts
 
 
-def _read_into(path: Path, main: Path, into: tuple[dict[str, str], list[Line]],
+def _read_into(path: Path, main: Path, into: tuple[dict[str, str], list[Line], list[int]],
                chain: tuple[Path, ...], where: str) -> None:
-    texts, out = into
+    texts, out, budget = into
     resolved = path.resolve()
     if resolved in chain:
         raise ConfigError(f"{where}: Include {path} includes itself (through "
@@ -172,7 +175,8 @@ def _read_into(path: Path, main: Path, into: tuple[dict[str, str], list[Line]],
     if len(chain) >= MAX_INCLUDE_DEPTH:
         raise ConfigError(f"{where}: Include {path} is nested more than {MAX_INCLUDE_DEPTH} "
                           "deep; flatten the includes")
-    texts[str(path)] = _read_text(path, where)
+    texts[str(path)] = _read_text(path, where, budget[0])
+    budget[0] -= len(texts[str(path)].encode())
     for first, span, logical in _logical_lines(texts[str(path)]):
         source = Source(str(path), first, span)
         include = _INCLUDE.match(logical)
