@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,11 +15,17 @@ from hpcpolicy.commands._options import a_file
 
 if TYPE_CHECKING:
     from hpcpolicy.errors import SlurmError
-    from hpcpolicy.slurm.advise import Pass
+    from hpcpolicy.slurm.advise import Change, Pass
 
 __all__ = ["main"]
 
 _SHOWN = 20
+
+
+def _warn_failed(failed: Sequence[tuple[Change, str]]) -> None:
+    """One warning line per update scontrol refused (the audit file records them too)."""
+    for c, why in failed:
+        err_console.print(f"warning: {c.command()} failed: {why}", markup=False, soft_wrap=True)
 
 
 def _show(result: Pass | SlurmError, apply: bool) -> None:
@@ -27,14 +34,13 @@ def _show(result: Pass | SlurmError, apply: bool) -> None:
     from hpcpolicy.errors import SlurmError
 
     if isinstance(result, SlurmError):  # a watch goes on; say why this pass was skipped
-        err_console.print(f"warning: pass skipped: {result}", markup=False)
+        err_console.print(f"warning: pass skipped: {result}", markup=False, soft_wrap=True)
         return
     now = result.snapshot.now
     stamp = datetime.fromtimestamp(now).strftime("%H:%M:%S")
     for s in result.snapshot.skipped:
-        err_console.print(f"warning: left out: {s.describe()}", markup=False)
-    for c, why in result.failed:
-        err_console.print(f"warning: {c.command()} failed: {why}", markup=False)
+        err_console.print(f"warning: left out: {s.describe()}", markup=False, soft_wrap=True)
+    _warn_failed(result.failed)
     if is_quiet():
         console.print(f"{stamp} ranked {len(result.ranked)} changed "
                       f"{len(result.changes) - len(result.failed)}")
@@ -101,6 +107,9 @@ def main(
     """Rank the pending jobs of a live Slurm with a policy and print them with their
     predicted starts; with --apply, set that order through `scontrol update JobId=...
     Priority=...`. It never cancels, holds or resizes a job, and leaves held jobs alone.
+    It reads no field a user types (account, job name...) and confirms every job through
+    `squeue --json` before ranking it; a job that fails either check is left out and named
+    (with --apply, in the --audit file too), and one failed update does not stop the others.
 
     Examples:
 
@@ -120,8 +129,7 @@ def main(
             if audit is None:
                 raise ConfigError("--restore needs --audit FILE, the audit of the run to undo")
             reset, failed = lib.restore(audit, partitions=parts)
-            for c, why in failed:
-                err_console.print(f"warning: {c.command()} failed: {why}", markup=False)
+            _warn_failed(failed)
             console.print(f"restored {len(reset)} job priorities from {audit}"
                           + (f" ({len(failed)} refused, recorded there)" if failed else ""))
             return

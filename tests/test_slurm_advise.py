@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -211,6 +212,33 @@ def test_squeue_output_in_another_shape_is_one_line(slurm_cluster: Any, tmp_path
                                             "read: '  JOBID PARTITION")
 
 
+def test_a_job_left_out_is_named_and_the_others_are_ranked(slurm_cluster: Any, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # job 2's line holds a count no job has; job 3's priority differs in the second reading
+    now = int(time.time())
+    lines = [f"{i}|PENDING|batch|ann|{now - 9 + i}|N/A|{cpus}|1|5:00|{100 - i}|Priority"
+             for i, cpus in ((1, "4"), (2, "-4"), (3, "4"))]
+    jobs = [{"job_id": i, "job_state": "PENDING", "partition": "batch", "user_name": "ann",
+             "submit_time": now - 9 + i, "cpus": 4, "node_count": 1, "time_limit": 5,
+             "priority": 100 - i + (i == 3), "state_reason": "Priority"} for i in (1, 3)]
+    (tmp_path / "text").write_text("\n".join(lines) + "\n")
+    (tmp_path / "json").write_text(json.dumps({"errors": [], "jobs": jobs}))
+    stub = tmp_path / "squeue"
+    stub.write_text(f"#!/bin/sh\ncase \"$*\" in *--json*) cat {tmp_path}/json;; "
+                    f"*) cat {tmp_path}/text;; esac\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    result = _run("--policy", "sjf")
+    assert result.exit_code == 0, result.output
+    warnings = [x for x in result.stderr.splitlines() if x.startswith("warning: left out: ")]
+    assert len(warnings) == 2, result.stderr
+    assert warnings[0].startswith("warning: left out: job 2: `squeue` printed") and (
+        "cpus '-4' is not a number" in warnings[0])
+    assert warnings[1].startswith("warning: left out: job 3: squeue's text gives its priority")
+    assert "1 pending jobs ranked" in result.stdout
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_watch_started_in_the_background_stops_on_a_signal(slurm_cluster: Any,
                                                          env_conf: dict[str, str],
@@ -220,11 +248,16 @@ def test_watch_started_in_the_background_stops_on_a_signal(slurm_cluster: Any,
         [HPCPOLICY, "-q", "advise", "--policy", "sjf", "--watch", "1"], env=env_conf,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    time.sleep(3)
+    # the first pass's line: the handlers are in place (a fixed sleep lost the race when the
+    # machine was loaded and startup took longer, and the ignored SIGINT was never seen)
+    assert watcher.stdout is not None
+    ready, _, _ = select.select([watcher.stdout], [], [], 60)
+    assert ready, "the watch printed no pass within 60 s"
+    first = watcher.stdout.readline()
     watcher.send_signal(sig)
     out, err = watcher.communicate(timeout=30)
     assert watcher.returncode == 0, err
-    assert out.rstrip().endswith("stopped")
+    assert (first + out).rstrip().endswith("stopped")
 
 
 def test_watch_survives_a_slurmctld_restart(slurm_cluster: Any, env_conf: dict[str, str],
