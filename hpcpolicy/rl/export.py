@@ -6,7 +6,9 @@ renames it into place, so a reader sees the old artifact or the new one, never h
 The job scorer (:func:`export_policy`), the two-agent scheduler
 (:func:`hpcpolicy.marl.artifact.export_marl`) and the GPU-type chooser
 (:func:`hpcpolicy.hetero.export.export_gpu_policy`) all write through it; the contract they
-write is :mod:`hpcpolicy.artifact`'s, and :mod:`hpcpolicy.deploy` reads it back.
+write is :mod:`hpcpolicy.artifact`'s, and :mod:`hpcpolicy.deploy` reads it back: the ONNX file
+only. The TorchScript file is an export for other tools; no hpcpolicy command opens one, since
+opening TorchScript runs code it carries.
 
 Importing this module does not import torch.
 
