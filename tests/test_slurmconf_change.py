@@ -94,6 +94,9 @@ def test_candidates_read_as_typed_changes(text: str, changes: tuple[object, ...]
     ("qos normal MaxJobsPerUser=many", r"MaxJobsPerUser: 'many' is not a whole number"),
     ("assoc user=alice MaxJobs=3", r"name the association with account=NAME"),
     ("assoc account=physics GrpTRES=cpu", r"cpu has no amount"),
+    ("qos normal Priority=high", r"Priority: 'high' is not a whole number"),
+    ("assoc account=physics Priority=-3", r"Priority: '-3' is not a whole number"),
+    ("assoc account=physics Fairshare=lots", r"Share: 'lots' is not a whole number"),
     ("   ", r"no Key=Value in it"),
 ])
 def test_bad_candidates_are_refused_in_one_line(text: str, message: str) -> None:
@@ -217,6 +220,7 @@ def test_sacctmgr_dumps_in_any_column_order_with_optional_columns(site: SlurmCon
                                        "Flags": "DenyOnLimit"}
     alice = next(a for a in site.associations if a.user == "alice")
     assert (alice.account, alice.shares, alice.limits["MaxJobs"]) == ("physics", "1", "10")
+    assert alice.parent == "physics"  # a user's association hangs under its account's
     shuffled = "MaxJobsPU|Name|Priority|\n7|low|1|\n"  # -p: a pipe ends every line
     assert loads_qos(shuffled, "q.txt")["low"].limits == {"MaxJobsPerUser": "7"}
     tree = loads_assoc("Account|Par Name|User|Fairshare\nphysics|root||5\n", "a.txt")

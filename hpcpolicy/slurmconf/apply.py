@@ -32,6 +32,7 @@ from hpcpolicy.slurmconf.changes import (
     parse_candidate,
 )
 from hpcpolicy.slurmconf.model import Association, Qos, Setting, SlurmConfig, Source
+from hpcpolicy.slurmconf.values import slurm_uint
 
 __all__ = ["apply_candidate", "apply_changes"]
 
@@ -55,7 +56,8 @@ def _qos(config: SlurmConfig, change: QosChange, source: Source) -> dict[str, Qo
                           f"{', '.join(sorted(config.qos))}")
     old = old or Qos(change.qos, 0, {}, source)
     if change.key == "Priority":
-        qos[change.qos] = replace(old, priority=int(change.value))
+        priority = slurm_uint(change.value, f"{source}:Priority", unlimited=False) or 0
+        qos[change.qos] = replace(old, priority=priority)
     else:
         qos[change.qos] = replace(old, limits={**old.limits, change.key: change.value})
     return qos
@@ -77,8 +79,10 @@ def _assoc(config: SlurmConfig, change: AssocChange,
         raise ConfigError(f"{source}: no association {named} in the sacctmgr dump; name one "
                           "it lists")
     if not rows:
-        rows = [Association(where.get("cluster", ""), where["account"], where.get("user"),
-                            where.get("partition"), None, "1", {}, source)]
+        user = where.get("user")
+        rows = [Association(where.get("cluster", ""), where["account"], user,
+                            where.get("partition"), where["account"] if user else None, "1",
+                            {}, source)]
     new = [replace(a, shares=change.value) if change.key == "Share"
            else replace(a, limits={**a.limits, change.key: change.value}) for a in rows]
     kept = tuple(a for a in config.associations if a not in rows)

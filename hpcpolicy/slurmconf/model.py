@@ -153,7 +153,8 @@ class Association:
     user: str | None
     partition: str | None
     parent: str | None
-    """ParentName when the dump has it; else the tree is unknown above the account."""
+    """The parent account: a user's is its account; an account's is ParentName when the
+    dump has that column (``sacctmgr show assoc format=...,ParentName``), else None."""
     shares: str
     """Share (Fairshare): a number, or ``parent``."""
     limits: Mapping[str, str]

@@ -41,9 +41,8 @@ ALIASES: Mapping[str, str] = {
 """Short or alternative column and option names -> the name this model keeps."""
 _EXPORT = {"qos": "sacctmgr show qos -P > qos.txt",
            "assoc": "sacctmgr show assoc -P > assoc.txt"}
-_IDENTITY = {"name", "cluster", "account", "user", "partition", "parentname", "share",
-             "priority", "flags", "preempt", "preemptmode", "qos", "def qos", "id",
-             "parentid", "lineage"}
+_IDENTITY = {"name", "cluster", "account", "user", "partition", "parentname", "flags",
+             "preempt", "preemptmode", "qos", "def qos", "id", "parentid", "lineage"}
 
 
 def _column(name: str) -> str:
@@ -51,8 +50,9 @@ def _column(name: str) -> str:
 
 
 def check_limit(key: str, value: str, where: str) -> None:
-    """Refuse a limit sacctmgr would refuse: a job or submit count that is not a whole
-    number, a wall time that is not a time, a TRES list whose amounts are not numbers.
+    """Refuse a value sacctmgr would refuse: a priority, share (or ``parent``), job or submit
+    count that is not a whole number, a wall time that is not a time, a TRES list whose
+    amounts are not numbers.
 
     Args:
         key: the column or option, by the long name (MaxJobsPerUser, GrpTRES, MaxWall ...).
@@ -62,7 +62,10 @@ def check_limit(key: str, value: str, where: str) -> None:
     low = key.lower()
     if value in ("", "-1") or low in _IDENTITY:
         return
-    if "tres" in low:
+    if low in ("priority", "share"):
+        if low == "priority" or value.lower() != "parent":  # Fairshare=parent
+            slurm_uint(value, where, unlimited=False)
+    elif "tres" in low:
         for tres, amount in param_list(value, lower=False).items():
             if amount is None or not amount:
                 raise ConfigError(f"{where}: {tres} has no amount; write TRES=amount pairs, "
@@ -123,7 +126,9 @@ def loads_assoc(text: str, where: str) -> tuple[Association, ...]:
         out.append(Association(
             cluster=_pick(row, "Cluster"), account=_pick(row, "Account"),
             user=_pick(row, "User") or None, partition=_pick(row, "Partition") or None,
-            parent=_pick(row, "ParentName") or None, shares=_pick(row, "Share") or "1",
+            parent=_pick(row, "ParentName") or (_pick(row, "Account") if _pick(row, "User")
+                                                else None),
+            shares=_pick(row, "Share") or "1",
             limits={k: v for k, v in row.items() if v and k.lower() not in keep_out},
             source=source))
     return tuple(out)
