@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from hpcpolicy.errors import SlurmError
-from hpcpolicy.slurm.advise import AdviseConfig, audit_skipped, plan_pass
+from hpcpolicy.slurm.advise import AdviseConfig, Change, apply_changes, audit_skipped, plan_pass
 from hpcpolicy.slurm.queue import (
     MAX_PRIORITY,
     SINFO_FORMAT,
@@ -154,3 +154,15 @@ def test_the_jobs_left_out_are_named_in_the_audit(tmp_path: Path) -> None:
     (record,) = [json.loads(line) for line in audit.read_text().splitlines()]
     assert (record["action"], record["job_id"], record["policy"]) == ("skip", "2", "sjf")
     assert "cpus '-4'" in record["why"]
+
+
+def test_a_failure_that_is_not_the_job_s_stops_the_updates(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # one job's refusal is recorded and the pass goes on; scontrol missing (as Slurm
+    # unreachable or too slow) would fail every job alike, so it ends the pass, unrecorded
+    audit = tmp_path / "a.jsonl"
+    monkeypatch.setenv("PATH", str(tmp_path))
+    changes = (Change("1", "batch", 5, 6, 0), Change("2", "batch", 6, 5, 1))
+    with pytest.raises(SlurmError, match=r"^`scontrol` not found on PATH"):
+        apply_changes(changes, AdviseConfig(policy="sjf", apply=True, audit=str(audit)))
+    assert not audit.exists()

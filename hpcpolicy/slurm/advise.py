@@ -245,7 +245,8 @@ def _update(job_id: str, priority: int, env: Mapping[str, str] | None) -> str | 
     """Set one priority; scontrol's message when it refuses this job, None when done.
 
     Raises:
-        SlurmError: no permission at all (every update would fail), or Slurm unreachable.
+        SlurmError: no permission at all (every update would fail), or Slurm unreachable
+            (or too slow to answer).
     """
     try:
         slurm_command(["scontrol", "update", f"JobId={job_id}", f"Priority={priority}"], env)
@@ -253,7 +254,7 @@ def _update(job_id: str, priority: int, env: Mapping[str, str] | None) -> str | 
         text = str(exc)
         if any(mark in text.lower() for mark in _DENIED):
             raise _no_permission(f"scontrol update JobId={job_id} was refused") from None
-        if text.startswith("Slurm is not reachable"):
+        if "` failed (exit " not in text:  # unreachable, timed out, not installed: not the job
             raise
         return text
     return None
