@@ -36,7 +36,7 @@ class WriteRaces:
 
     rounds: int
     mixed: int = 0
-    """Sets holding files of both runs, or missing a file."""
+    """Sets holding files of both runs, or only some of the files."""
     vanished: int = 0
     """Runs that succeeded (without --overwrite) whose set is not the one there."""
     refused: int = 0
@@ -116,11 +116,12 @@ def write_races(folder: Path, rounds: int, *, overwrite: bool) -> WriteRaces:
         races.refused += sum(outcomes[tag][r] == "refused" for tag in "AB")
         races.errors += [outcomes[tag][r] for tag in "AB"
                          if outcomes[tag][r] not in ("ok", "refused")]
-        if len(there) != 1 or None in there:
+        if len(there) != 1:
             races.mixed += 1
         elif not overwrite:
             races.vanished += sum(tag not in there for tag in ok)
-        races.litter += sum(1 for p in (folder / str(r)).iterdir() if p.name not in SET)
+        if (folder / str(r)).is_dir():
+            races.litter += sum(1 for p in (folder / str(r)).iterdir() if p.name not in SET)
     return races
 
 
