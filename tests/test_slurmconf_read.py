@@ -96,6 +96,16 @@ def test_default_lines_apply_to_the_lines_below_only(tmp_path: Path) -> None:
     assert len(long.nodes) == conf.node_count == 5
 
 
+def test_node_sets_by_list_or_feature_name_partition_nodes(tmp_path: Path) -> None:
+    conf = read_slurm_conf(_conf(tmp_path, (
+        "PartitionName=gpu Nodes=gpus,n1\n"       # partitions are built after every node
+        "NodeName=n[1-2] Feature=cpu\nNodeName=g[1-2] Features=gpu,a100\n"
+        "NodeSet=gpus Feature=a100\nNodeSet=cpus Nodes=n[1-2]\n"
+        "PartitionName=cpu Nodes=cpus\n")))
+    assert conf.partitions["gpu"].nodes == ("g1", "g2", "n1")
+    assert conf.partitions["cpu"].nodes == ("n1", "n2")
+
+
 def test_includes_are_relative_to_the_main_file_and_take_cluster_name(tmp_path: Path) -> None:
     sub = tmp_path / "conf.d"
     sub.mkdir()

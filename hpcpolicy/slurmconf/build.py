@@ -77,9 +77,10 @@ class _Builder:
         elif head == "PartitionName":
             own = _keyed(line.pairs, _PARTITION_LINE, self.unknown)
             self._define("PartitionName", own, line)
-        elif head == "NodeSet":
+        elif head == "NodeSet":  # NodeSet=name Nodes=hostlist, or Feature=feature
             self.nodesets[line.pairs[0].value] = next(
-                (p for p in line.pairs[1:] if p.key.lower() == "nodes"), line.pairs[0])
+                (p for p in line.pairs[1:] if p.key.lower() in ("nodes", "feature")),
+                line.pairs[0])
         elif head is None:
             self.unknown.extend(line.pairs)
         else:
@@ -93,10 +94,16 @@ class _Builder:
         else:
             self.partition_lines.append(({**self.defaults[kind], **own}, line))
 
+    def _featured(self, feature: str) -> tuple[str, ...]:
+        """The nodes whose Feature (or Features) list holds ``feature``."""
+        return tuple(n for g in self.nodes for n in g.names
+                     if feature in (g.settings.get("Feature") or g.settings.get("Features")
+                                    or Setting("", "", g.source)).value.split(","))
+
     def node_names(self) -> dict[str, tuple[str, ...]]:
         """NodeSet name -> its nodes, and ``""`` -> every node defined."""
         every = tuple(dict.fromkeys(n for group in self.nodes for n in group.names))
-        sets = {name: hostnames(s) if s.key.lower() == "nodes" else ()
+        sets = {name: hostnames(s) if s.key.lower() == "nodes" else self._featured(s.value)
                 for name, s in self.nodesets.items()}
         return {"": every, **sets}
 
