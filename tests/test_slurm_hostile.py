@@ -84,7 +84,8 @@ def test_a_line_with_forged_fields_is_left_out_named_and_the_rest_is_read() -> N
     ("submit", "0", "submit time"), ("submit", "-5", "submit time"),
     ("cpus", "-4", "cpus"), ("cpus", "4e9", "cpus"), ("nodes", "99999999", "nodes"),
     ("limit", "soon", "time limit"), ("priority", str(MAX_PRIORITY + 1), "priority"),
-    ("priority", "٣", "priority"), ("reason", "\x1b[31mPriority", "reason"),
+    ("priority", "٣", "priority"), ("priority", "9" * 5000, "priority"),
+    ("reason", "\x1b[31mPriority", "reason"),
     ("start", "yesterday", "expected start time"),
 ])
 def test_each_field_out_of_its_type_or_range_leaves_that_job_out(field: str, value: str,

@@ -18,7 +18,8 @@ without user-typed fields and every pending job is confirmed by a second reading
 (:mod:`hpcpolicy.slurm.queue`), so each "before" in the audit is Slurm's own priority and
 each value handed out is one of them. One bad job never stops a pass: a job left out of the
 snapshot is named in the audit (``skip``), a failed update is recorded (``advise_failed``,
-with scontrol's message) and the pass goes on; only a refusal for want of rights stops it.
+with scontrol's message) and the pass goes on; only a want of rights, or Slurm itself
+failing (unreachable, too slow), stops it.
 :func:`restore` sets every job still pending back to the priority it had before advise
 first changed it (Slurm's own value under priority/basic; under priority/multifactor, Slurm
 stops recomputing a priority once it is set, see scontrol(1)).

@@ -175,13 +175,14 @@ def limit_seconds(text: str) -> int:
 
 def _text(value: str, what: str, pattern: re.Pattern[str]) -> str:
     if pattern.fullmatch(value) is None:
-        raise ValueError(f"{what} {value[:40]!r} is not one")
+        raise ValueError(f"{what} {value[:40]!r} holds characters no {what} has")
     return value
 
 
 def _count(value: str, what: str, high: int, low: int = 0) -> int:
     """``value`` as a whole number in ``[low, high]``; ValueError naming ``what`` if not."""
-    if not (value.isascii() and value.isdigit()) or not low <= int(value) <= high:
+    digits = value.isascii() and value.isdigit() and len(value) <= 20
+    if not digits or not low <= int(value) <= high:
         raise ValueError(f"{what} {value[:40]!r} is not a number from {low} to {high}")
     return int(value)
 
