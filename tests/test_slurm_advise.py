@@ -303,15 +303,19 @@ def test_an_account_that_mimics_squeue_fields_reaches_neither_scontrol_nor_the_a
         result = _run("--policy", "sjf", "--partition", "batch", "--apply", "--audit",
                       str(audit))
         after = _priorities(env_conf, mine)
+        records = [json.loads(line) for line in audit.read_text().splitlines()]
+        undone = _run("--restore", "--audit", str(audit))
+        restored = _priorities(env_conf, mine)
     finally:
         subprocess.run(["scancel", forged], env=env_conf, check=False)
     assert result.exit_code == 0, result.output
     assert FORGED not in after.values() and max(after.values()) <= max(before.values())
-    assert str(FORGED) not in audit.read_text()
-    records = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert str(FORGED) not in json.dumps(records)
     assert [r for r in records if r["action"] == "advise"]
     assert all(r["before"] == before[r["job_id"]] for r in records if r["action"] == "advise")
     assert sorted(mine, key=lambda j: -after[j]) == [*_by_limit(queue), forged]
+    assert undone.exit_code == 0, undone.output
+    assert restored == before  # --restore hands back Slurm's own values, none forged
 
 
 def test_accounts_holding_the_separator_or_a_newline_do_not_stop_the_pass(
