@@ -26,7 +26,7 @@ from hpcpolicy.cluster import ClusterSpec, GpuModel, NodeGroup
 from hpcpolicy.docload import read_json, read_toml
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.hostlist import expand_hostlist
-from hpcpolicy.limits import check_cluster_size
+from hpcpolicy.limits import check_cluster_bytes, check_cluster_size
 
 __all__ = ["cluster_from_dict", "header_facts", "load_cluster", "resolve_cluster",
            "with_spread_penalty"]
@@ -164,8 +164,9 @@ def load_cluster(path: str | Path) -> ClusterSpec:
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".json"):
         raise ConfigError(f"{path}: a cluster spec must be a .toml or .json file")
-    read = read_toml if suffix == ".toml" else read_json
-    doc = read(path, "cluster spec")
+    if path.is_file():  # else reading it says what is wrong
+        check_cluster_bytes(str(path), path.stat().st_size)
+    doc = (read_toml if suffix == ".toml" else read_json)(path, "cluster spec")
     try:
         return cluster_from_dict(doc, source=str(path))
     except ConfigError as exc:

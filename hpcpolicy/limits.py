@@ -17,7 +17,8 @@ The real logs in the shared data set stay far inside the defaults: their longest
 gzip files expand 4.8 to 11.6 times (CTC-SP2, HPC2N, KTH-SP2, RICC).
 
 A cluster spec may have at most :data:`MAX_GROUPS` node groups and :data:`MAX_NODES` nodes
-(:func:`check_cluster_size`; the environment variables :data:`GROUPS_ENV` and
+(:func:`check_cluster_size`), and its file :data:`SPEC_BYTES_PER_GROUP` bytes per group
+(:func:`check_cluster_bytes`); the environment variables :data:`GROUPS_ENV` and
 :data:`NODES_ENV` raise them, as a spec is read by many commands).
 
 Example:
@@ -37,11 +38,12 @@ from dataclasses import dataclass
 from hpcpolicy.errors import ConfigError, InputFormatError
 
 __all__ = ["GROUPS_ENV", "GZIP_FLOOR_BYTES", "HEADER_BYTES_PER_COLUMN", "MAX_GROUPS", "MAX_NODES",
-           "NODES_ENV", "Limits", "check_cluster_size"]
+           "NODES_ENV", "SPEC_BYTES_PER_GROUP", "Limits", "check_cluster_bytes",
+           "check_cluster_size"]
 
 HEADER_BYTES_PER_COLUMN = 64
 """Header bytes allowed per column allowed (sacct's longest field name has 19 letters)."""
-GZIP_FLOOR_BYTES = 256 << 20
+GZIP_FLOOR_BYTES = 64 << 20
 """Decompressed bytes below which the gzip ratio is not checked (small files of repeated
 lines may expand more than a log does, and cost nothing)."""
 
@@ -102,6 +104,9 @@ MAX_GROUPS = 256
 replay keeps jobs x groups x 4 counts, so 10,000 groups asked for > 8 GB on a small log."""
 MAX_NODES = 1_000_000
 """Most nodes a cluster spec may have in all (the largest machines have about 160,000)."""
+SPEC_BYTES_PER_GROUP = 4096
+"""Bytes of cluster spec file allowed per group allowed, checked before it is parsed (a
+14 MB spec of 300,000 groups took 38 s in Python's TOML parser)."""
 GROUPS_ENV = "HPCPOLICY_MAX_CLUSTER_GROUPS"
 """Environment variable that raises :data:`MAX_GROUPS`."""
 NODES_ENV = "HPCPOLICY_MAX_CLUSTER_NODES"
@@ -116,6 +121,20 @@ def _cap(env: str, default: int) -> int:
         raise ConfigError(f"{env}={text!r}: must be a positive whole number (or unset, for "
                           f"{default:,})")
     return int(text)
+
+
+def check_cluster_bytes(where: str, size: int) -> None:
+    """Refuse a cluster spec file (``where``, of ``size`` bytes) larger than
+    :data:`SPEC_BYTES_PER_GROUP` bytes per group allowed, before it is parsed.
+
+    Raises:
+        ConfigError: naming the limit and the variable that raises it.
+    """
+    cap = SPEC_BYTES_PER_GROUP * _cap(GROUPS_ENV, MAX_GROUPS)
+    if size > cap:
+        raise ConfigError(f"{where}: {size:,} bytes, more than the {cap:,} a cluster spec may "
+                          f"have ({SPEC_BYTES_PER_GROUP:,} per node group allowed); is it the "
+                          f"right file? (set {GROUPS_ENV} to allow more groups)")
 
 
 def check_cluster_size(groups: int, nodes: int) -> None:

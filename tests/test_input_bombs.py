@@ -117,6 +117,20 @@ def test_cluster_spec_caps_nodes_and_the_variable_raises_them(
         load_cluster(spec)
 
 
+def test_a_cluster_spec_file_is_capped_before_it_is_parsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcpolicy.cluster_io import load_cluster
+
+    spec = tmp_path / "padded.toml"
+    spec.write_text("# padding\n" * 110_000 + '[[groups]]\nname = "cpu"\ncount = 4\ncores = 4\n')
+    with pytest.raises(ConfigError, match=r"padded\.toml: 1,\d{3},\d{3} bytes, more than the "
+                                          r"1,048,576 a cluster spec may have \(4,096 per node "
+                                          r"group allowed\); .*set HPCPOLICY_MAX_CLUSTER_GROUPS"):
+        load_cluster(spec)
+    monkeypatch.setenv("HPCPOLICY_MAX_CLUSTER_GROUPS", "1000")
+    assert load_cluster(spec).total_nodes == 4
+
+
 def _site(path: Path) -> Any:
     from hpcpolicy.site.toml_io import load_site
 
