@@ -22,6 +22,7 @@ from hpcpolicy.slurmconf.diff import conf_diff
 from hpcpolicy.slurmconf.model import (
     Association,
     NodeGroup,
+    NodeIndex,
     Partition,
     PriorityParameters,
     Qos,
@@ -32,7 +33,7 @@ from hpcpolicy.slurmconf.model import (
 )
 from hpcpolicy.slurmconf.sacctmgr import read_sacctmgr_dir, with_accounting
 
-__all__ = ["Association", "Change", "ChangeAdvice", "NodeGroup", "Partition",
+__all__ = ["Association", "Change", "ChangeAdvice", "NodeGroup", "NodeIndex", "Partition",
            "PriorityParameters", "Qos", "SchedulerParameters", "Setting", "SlurmConfig",
            "Source", "apply_candidate", "apply_changes", "change_advice", "changed_keys",
            "conf_diff", "parse_candidate", "read_sacctmgr_dir", "read_slurm_conf",

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.slurmconf.model import NodeGroup, Partition, Setting, SlurmConfig
+from hpcpolicy.slurmconf.model import NodeGroup, NodeIndex, Partition, Setting, SlurmConfig
 from hpcpolicy.slurmconf.names import GLOBAL, NODE, PARTITION, canonical
 from hpcpolicy.slurmconf.reader import Line, read_lines
 from hpcpolicy.slurmconf.typed import hostnames, partition_of, priority_of, scheduler_of
@@ -100,15 +100,15 @@ class _Builder:
                      if feature in (g.settings.get("Feature") or g.settings.get("Features")
                                     or Setting("", "", g.source)).value.split(","))
 
-    def node_names(self) -> dict[str, tuple[str, ...]]:
-        """NodeSet name -> its nodes, and ``""`` -> every node defined."""
+    def node_index(self) -> NodeIndex:
+        """Every node defined, and the nodes of each NodeSet."""
         every = tuple(dict.fromkeys(n for group in self.nodes for n in group.names))
         sets = {name: hostnames(s) if s.key.lower() == "nodes" else self._featured(s.value)
                 for name, s in self.nodesets.items()}
-        return {"": every, **sets}
+        return NodeIndex(every, sets)
 
     def partitions(self) -> dict[str, Partition]:
-        names = self.node_names()
+        index = self.node_index()
         out: dict[str, Partition] = {}
         for merged, line in self.partition_lines:
             name = merged["PartitionName"].value
@@ -116,7 +116,7 @@ class _Builder:
                 raise ConfigError(f"{line.source}: partition {name} is defined again (first "
                                   f"at {out[name].source}); merge the two lines")
             own = frozenset(canonical(p.key, _PARTITION_LINE) or p.key for p in line.pairs)
-            out[name] = partition_of(name, merged, own, line.source, names)
+            out[name] = partition_of(name, merged, own, line.source, index)
         return out
 
 
@@ -148,7 +148,7 @@ def read_slurm_conf(path: str | Path) -> SlurmConfig:
     return SlurmConfig(settings=builder.settings, priority=priority_of(builder.settings),
                        scheduler=scheduler_of(builder.settings), nodes=tuple(builder.nodes),
                        partitions=builder.partitions(), unknown=tuple(builder.unknown),
-                       files=texts, node_names=builder.node_names())
+                       files=texts, node_index=builder.node_index())
 
 
 def with_settings(config: SlurmConfig, settings: Mapping[str, Setting],
@@ -165,6 +165,6 @@ def with_settings(config: SlurmConfig, settings: Mapping[str, Setting],
     for name, values in partitions.items():
         old = new_parts[name]
         new_parts[name] = partition_of(name, values, old.own | (values.keys() - old.settings),
-                                       old.source, config.node_names)
+                                       old.source, config.node_index)
     return replace(config, settings=dict(settings), priority=priority_of(settings),
                    scheduler=scheduler_of(settings), partitions=new_parts)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
-__all__ = ["Association", "NodeGroup", "Partition", "PriorityParameters", "Qos",
+__all__ = ["Association", "NodeGroup", "NodeIndex", "Partition", "PriorityParameters", "Qos",
            "SchedulerParameters", "Setting", "SlurmConfig", "Source"]
 
 
@@ -105,6 +106,21 @@ class NodeGroup:
 
 
 @dataclass(frozen=True)
+class NodeIndex:
+    """The names a partition's ``Nodes=`` may use: every node defined, and NodeSets."""
+
+    every: tuple[str, ...] = ()
+    """Every node defined, in the order of the NodeName lines (``Nodes=ALL``)."""
+    sets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """NodeSet name -> its nodes."""
+
+    @cached_property
+    def known(self) -> frozenset[str]:
+        """:attr:`every` as a set, built once."""
+        return frozenset(self.every)
+
+
+@dataclass(frozen=True)
 class Partition:
     """One ``PartitionName=`` line with the ``PartitionName=DEFAULT`` values above it."""
 
@@ -176,8 +192,8 @@ class SlurmConfig:
     """Keys Slurm does not know, kept as written (Slurm itself would stop on them)."""
     files: Mapping[str, str]
     """Every file read (the main one first) -> its text, for the diff."""
-    node_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """NodeSet name -> its nodes, and ``""`` -> every node defined (how Nodes= is read)."""
+    node_index: NodeIndex = field(default_factory=NodeIndex)
+    """The node names and NodeSets a partition's Nodes= is read against."""
     qos: Mapping[str, Qos] = field(default_factory=dict)
     associations: tuple[Association, ...] = ()
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.hostlist import expand_hostlist
 from hpcpolicy.slurmconf.model import (
+    NodeIndex,
     Partition,
     PriorityParameters,
     SchedulerParameters,
@@ -155,18 +156,16 @@ def hostnames(setting: Setting) -> tuple[str, ...]:
         raise ConfigError(f"{setting.where()}: {exc}") from None
 
 
-def _partition_nodes(setting: Setting | None, nodes: Mapping[str, tuple[str, ...]]) -> tuple[
-        str, ...]:
-    """A partition's Nodes=: ``ALL``, host lists and NodeSet names (``nodes`` maps a set's
-    name, and ``""`` every node defined, to its nodes)."""
+def _partition_nodes(setting: Setting | None, index: NodeIndex) -> tuple[str, ...]:
+    """A partition's Nodes=: ``ALL``, host lists and NodeSet names."""
     if setting is None:
         return ()
     if setting.value.upper() == "ALL":
-        return nodes[""]
+        return index.every
     names: list[str] = []
     for item in hostnames(setting):
-        names.extend(nodes.get(item, (item,)))
-    missing = sorted(set(names) - set(nodes[""]))
+        names.extend(index.sets.get(item, (item,)))
+    missing = sorted({n for n in names if n not in index.known})
     if missing:
         raise ConfigError(f"{setting.where()}: node(s) {', '.join(missing[:5])} are not "
                           "defined by any NodeName line; define them or drop them here")
@@ -185,7 +184,7 @@ def _tier(settings: Mapping[str, Setting], key: str) -> int:
 
 
 def partition_of(name: str, settings: Mapping[str, Setting], own: frozenset[str],
-                 source: Source, nodes: Mapping[str, tuple[str, ...]]) -> Partition:
+                 source: Source, nodes: NodeIndex) -> Partition:
     """The typed partition of a PartitionName line's settings (DEFAULT values merged in)."""
     state = settings.get("State")
     if state is not None and state.value.upper() not in _STATES:
