@@ -9,7 +9,7 @@ import typer
 
 from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, print_note
 from hpcpolicy.commands._options import OverwriteOpt, a_file, lower_choice
-from hpcpolicy.limits import HEADER_BYTES_PER_COLUMN, Limits
+from hpcpolicy.limits import GZIP_FLOOR_BYTES, HEADER_BYTES_PER_COLUMN, Limits
 
 __all__ = ["main"]
 
@@ -72,7 +72,7 @@ def main(
     ] = Limits.columns,
     max_gzip_ratio: Annotated[
         float, typer.Option("--max-gzip-ratio", help="Most times gzip input may expand, checked "
-                            "past 256 MiB (real logs: 5 to 12 times).")
+                            f"past {GZIP_FLOOR_BYTES >> 20} MiB (real logs: 5 to 12 times).")
     ] = Limits.gzip_ratio,
     overwrite: OverwriteOpt = False,
 ) -> None:

@@ -82,7 +82,8 @@ class IngestConfig(Config):
     max_columns: int = Limits.columns
     """Most columns an input's header may name (its bytes are capped in proportion)."""
     max_gzip_ratio: float = Limits.gzip_ratio
-    """Most times gzip input may expand once past 256 MiB (real logs expand 5 to 12 times)."""
+    """Most times gzip input may expand, checked once more than
+    :data:`~hpcpolicy.limits.GZIP_FLOOR_BYTES` came out (real logs expand 5 to 12 times)."""
 
     @property
     def limits(self) -> Limits:
