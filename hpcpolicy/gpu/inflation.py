@@ -22,23 +22,10 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.config import Config, choice
-from hpcpolicy.gpu.allocators import (
-    ALLOCATORS,
-    FGD,
-    LEARNED,
-    LEARNED_CODE,
-    N_FEATURES,
-    RANDOM,
-    allocator_code,
-    best_fit_gpu,
-    features,
-    fgd_choice,
-    fits,
-    heuristic_score,
-    random_gpu,
-)
-from hpcpolicy.gpu.fragmentation import POPULARITY, TypicalPods, node_fragmentation, typical_pods
-from hpcpolicy.gpu.sharing import GPU_MILLI, MAX_GPUS, SharingNodes, SharingPods
+from hpcpolicy.gpu.allocators import ALLOCATORS, LEARNED, N_FEATURES, allocator_code
+from hpcpolicy.gpu.cluster_state import apply, choose, new_state
+from hpcpolicy.gpu.fragmentation import POPULARITY, TypicalPods, typical_pods
+from hpcpolicy.gpu.sharing import GPU_MILLI, SharingNodes, SharingPods
 
 __all__ = ["InflationConfig", "InflationRun", "draw_arrivals", "inflation_curve",
            "replay_pods", "run_inflation"]
@@ -131,84 +118,20 @@ def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu:
             p_mem: I64, p_num: I64, p_milli: I64, p_allowed: npt.NDArray[np.bool_],
             p_spec: I64, ties: F64, typical: tuple,  # type: ignore[type-arg]
             weights: F64) -> tuple[I64, I64, F64, I64]:
-    n, count = cpu_cap.shape[0], p_cpu.shape[0]
-    t_cpu, t_num, t_milli, t_allowed, t_free, t_weight = typical
-    cpu_left, mem_left = cpu_cap.copy(), mem_cap.copy()
-    gpu_left = np.zeros((n, MAX_GPUS), dtype=np.int64)
-    shapes = np.zeros((n, MAX_GPUS + 1), dtype=np.int64)
-    frag = np.zeros(n)
-    for j in range(n):
-        gpu_left[j, :gpus[j]] = GPU_MILLI
-        frag[j] = node_fragmentation(cpu_left[j], gpu_left[j], gpus[j], model[j], t_cpu,
-                                     t_num, t_milli, t_allowed, t_free, t_weight)
-    n_specs = p_spec.max() + 1 if count else 1
-    cached, cached_decrease = np.full((n_specs, n), np.nan), np.zeros((n_specs, n))
-    cached_gpu = np.full((n_specs, n), -1, dtype=np.int64)
-    score, view = np.zeros(n), np.zeros(N_FEATURES)
+    count = p_cpu.shape[0]
+    state = new_state(cpu_cap, mem_cap, gpus, model, typical, p_spec.max() + 1 if count else 1)
     arrived, allocated = np.zeros(count, np.int64), np.zeros(count, np.int64)
     frag_total, node_of = np.zeros(count), np.full(count, -1, np.int64)
-    arr, alloc, frag_sum = 0, 0, frag.sum()
-    uses_fgd = code in (FGD, LEARNED_CODE)
+    arr, alloc, frag_sum = 0, 0, state[4].sum()
     for i in range(count):
-        cpu, mem, num, milli, spec = p_cpu[i], p_mem[i], p_num[i], p_milli[i], p_spec[i]
-        shape = 0 if (num == 1 and milli < GPU_MILLI) else num
+        cpu, mem, num, milli = p_cpu[i], p_mem[i], p_num[i], p_milli[i]
         arr += num * milli
-        best, ties_n = -np.inf, 0
-        for j in range(n):
-            score[j] = -np.inf
-            if not fits(j, cpu, mem, num, milli, cpu_left, mem_left, gpu_left, gpus, model,
-                        p_allowed[i]):
-                continue
-            if uses_fgd and np.isnan(cached[spec, j]):
-                cached[spec, j], cached_decrease[spec, j], cached_gpu[spec, j] = fgd_choice(
-                    j, cpu, num, milli, cpu_left, gpu_left, gpus, model, typical)
-            if code == FGD:
-                score[j] = cached[spec, j]
-            elif code == LEARNED_CODE:
-                features(j, cpu, mem, num, milli, cached[spec, j], cached_decrease[spec, j],
-                         cpu_left, mem_left, gpu_left, cpu_cap, mem_cap, gpus, view)
-                score[j] = np.dot(weights, view)
-            else:
-                score[j] = heuristic_score(code, j, cpu, num, milli, shape, cpu_left,
-                                           gpu_left, gpus, shapes)
-            if score[j] > best:
-                best, ties_n = score[j], 1
-            elif score[j] == best:
-                ties_n += 1
-        if ties_n > 0:
-            pick, chosen = (int(ties[i, 0] * ties_n) if code == RANDOM else 0), -1
-            for j in range(n):
-                if score[j] == best:
-                    if pick == 0:
-                        chosen = j
-                        break
-                    pick -= 1
-            cpu_left[chosen] -= cpu
-            mem_left[chosen] -= mem
-            if num == 1 and milli < GPU_MILLI:
-                if code == RANDOM:
-                    g = random_gpu(chosen, milli, gpu_left, gpus, ties[i, 1])
-                elif uses_fgd:
-                    g = cached_gpu[spec, chosen]
-                else:
-                    g = best_fit_gpu(chosen, milli, gpu_left, gpus)
-                gpu_left[chosen, g] -= milli
-            else:
-                taken = 0
-                for g in range(gpus[chosen]):
-                    if taken < num and gpu_left[chosen, g] == GPU_MILLI:
-                        gpu_left[chosen, g] = 0
-                        taken += 1
-            if num > 0:
-                shapes[chosen, shape] += 1
+        j, mask = choose(code, state, cpu_cap, mem_cap, gpus, model, typical, weights, cpu,
+                         mem, num, milli, p_allowed[i], p_spec[i], ties[i, 0], ties[i, 1])
+        if j >= 0:
+            frag_sum += apply(state, gpus, model, typical, j, cpu, mem, num, milli, mask, 1)
             alloc += num * milli
-            cached[:, chosen] = np.nan
-            new = node_fragmentation(cpu_left[chosen], gpu_left[chosen], gpus[chosen],
-                                     model[chosen], t_cpu, t_num, t_milli, t_allowed, t_free,
-                                     t_weight)
-            frag_sum += new - frag[chosen]
-            frag[chosen] = new
-            node_of[i] = chosen
+            node_of[i] = j
         arrived[i], allocated[i], frag_total[i] = arr, alloc, frag_sum
     return arrived, allocated, frag_total, node_of
 
