@@ -352,6 +352,7 @@ def test_with_a_site_key_set_unsigned_folders_are_refused(
     monkeypatch.setenv("HPCPOLICY_SIGNING_KEY", str(key))
     for args in (("simulate", str(table), "-p", str(policy)),
                  ("evaluate", str(table), "--policy", f"fcfs,{policy}"),
+                 ("whatif", str(table), "-c", f"{policy}+easy", "-o", str(tmp_path / "rep")),
                  ("train", str(table), "--steps", "64", "--num-envs", "1", "--window-size",
                   "40", "--k", "8", "--init-from", str(policy), "-o", str(tmp_path / "run"))):
         line = one_line_error(invoke(*args))
