@@ -110,6 +110,9 @@ def build(
                                              if h.strip()),
                             epsilon=epsilon, logged_action=logged_action,
                             max_windows=max_windows, seed=seed)
+        from hpcpolicy.outlock import claim
+
+        claim(out)  # before looking: no other run builds it meanwhile (ends with the command)
         if (out / "manifest.json").exists() and not overwrite:
             from hpcpolicy.errors import ConfigError
 

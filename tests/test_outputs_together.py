@@ -201,15 +201,23 @@ def _calibration_table(path: Path) -> Path:
     return write_job_table(path, job_table(rows), [{"MaxProcs": 8}])
 
 
-@pytest.mark.parametrize("command", ["ingest", "whatif", "calibrate"])
+@pytest.mark.parametrize("command", ["ingest", "whatif", "calibrate", "dataset build"])
 def test_a_second_run_to_the_same_new_output_is_refused_while_the_first_runs(
         tmp_path: Path, command: str) -> None:
     """Both runs looked before either wrote: without a lock both passed the check, both
-    exited 0, and the first one's result replaced the second's unseen."""
+    exited 0, and the first one's result replaced the second's unseen (a dataset's manifest
+    then named the other run's files)."""
     if command == "ingest":
         out = tmp_path / "t.parquet"
         first, second = [str(TINY), "-o", str(out)], [str(QUIRKS), "-o", str(out),
                                                      "--max-reject-fraction", "1"]
+    elif command == "dataset build":
+        from offline_jobs import write_logged_table
+
+        out = tmp_path / "data"
+        first = [str(write_logged_table(tmp_path / "jobs.parquet", 300)), "--source", "logged",
+                 "--k", "8", "--window-size", "40", "--seed", "2", "-o", str(out)]
+        second = first
     else:
         table = (_calibration_table(tmp_path / "c.parquet") if command == "calibrate"
                  else tmp_path / "t.parquet")
@@ -221,14 +229,14 @@ def test_a_second_run_to_the_same_new_output_is_refused_while_the_first_runs(
         second = first
     ready, go = tmp_path / "ready", tmp_path / "go"
     proc = subprocess.Popen([sys.executable, "-c", _PAUSED_BEFORE_WRITING, str(ready), str(go),
-                             command, *first], cwd=ROOT, stdout=subprocess.PIPE,
+                             *command.split(), *first], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert ready.exists(), proc.communicate()
-        result = invoke(command, *second)
+        result = invoke(*command.split(), *second)
     finally:
         go.touch()
         _, stderr = proc.communicate(timeout=300)
