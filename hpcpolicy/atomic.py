@@ -186,7 +186,7 @@ def finish_commit(journal: str | os.PathLike[str]) -> bool:
     It is done under the set's lock: while a live writer holds it, that writer is renaming
     and will remove the journal itself, so this waits for it (up to
     :data:`hpcpolicy.outlock.WAIT_S` seconds) and finishes nothing. A reader that cannot
-    lock the folder (read-only) leaves the journal as it is."""
+    lock the folder (no permission, a read-only mount) leaves the journal as it is."""
     journal = Path(journal)
     deadline = time.monotonic() + WAIT_S
     while (plan := _plan(journal)) is not None:
@@ -200,7 +200,7 @@ def finish_commit(journal: str | os.PathLike[str]) -> bool:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.01)
-        except PermissionError:
+        except OSError:  # nothing may be written here (permissions, a read-only mount)
             return False
     return False
 

@@ -270,3 +270,22 @@ def test_a_table_replaced_again_and_again_is_read_without_a_traceback(tmp_path: 
     races = read_races(tmp_path, reads=20)
     assert races.replacements >= 5  # the reads did overlap replacements
     assert (races.errors, races.mixed) == ([], 0)
+
+
+def test_a_reader_on_a_read_only_file_system_leaves_the_journal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader cannot take the set's lock where nothing may be written (a read-only mount of
+    shared data): it reads the files as they are, without a traceback."""
+    import errno
+
+    from hpcpolicy import atomic, outlock
+
+    journal = atomic.journal_for(tmp_path / "t.parquet")
+    journal.write_text(json.dumps({"replace": [], "remove": []}))
+
+    def read_only(*args: object, **kwargs: object) -> int:
+        raise OSError(errno.EROFS, "Read-only file system", str(args[0]))
+
+    monkeypatch.setattr(outlock.os, "open", read_only)
+    assert not atomic.finish_commit(journal)
+    assert journal.exists()
