@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -386,3 +387,35 @@ def test_a_deeply_nested_dataset_manifest_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ArtifactError, match=r"manifest\.json: nested more than") as info:
         load_dataset(tmp_path)
     assert "\n" not in str(info.value)
+
+
+class _Call:
+    """Pickles as a call of ``os.getcwd``: what ``weights_only`` refuses to run."""
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (os.getcwd, ())
+
+
+def test_a_checkpoint_that_would_run_code_is_one_line(tmp_path: Path) -> None:
+    from hpcpolicy.rl.runs import load_checkpoint
+
+    path = tmp_path / "last.pt"
+    torch.save({"format": "hpcpolicy.rl.checkpoint/1", "call": _Call()}, path)
+    with pytest.raises(ArtifactError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert "\n" not in message and "last.pt" in message and "getcwd" in message
+    assert "weights_only" not in message  # torch's advice to load it with code on
+
+
+def test_a_gpu_type_checkpoint_that_would_run_code_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("d3rlpy")
+    from hpcpolicy.errors import ConfigError
+    from hpcpolicy.hetero.networks import load_checkpoint
+
+    path = tmp_path / "model.d3"
+    torch.save({"call": _Call()}, path)
+    with pytest.raises(ConfigError) as info:
+        load_checkpoint(None, path)
+    message = str(info.value)
+    assert "\n" not in message and "getcwd" in message and "weights_only" not in message

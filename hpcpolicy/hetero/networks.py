@@ -31,6 +31,7 @@ from hpcpolicy.hetero.config import GpuDqnConfig
 from hpcpolicy.hetero.observe import mask_index, n_pools_of
 from hpcpolicy.hetero.qnet import PoolQ
 from hpcpolicy.offline.quiet import d3rlpy_module
+from hpcpolicy.rl.runs import load_refusal
 
 __all__ = ["MaskedEpsilonGreedy", "PoolQEncoder", "PoolQEncoderFactory", "dqn_algo",
            "load_checkpoint", "pool_q"]
@@ -107,9 +108,8 @@ def load_checkpoint(algo: Any, path: Path) -> None:
             module.load_state_dict(states[name])
     except (pickle.UnpicklingError, RuntimeError, KeyError, TypeError, ValueError,
             OSError) as exc:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ConfigError(f"{path}: not a checkpoint of weights that this run can load "
-                          f"({reason[:160]}); start a new run in another directory") from exc
+                          f"({load_refusal(exc)}); start a new run in another directory") from exc
 
 
 class MaskedEpsilonGreedy(_Explorer):  # type: ignore[misc]

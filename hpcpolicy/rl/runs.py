@@ -52,6 +52,7 @@ __all__ = [
     "default_run_name",
     "default_snapshot_every",
     "load_checkpoint",
+    "load_refusal",
     "save_checkpoint",
 ]
 
@@ -180,13 +181,25 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
                           "run to continue")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ArtifactError(f"{path}: cannot be read as a training checkpoint ({exc})") from exc
+    except Exception as exc:  # torch's reader and unpickler errors, of many kinds and lines
+        raise ArtifactError(f"{path}: cannot be read as a training checkpoint of tensors and "
+                            f"plain data ({load_refusal(exc)}); resume a run this version wrote, "
+                            "or start a new one in another directory") from exc
     fmt = payload.get("format") if isinstance(payload, dict) else None
     if fmt != CHECKPOINT_FORMAT:
         raise ArtifactError(f"{path}: checkpoint format {fmt!r}, this version reads "
                             f"{CHECKPOINT_FORMAT!r}")
     return payload  # type: ignore[no-any-return]
+
+
+def load_refusal(exc: BaseException) -> str:
+    """The line of a ``torch.load`` error that says what was refused (its other lines advise
+    loading the file with code execution on, which a run directory from elsewhere must not
+    get), cut short."""
+    advice = ("Weights only load failed", "Please file an issue", "Check the documentation")
+    said = [line.strip() for line in str(exc).splitlines()
+            if line.strip() and not line.strip().startswith(advice)]
+    return (said[0] if said else type(exc).__name__)[:200]
 
 
 def check_resume_config(saved: dict[str, Any], cfg: PPOConfig,
