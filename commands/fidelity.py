@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, print_note
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, print_note
 from hpcpolicy.commands._options import (
     ClusterOpt,
     JsonOutOpt,
@@ -44,7 +44,8 @@ def render_sections(rows: list[tuple[str, dict[str, Any]]], title: str) -> None:
         if not s.get("available", True) or s.get("spearman") is None:
             continue
         rel = s["mean_wait_rel_error"]
-        table.add_row(label, f"{s['jobs']:,}", duration(s["logged_mean_wait_s"]),
+        # a partition name from the log is text, never markup
+        table.add_row(plain(label), f"{s['jobs']:,}", duration(s["logged_mean_wait_s"]),
                       duration(s["simulated_mean_wait_s"]),
                       "-" if rel is None else f"{rel:+.0%}", f"{s['spearman']:.2f}",
                       s["trust"] or "-")
@@ -80,9 +81,10 @@ def main(
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.compat import SLURM_FLAVOUR
     from hpcpolicy.errors import ConfigError
+    from hpcpolicy.sim.windows import never_fits_note
     from hpcpolicy.site import load_site
     from hpcpolicy.site.apply import eligible_delay
-    from hpcpolicy.site.fidelity import FidelityConfig, fidelity_report
+    from hpcpolicy.site.fidelity import FidelityConfig, fidelity_report, unchecked
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
@@ -92,6 +94,10 @@ def main(
             raise ConfigError(f"fidelity --compat takes {SLURM_FLAVOUR} only, not {compat!r}")
         workload = Workload.from_table(
             table, options=workload_options(None, None, walltime_fallback))
+        nothing_to_check = unchecked(workload)
+        if nothing_to_check is not None:  # an answer, not a failure: exit 0
+            print_note(nothing_to_check + ("; no JSON written" if json_out else ""))
+            return
         if compat == SLURM_FLAVOUR:
             layout = slurm_layout_of(table, workload, cluster, procs, **{"--site": site})
             machine = layout.cluster()
@@ -109,6 +115,9 @@ def main(
             write_json(json_out, report)
     if is_quiet():
         return
+    never = never_fits_note(report["never_fits"]["job_ids"], report["never_fits"]["jobs"])
+    if never:
+        print_note(never)
     render_sections([("whole log", report["whole"]), ("fitted part", report["fit"]),
                      ("out of sample", report["out_of_sample"])],
                     f"fidelity of {report['policy']} + {report['backfill']} on "

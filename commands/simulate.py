@@ -214,12 +214,11 @@ def _write(runs: list[Replay], table: Path, world: tuple[Any, Any, Any], wcfg: A
 def _report(runs: list[Replay], wcfg: Any, check: bool, *, backfill_notes: bool) -> None:
     """Notes after the table; ``backfill_notes``: the project engine's note on a backfilling
     that started nothing (not said of the Slurm flavour, whose main pass is not FCFS's)."""
-    from hpcpolicy.sim.windows import backfill_note
+    from hpcpolicy.sim.windows import backfill_note, never_fits_note
 
-    never = runs[0].never_fits()
+    never = never_fits_note(runs[0].never_fits())
     if never:
-        print_note(f"{len(never):,} jobs need more than the machine has and never started "
-                   f"(e.g. {', '.join(never[:5])})")
+        print_note(never)
     for note in filter(None, map(backfill_note, runs if backfill_notes else [])):
         print_note(note)
     if wcfg is not None:

@@ -47,6 +47,7 @@ __all__ = [
     "WindowRun",
     "backfill_note",
     "choose_starts",
+    "never_fits_note",
     "replay",
     "running_at",
     "to_document",
@@ -193,6 +194,17 @@ class WindowRun:
     def outcomes(self) -> pl.DataFrame:
         """The window's outcome table (:func:`hpcpolicy.sim.metrics.outcome_table`)."""
         return metrics.outcome_table(self.jobs, self.result)
+
+
+def never_fits_note(ids: Sequence[str], jobs: int | None = None) -> str | None:
+    """The note on jobs that need more than the machine has (never started, so left out of
+    every figure), naming a few of ``ids``; ``jobs``: how many there are, where ``ids`` holds
+    only the first few. None when there are none."""
+    count = len(ids) if jobs is None else jobs
+    if not count:
+        return None
+    return (f"{count:,} jobs need more than the machine has and never started "
+            f"(e.g. {', '.join(ids[:5])})")
 
 
 def backfill_note(run: Replay) -> str | None:

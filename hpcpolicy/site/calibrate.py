@@ -31,6 +31,7 @@ from hpcpolicy.site.apply import apply_site
 from hpcpolicy.site.fidelity import FidelityConfig, replay_waits, section
 from hpcpolicy.site.model import Outage, SiteModel
 from hpcpolicy.site.order import find_priority
+from hpcpolicy.whatif.fidelity import RELATIVE_ONLY, records_no_starts
 from hpcpolicy.workload import Workload
 
 __all__ = ["CalibrateConfig", "Calibration", "calibrate", "objective"]
@@ -207,8 +208,11 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
         source: the log's path, recorded in the model.
 
     Raises:
-        ConfigError: too few logged starts in either part.
+        ConfigError: no logged start at all, or too few in either part.
     """
+    if records_no_starts(workload.logged_start):
+        raise ConfigError(f"calibrate: {RELATIVE_ONLY[0].lower()}{RELATIVE_ONLY[1:]}; skip "
+                          "calibrate and fidelity for this log, and run whatif without --site")
     cfg = config or CalibrateConfig()
     tic = time.perf_counter()
     split = int(len(workload) * cfg.fit_frac)

@@ -11,7 +11,7 @@ saw), by calendar month, by partition and by job-size class.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -23,11 +23,17 @@ from hpcpolicy.sim.engine import simulate
 from hpcpolicy.sim.windows import Simulate
 from hpcpolicy.site.apply import World, apply_site
 from hpcpolicy.site.model import SiteModel
-from hpcpolicy.whatif.fidelity import MIN_JOBS, trust, wait_figures
+from hpcpolicy.whatif.fidelity import (
+    MIN_JOBS,
+    RELATIVE_ONLY,
+    records_no_starts,
+    trust,
+    wait_figures,
+)
 from hpcpolicy.workload import Workload
 
 __all__ = ["SIZE_CLASSES", "FidelityConfig", "Waits", "fidelity_report", "replay_waits",
-           "section"]
+           "section", "unchecked"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -59,6 +65,8 @@ class Waits:
     """Replayed wait from the real submit (s); NaN where the job never started."""
     wall_s: float
     """Engine time of the replay."""
+    never_fits: list[str] = field(default_factory=list)
+    """Ids of the jobs that need more than the machine has (never started)."""
 
 
 def replay_waits(world: World, policy: str | None = None, *,
@@ -79,7 +87,8 @@ def replay_waits(world: World, policy: str | None = None, *,
     sim[world.order[started]] = (result.start - real_submit)[started]
     has_log = w.logged_start >= 0
     logged[world.order[has_log]] = (w.logged_start - real_submit)[has_log]
-    return Waits(logged=logged, simulated=sim, wall_s=wall)
+    return Waits(logged=logged, simulated=sim, wall_s=wall,
+                 never_fits=[str(x) for x in w.job_id[result.never_fits]])
 
 
 def section(logged: F64, simulated: F64) -> dict[str, Any]:
@@ -116,6 +125,12 @@ def _size_labels(procs: npt.NDArray[np.int64]) -> npt.NDArray[np.str_]:
     return labels.astype(str)
 
 
+def unchecked(workload: Workload) -> str | None:
+    """Why the log cannot be checked at all (it records no start), with what that means for
+    the what-if; None when it records starts."""
+    return RELATIVE_ONLY if records_no_starts(workload.logged_start) else None
+
+
 def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | None = None,
                     config: FidelityConfig | None = None, *,
                     delay: npt.NDArray[np.int64] | None = None,
@@ -133,7 +148,8 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
             :meth:`~hpcpolicy.slurm.layout.SlurmLayout.simulator`).
 
     Raises:
-        ConfigError: the log has too few logged starts to compare.
+        ConfigError: the log has too few logged starts to compare (:func:`unchecked` first
+            says whether it has none at all).
     """
     cfg = config or FidelityConfig()
     tic = time.perf_counter()
@@ -164,6 +180,7 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
         "by_month": _groups(months, waits),
         "by_partition": _groups(parts, waits),
         "by_size": _groups(_size_labels(workload.procs), waits),
+        "never_fits": {"jobs": len(waits.never_fits), "job_ids": waits.never_fits[:20]},
         "engine_s": waits.wall_s,
         "wall_s": time.perf_counter() - tic,
     }

@@ -27,7 +27,8 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["NOT_MODELLED", "TRUST_RULES", "fidelity", "spearman", "trust", "wait_figures"]
+__all__ = ["NOT_MODELLED", "NO_STARTS", "RELATIVE_ONLY", "TRUST_RULES", "fidelity",
+           "records_no_starts", "spearman", "trust", "wait_figures"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -48,6 +49,19 @@ TRUST_RULES = (
 )
 """(level, minimum Spearman correlation, maximum relative error of the mean wait); a replay
 that meets neither is ``poor``."""
+
+NO_STARTS = "the log records no start times, so the simulator cannot be checked against it"
+"""Why a log without starts (a model trace, a wait field of -1 throughout) has no fidelity."""
+RELATIVE_ONLY = (f"{NO_STARTS[0].upper()}{NO_STARTS[1:]}: the what-if then compares policies "
+                 "only relatively; read its changes as relative (baseline and candidates face "
+                 "the same simulator), not its absolute waits")
+"""What a log without starts means for the what-if, said once wherever it matters."""
+
+
+def records_no_starts(logged_start: npt.NDArray[np.int64]) -> bool:
+    """Whether no job of a workload has a logged start (-1 where unknown)."""
+    return not bool((logged_start >= 0).any())
+
 
 MIN_JOBS = 50
 """Fewest jobs with a logged start for the figures to mean anything."""
@@ -157,9 +171,8 @@ def fidelity(outcomes: pl.DataFrame, origin: int, run_id: str) -> dict[str, Any]
                   "machine), so there is nothing to compare")
         return empty | {"reason": reason, "jobs": 0, "explanation": reason}
     if both.height < MIN_JOBS:
-        reason = ("no job of the log has a start or wait time (unknown in the log, as in a "
-                  "model trace or a log whose wait field is -1 throughout), so there is "
-                  "nothing to compare the replay with" if both.height == 0 else
+        reason = (f"{NO_STARTS} (no job has a start or wait time, as in a model trace or a "
+                  "log whose wait field is -1 throughout)" if both.height == 0 else
                   f"only {both.height} jobs have a logged start; at least {MIN_JOBS} are needed")
         return empty | {"reason": reason, "jobs": both.height, "explanation": reason}
     logged = (both["logged_start"] - both["submit"]).to_numpy().astype(np.float64)

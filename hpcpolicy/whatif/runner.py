@@ -24,7 +24,7 @@ from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError, SimulationError
 from hpcpolicy.site.report import with_site, world_sentence
 from hpcpolicy.whatif import breakdowns, compare, verdicts
-from hpcpolicy.whatif.fidelity import fidelity
+from hpcpolicy.whatif.fidelity import RELATIVE_ONLY, fidelity, records_no_starts
 from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
 from hpcpolicy.whatif.spec import RunSpec, parse_run_spec
 from hpcpolicy.whatif.store import OutcomeStore
@@ -200,7 +200,7 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
     from hpcpolicy.deploy.resolve import policy_simulator
     from hpcpolicy.sim.metrics import identity_columns
     from hpcpolicy.sim.types import SimConfig
-    from hpcpolicy.sim.windows import backfill_note, replay
+    from hpcpolicy.sim.windows import backfill_note, never_fits_note, replay
     from hpcpolicy.site.apply import site_config
 
     w, c = apply_scenario(scenario, workload, cluster)
@@ -208,7 +208,8 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
                for s in specs]
     if site is not None:  # every run in the same calibrated world; only the policy differs
         configs = [site_config(site, cfg) for cfg in configs]
-    runs, notes = [], []
+    runs: list[WhatifRun] = []
+    notes: list[str | None] = []
     # the text columns once per scenario, to disk before the replays need the memory
     identity = store.put(pl.DataFrame(identity_columns(w)))
     # one replay at a time, its outcome table straight to disk: memory holds one run
@@ -216,9 +217,15 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
         rep = replay(w, c, [config], None, simulate=policy_simulator(policies),
                      on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0),
                      keep_tables=True)[0]
-        never = len(rep.never_fits())
+        ids = rep.never_fits()
+        never = len(ids)
         if i == 0 and len(w) and never == len(w):
             raise SimulationError(_nothing_fits(scenario, w, c))
+        note = never_fits_note(ids) if i == 0 else None
+        if note is not None:  # the same jobs under every policy: said once, as a warning,
+            # for they are left out of every figure
+            where = "" if scenario is AS_LOGGED else f"under scenario {scenario.id}, "
+            notes.append(f"warning: {where}{note}")
         outcomes = rep.windows[0].table
         assert outcomes is not None  # keep_tables
         last = max(_extreme(outcomes["end"]) or 0, _extreme(outcomes["submit"]) or 0)
@@ -228,7 +235,8 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
             identity=identity, store=store, summary=rep.summary, never_fits=never,
             cores=c.total_cores,
             span=(_extreme(outcomes["submit"], largest=False) or 0, last)))
-        notes.append(backfill_note(rep))
+        if scenario is AS_LOGGED:  # said of the log as it was only, not once a scenario
+            notes.append(backfill_note(rep))
         del rep, outcomes
     return runs, w, c, [n for n in notes if n is not None]
 
@@ -424,11 +432,10 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
     if site is not None:
         workload, cluster, model = site.workload, site.cluster, site.site
     for scenario in scenarios:
-        s_runs, w, c, idle = _replay_scenario(scenario, workload, cluster, specs, policies,
+        s_runs, w, c, said = _replay_scenario(scenario, workload, cluster, specs, policies,
                                               store, step, model)
         runs += s_runs
-        if scenario is AS_LOGGED:
-            overloads += idle
+        overloads += said
         load = offered_load(w, c)
         scenario_docs.append({"id": scenario.id, "label": scenario.label,
                               "changes": dict(scenario.changes), "jobs": len(w),
@@ -454,7 +461,8 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "schema_version": SCHEMA_VERSION,
         "kind": "hpcpolicy.whatif",
         "title": f"What-if: {source.replace(chr(92), '/').rsplit('/', 1)[-1]}",
-        "verdict": top["sentence"] + world_sentence(model, site_path),
+        "verdict": top["sentence"] + world_sentence(model, site_path)
+        + (f" {RELATIVE_ONLY}." if records_no_starts(workload.logged_start) else ""),
         "headline": {k: top[k] for k in ("badge", "class", "best", "ranked")},
         "input": {"path": source, "jobs": len(workload), "origin": workload.origin,
                   "first_submit": _iso(first), "last_submit": _iso(last),
