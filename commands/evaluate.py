@@ -226,5 +226,7 @@ def main(
     _print(ev)
     from hpcpolicy.sim.windows import backfill_note
 
-    for note in filter(None, map(backfill_note, ev.runs)):
+    # the note explains a trained policy's choices; a heuristic's run needs none
+    learned = [run for run in ev.runs if run.config.policy in ev.learned]
+    for note in filter(None, map(backfill_note, learned)):
         print_note(note)

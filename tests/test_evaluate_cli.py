@@ -58,3 +58,13 @@ def test_errors(table: Path, tmp_path: Path) -> None:
     exists.write_text("{}")
     assert "already exists; pass --overwrite" in one_line_error(
         invoke(str(table), "--json", str(exists)))
+
+
+def test_the_trained_policy_note_is_not_said_of_heuristics(table: Path) -> None:
+    """Issue 41: on a machine where no queue forms, backfilling starts nothing; the note that
+    explains this for a trained policy (which learns to pick jobs that fit) is not printed
+    for a heuristic."""
+    result = invoke(str(table), "--policy", "fcfs,sjf", "--backfill", "easy", "--windows", "2",
+                    "--window-size", "40", "--procs", "100000")
+    assert result.exit_code == 0, result.output
+    assert "trained policy" not in result.output
