@@ -17,7 +17,14 @@ from hpcpolicy.gpu.inflation import (
     replay_pods,
 )
 from hpcpolicy.gpu.inflation_table import fragmentation_curve
-from hpcpolicy.gpu.sharing import SharingNodes, SharingPods, read_nodes, read_pods
+from hpcpolicy.gpu.sharing import (
+    SharingNodes,
+    SharingPods,
+    read_nodes,
+    read_pod_times,
+    read_pods,
+)
+from hpcpolicy.gpu.timed_replay import TimedConfig, timed_replay
 
 
 def _nodes(*rows: tuple[int, int, int, int]) -> SharingNodes:
@@ -174,3 +181,26 @@ def test_fragmentation_curve_reaches_the_last_percent_by_rounding() -> None:
     run = InflationRun(np.array([500, 1296]), np.zeros(2, np.int64), np.array([100.0, 50.0]),
                        np.zeros(2, np.int64), 1)
     assert fragmentation_curve(run, [50, 130]).tolist() == pytest.approx([10.0, 5.0])
+
+
+def test_timed_replay_lets_a_pod_pass_one_that_cannot_fit_and_frees_on_departure() -> None:
+    nodes = _nodes((8000, 100, 2, 0))
+    # t=0: a takes both GPUs for 100 s; t=10: b (3 GPUs) never fits, c (half a GPU) waits
+    # behind it, not blocked by it, and starts when a leaves at t=100.
+    pods = _pods((100, 1, 2, 1000), (100, 1, 3, 1000), (100, 1, 1, 500))
+    result = timed_replay(nodes, pods, np.array([0, 10, 10]), np.array([100, 50, 20]),
+                          TimedConfig(allocator="bestfit", tail=1.0))
+    assert result.start.tolist() == [0, -1, 100]
+    assert (result.started, result.never_started) == (2, 1)
+    # Window 0..10 s (first to last arrival): both GPUs allocated throughout.
+    assert result.allocation_rate == pytest.approx(100.0)
+    assert result.mean_bounded_slowdown == pytest.approx((1 + 110 / 20) / 2)
+
+
+def test_pod_times_run_from_scheduling_or_creation(tmp_path: Path) -> None:
+    pods = tmp_path / "pods.csv"
+    pods.write_text("name,creation_time,deletion_time,scheduled_time\n"
+                    "a,10,110,30\nb,20,50,\nc,5,5,5\n")
+    submit, run = read_pod_times(pods)
+    assert submit.tolist() == [10, 20, 5]
+    assert run.tolist() == [80, 30, 1]

@@ -27,8 +27,8 @@ from hpcpolicy.gpu.cluster_state import apply, choose, new_state
 from hpcpolicy.gpu.fragmentation import POPULARITY, TypicalPods, typical_pods
 from hpcpolicy.gpu.sharing import GPU_MILLI, SharingNodes, SharingPods
 
-__all__ = ["InflationConfig", "InflationRun", "draw_arrivals", "inflation_curve",
-           "replay_pods", "run_inflation"]
+__all__ = ["InflationConfig", "InflationRun", "draw_arrivals", "inflation_curve", "pod_shapes",
+           "replay_pods", "run_inflation", "typical_tuple"]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -106,7 +106,7 @@ def draw_arrivals(pods: SharingPods, total_gpus: int, ratio: float,
         total += int(milli[pick])
 
 
-def _specs(pods: SharingPods) -> I64:
+def pod_shapes(pods: SharingPods) -> I64:
     """A shape id per pod (same CPU, GPUs, thousandths and models: same id)."""
     keys = np.column_stack([pods.cpu, pods.num_gpu, pods.gpu_milli,
                             pods.allowed.astype(np.int64)])
@@ -136,7 +136,8 @@ def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu:
     return arrived, allocated, frag_total, node_of
 
 
-def _typical_tuple(t: TypicalPods) -> tuple:  # type: ignore[type-arg]
+def typical_tuple(t: TypicalPods) -> tuple:  # type: ignore[type-arg]
+    """The typical shapes as the compiled loops take them."""
     return (t.cpu, t.num_gpu, t.gpu_milli, t.allowed, t.unconstrained, t.weight)
 
 
@@ -162,7 +163,7 @@ def replay_pods(nodes: SharingNodes, arrivals: SharingPods, allocator: str,
     arrived, allocated, frag, node = _replay(
         allocator_code(allocator), nodes.cpu, nodes.mem, nodes.gpus, nodes.model,
         arrivals.cpu, arrivals.mem, arrivals.num_gpu, arrivals.gpu_milli, arrivals.allowed,
-        _specs(arrivals), ties, _typical_tuple(typical), w)
+        pod_shapes(arrivals), ties, typical_tuple(typical), w)
     return InflationRun(arrived, allocated, frag, node, nodes.total_gpus)
 
 

@@ -24,7 +24,8 @@ import polars as pl
 
 from hpcpolicy.errors import InputFormatError
 
-__all__ = ["GPU_MILLI", "MAX_GPUS", "SharingNodes", "SharingPods", "read_nodes", "read_pods"]
+__all__ = ["GPU_MILLI", "MAX_GPUS", "SharingNodes", "SharingPods", "read_nodes", "read_pod_times",
+           "read_pods"]
 
 GPU_MILLI = 1000
 """GPU thousandths in one GPU."""
@@ -196,3 +197,26 @@ def read_pods(path: Path, models: tuple[str, ...]) -> SharingPods:
         if wanted:
             allowed[i] = [m in wanted for m in models]
     return SharingPods(tuple(_text(frame, "name")), cpu, mem, num_gpu, gpu_milli, allowed)
+
+
+def read_pod_times(path: Path) -> tuple[I64, I64]:
+    """Each pod's submit time and run time (seconds), in the pod list's order.
+
+    The submit time is ``creation_time``; the run time is ``deletion_time`` less
+    ``scheduled_time`` (less ``creation_time`` for a pod never scheduled, whose log gives no
+    other length), at least 1 s. Pods still running at the trace's end have their deletion
+    cut at its end (the trace's README), so their run times are lower bounds.
+
+    Raises:
+        InputFormatError: a time column missing or not a whole number >= 0.
+    """
+    frame = _frame(path, ("creation_time", "deletion_time"), "pod list")
+    submit = _whole(path, frame, "creation_time")
+    end = _whole(path, frame, "deletion_time")
+    started = submit.copy()
+    if "scheduled_time" in frame.columns:
+        text = frame["scheduled_time"].fill_null("").str.strip_chars()
+        given = (text != "").to_numpy()
+        if given.any():
+            started[given] = _whole(path, frame.filter(pl.Series(given)), "scheduled_time")
+    return submit, np.maximum(end - started, 1)
