@@ -3,6 +3,7 @@ replay dataset (:func:`hpcpolicy.train`); this module parses the options and pri
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -47,14 +48,18 @@ _D = TrainOptions()
 
 
 def _train(source: Path, algo: str, config: Path | None, out: Path | None,
-           options: TrainOptions) -> Trained:
+           options: TrainOptions, force: bool) -> Trained:
     """:func:`hpcpolicy.train` with the start line and a progress line (none under --quiet).
 
     The first Ctrl-C stops training after the update, with a checkpoint and a policy; a second
-    one stops it at once: then say what is left and exit with 130.
+    one stops it at once: then say what is left and exit with 130. ``force``: train even
+    where the heuristics tie (:func:`hpcpolicy.card.prior_for`'s ``refuse_tie``).
     """
     from hpcpolicy.card import prior_for
     from hpcpolicy.training import Hooks, train
+
+    # --prior auto compares the heuristics first: where they tie, stop before training
+    choose = functools.partial(prior_for, refuse_tie=not force)
 
     started: list[TrainStart] = []
 
@@ -67,7 +72,7 @@ def _train(source: Path, algo: str, config: Path | None, out: Path | None,
         try:
             return train(source, algo=algo, config=config, out=out, options=options,
                          hooks=Hooks(on_start=start, progress=line.update,
-                                     choose_prior=prior_for))
+                                     choose_prior=choose))
         except KeyboardInterrupt:
             if not started or not started[0].resumable:
                 raise
@@ -155,6 +160,10 @@ def main(
         "(for instance a --algo bc run's policy/, cloned from a heuristic's decisions); the "
         "value network starts fresh. Same network shape and features needed.",
         show_default=False)] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Train even where the heuristics tie on the validation part and on "
+        "the jobs before it (--prior auto compares them first; a tie there leaves nothing to "
+        "learn, and train stops saying what to change).")] = False,
     idle_weight: Annotated[float | None, typer.Option(
         "--lambda", help="dqn on a job table: weight of idle GPU time in the ADLRO reward "
         "-(job completion time + lambda x idle GPU time); default 1.",
@@ -209,7 +218,7 @@ def main(
     from hpcpolicy.card import model_card
 
     with fail_cleanly():
-        trained = _train(table, algo, config, out, options)
+        trained = _train(table, algo, config, out, options, force)
         card = with_progress(lambda step: model_card(trained, table, options, step),
                              "model card: validation and test")
     if is_quiet():

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 Step = Callable[[str, int, int], None]
 
 __all__ = ["CARD_FILE", "CARD_FORMAT", "CARD_VERSION", "GUARD_RULE", "SEPARATION",
-           "VALIDATION_WINDOWS", "build_card", "compare", "fallback_of", "headline",
+           "VALIDATION_WINDOWS", "build_card", "cannot_learn", "compare", "fallback_of", "headline",
            "heuristics_too_close", "load_table", "model_card", "select_snapshot", "write_card"]
 
 CARD_FILE = "card.json"
@@ -207,12 +207,17 @@ def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: Tr
 
 
 def prior_for(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
-              on_step: Step | None = None) -> str | None:
+              on_step: Step | None = None, *, refuse_tie: bool = False) -> str | None:
     """The heuristic ``train --prior auto`` starts from, chosen before training as the guard
     chooses its fallback: the best on the validation part, or on the jobs before it when the
     validation part cannot tell the heuristics apart; only heuristics that can be a prior
     (:data:`hpcpolicy.env.prior.PRIORS`) compete. None when the validation part holds no
-    window."""
+    window.
+
+    Raises:
+        ConfigError: ``refuse_tie`` and neither part tells the heuristics apart: training
+            there has nothing to learn (:func:`cannot_learn` says why and what to change).
+    """
     from hpcpolicy.env.prior import PRIORS
     from hpcpolicy.env.split import validation_starts
 
@@ -222,7 +227,10 @@ def prior_for(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
     except ConfigError:
         return None
     _, seen = _heuristics_on(workload, machine, opts, starts, on_step)
-    chosen_on = _earlier_fallback(workload, machine, opts, seen, on_step) or seen
+    earlier = _earlier_fallback(workload, machine, opts, seen, on_step)
+    if refuse_tie and earlier is None and heuristics_too_close(seen):
+        raise ConfigError(cannot_learn(seen, opts, machine))
+    chosen_on = earlier or seen
     best: str = min((s for s in chosen_on["scores"] if s["policy"] in PRIORS),
                     key=lambda s: s["mean_bsld"])["policy"]
     return best
@@ -254,6 +262,22 @@ def heuristics_too_close(validation: dict[str, Any]) -> str | None:
     return (f"the heuristics score within {SEPARATION:.0%} of each other on the validation part "
             f"(mean bsld {low:.2f} to {high:.2f}), so it says little about which will be best "
             "later")
+
+
+def cannot_learn(validation: dict[str, Any], opts: TrainOptions, machine: ClusterSpec) -> str:
+    """Why a run on a part where the heuristics tie (``validation``: their record) has nothing
+    to learn, and what to change."""
+    means = [s["mean_bsld"] for s in validation["scores"] if s["kind"] == "heuristic"]
+    low, high = min(means), max(means)
+    why = ("no queue forms: every heuristic's mean bsld is 1.00, every job starts when "
+           "submitted" if high <= 1.0 else
+           f"their mean bsld lie within {SEPARATION:.0%} of each other ({low:.2f} to "
+           f"{high:.2f}), below the noise between windows")
+    return (f"the heuristics tie on the validation part and on the jobs before it ({why}), so "
+            "there is nothing to learn; give longer windows (--window-size, now "
+            f"{opts.window_size:,} jobs), more load (a smaller machine: --procs or --cluster, "
+            f"now {machine.total_cores:,} cores), or another period of the log (a busier one); "
+            "--force trains anyway")
 
 
 def build_card(table: Path, policy: Path, opts: TrainOptions,

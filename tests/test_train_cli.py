@@ -220,3 +220,41 @@ def test_site_puts_the_run_in_the_calibrated_world(table: Path, tmp_path: Path,
     assert (env.workload.run_time >= 2 * plain.run_time - 1).all()
     assert "--site" in one_line_error(
         invoke("train", str(tmp_path), "--algo", "bc", "--site", str(site)))
+
+
+def test_a_log_where_the_heuristics_tie_stops_before_training(tmp_path: Path) -> None:
+    """Issue 41 item 4: on a machine where no queue forms every heuristic scores the same on
+    the validation part; train says so in one line, at once, and --force trains anyway."""
+    import time
+
+    table = write_table(tmp_path / "jobs.parquet", 600)  # validation: 60 jobs, a window
+    run = tmp_path / "run"
+    tic = time.perf_counter()
+    line = one_line_error(invoke("train", str(table), *TINY, "--procs", "100000",
+                                 "-o", str(run)))
+    assert time.perf_counter() - tic < 30
+    assert "no queue forms" in line and "nothing to learn" in line, line
+    for fix in ("--window-size", "--procs", "period", "--force"):
+        assert fix in line, (fix, line)
+    assert not run.exists()
+    result = invoke("train", str(table), *TINY, "--procs", "100000", "--force", "-o", str(run))
+    assert result.exit_code == 0, result.output
+    assert "nan" not in result.output
+
+
+def test_progress_says_no_episode_ended_instead_of_nan() -> None:
+    """Issue 41 item 4: an update in which no episode ended has no return; the progress line
+    (and the DD-PPO workers' log) says so instead of printing nan."""
+    import math
+
+    from hpcpolicy.commands._train_show import _format
+    from hpcpolicy.rl.ppo import progress_words
+
+    quiet = {"charts/episodes": 0.0, "charts/episodic_return": math.nan, "env/bsld": math.nan,
+             "env/best_heuristic_bsld": math.nan, "env/bsld_vs_best": math.nan}
+    ended = {**quiet, "charts/episodes": 2.0, "charts/episodic_return": -1.0,
+             "env/bsld": 1.5, "env/best_heuristic_bsld": 1.2, "env/bsld_vs_best": 1.25}
+    for text in (_format(quiet), progress_words(quiet)):
+        assert "nan" not in text and "no episode ended" in text, text
+    assert _format(ended) == "return -1  bsld 1.50  best heuristic 1.20  vs best +25.0%"
+    assert progress_words(ended) == "return -1"

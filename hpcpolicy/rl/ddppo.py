@@ -61,7 +61,7 @@ from hpcpolicy.config import read_json_object
 from hpcpolicy.env.factory import ENV_FACTORY
 from hpcpolicy.errors import ConfigError, HpcPolicyError
 from hpcpolicy.rl.config import DDPPOConfig, config_from_dict
-from hpcpolicy.rl.ppo import TrainResult, run_training
+from hpcpolicy.rl.ppo import TrainResult, progress_words, run_training
 from hpcpolicy.rl.runs import RunPaths, StopOnSignal, check_resume_config, load_checkpoint
 from hpcpolicy.rl.warm_start import scorer_weights
 
@@ -293,8 +293,8 @@ def worker_main(run_dir: str | Path, resume: bool = False,
     progress = None
     if comm.rank == 0:
         def progress(row: Mapping[str, float]) -> None:
-            log.info("update %d  steps %d  %.0f steps/s  return %.4g", row["update"],
-                     row["global_step"], row["sps"], row["charts/episodic_return"])
+            log.info("update %d  steps %d  %.0f steps/s  %s", row["update"],
+                     row["global_step"], row["sps"], progress_words(row))
     finished = False
     try:
         initial = spec.get("initial_policy")

@@ -44,9 +44,9 @@ from hpcpolicy.rl.runs import (
 from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.rl.vector import EpisodeStats, Obs, SyncEnvs
 
-__all__ = ["Comm", "Rollout", "SingleProcess", "TrainResult", "compute_gae", "episode_stats",
-           "optimise", "run_training", "save_run_checkpoint", "setup_objects_frozen", "train",
-           "update_row"]
+__all__ = ["NO_EPISODE", "Comm", "Rollout", "SingleProcess", "TrainResult", "compute_gae",
+           "episode_stats", "optimise", "progress_words", "run_training", "save_run_checkpoint",
+           "setup_objects_frozen", "train", "update_row"]
 
 EnvFactory = Callable[[], Any]
 Progress = Callable[[Mapping[str, float]], None]
@@ -293,6 +293,23 @@ def setup_objects_frozen() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+NO_EPISODE = "no episode ended in this update"
+"""What progress says of an update in which no episode ended (its return is undefined)."""
+
+
+def progress_words(row: Mapping[str, float]) -> str:
+    """An update's return for a progress line (:func:`update_row`'s row), or
+    :data:`NO_EPISODE`, never ``nan``.
+
+    Example:
+        >>> progress_words({"charts/episodes": 0.0, "charts/episodic_return": float("nan")})
+        'no episode ended in this update'
+    """
+    if not row.get("charts/episodes"):
+        return NO_EPISODE
+    return f"return {row['charts/episodic_return']:.4g}"
 
 
 def update_row(update: int, global_step: int, wall_time_s: float, sps: float, lr: float,
