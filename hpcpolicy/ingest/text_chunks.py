@@ -1,9 +1,11 @@
 """Whole lines of a plain or gzipped text file, in pieces, scanned by two threads in turn.
 
 The compiled scanners (:mod:`hpcpolicy.ingest.swf.scan`, :mod:`hpcpolicy.ingest.sacct.scan`)
-read their input through :class:`LineChunks`: about :data:`CHUNK_BYTES` of whole lines at a
-time, so memory stays bounded whatever the file size, with gzip decompressed as a stream
-(several members allowed) and a UTF-8 byte order mark at the start of the file dropped.
+and the CSV traces' scan (:mod:`hpcpolicy.ingest.csv_scan`) read their input through
+:class:`LineChunks`: about :data:`CHUNK_BYTES` of whole lines at a time, so memory stays
+bounded whatever the file size, with gzip decompressed as a stream (several members allowed,
+its expansion bounded) and a UTF-8 byte order mark at the start of the file dropped. Every
+line is held to :attr:`hpcpolicy.limits.Limits.line_bytes` as it is read.
 :func:`scan_pieces` hands the pieces to :data:`WORKERS` threads (the Numba kernels release the
 GIL) and returns their results in file order, so that reading a log keeps both cores busy.
 
@@ -25,7 +27,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import numba as nb
 import numpy as np
 
 if TYPE_CHECKING:
@@ -45,15 +46,20 @@ WORKERS = 2
 """Threads that scan pieces at once."""
 
 _READ_BYTES = 1 << 20
+_BACK_BYTES = 1 << 16
 
 
-@nb.njit(cache=True, nogil=True)
 def _after_last_newline(buf: npt.NDArray[np.uint8], end: int) -> int:
-    """1 + the index of the last newline in ``buf[:end]``, 0 if there is none."""
-    i = end - 1
-    while i >= 0 and buf[i] != 10:
-        i -= 1
-    return i + 1
+    """1 + the index of the last newline in ``buf[:end]``, 0 if there is none (looked for
+    backwards, :data:`_BACK_BYTES` at a time: a line's end is usually close)."""
+    hi = end
+    while hi > 0:
+        lo = max(0, hi - _BACK_BYTES)
+        found = np.flatnonzero(buf[lo:hi] == 10)
+        if len(found):
+            return lo + int(found[-1]) + 1
+        hi = lo
+    return 0
 
 
 def _line_ends(buf: npt.NDArray[np.uint8], end: int, limit: int) -> tuple[int, int]:
@@ -111,7 +117,7 @@ class LineChunks:
     """
 
     def __init__(self, path: Path, kind: str, buffers: int = 1,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, piece_bytes: int | None = None) -> None:
         self.path = path
         self.kind = kind
         """What the file should be, for the error on an endless line (``an SWF text log``)."""
@@ -120,7 +126,9 @@ class LineChunks:
         """Lines in the pieces before the latest one handed out (its first line is
         ``lines_before + 1``)."""
         self._read = 0
-        size = (CHUNK_BYTES + self.limits.line_bytes + _READ_BYTES + 7) // 8 * 8  # uint64 words
+        self.piece_bytes = piece_bytes or CHUNK_BYTES
+        """About how many bytes of whole lines a piece holds."""
+        size = (self.piece_bytes + self.limits.line_bytes + _READ_BYTES + 7) // 8 * 8  # words
         self._bufs = [np.empty(size, dtype=np.uint8) for _ in range(buffers)]
 
     def pieces(self) -> Iterator[tuple[npt.NDArray[np.uint8], int]]:
@@ -164,8 +172,8 @@ class LineChunks:
         with _reader(self.path, self.limits) as read_into:
             while True:
                 buf = self._bufs[turn]
-                eof, want = False, CHUNK_BYTES
-                while True:  # about CHUNK_BYTES, more if no line ends there
+                eof, want = False, self.piece_bytes
+                while True:  # about piece_bytes, more if no line ends there
                     while filled < want and not eof:
                         got = read_into(buf[filled:filled + min(_READ_BYTES, want - filled)])
                         filled += got
