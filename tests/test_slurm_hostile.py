@@ -117,10 +117,10 @@ def test_the_second_reading_refuses_a_job_whose_fields_differ() -> None:
 
 @pytest.mark.parametrize(("records", "why"), [
     ([_record(1)], "does not list it"),
-    ([_record(1), _record(2, priority="high")], "priority 'high' is not a count"),
-    ([_record(1), _record(2, cpus=True)], "cpus 'True' is not a count"),
+    ([_record(1), _record(2, priority="high")], "gives priority 'high', not a count"),
+    ([_record(1), _record(2, cpus=True)], "gives cpus 'True', not a count"),
     ([_record(1), {k: v for k, v in _record(2).items() if k != "submit_time"}],
-     "no submit_time"),
+     "gives no submit_time"),
     ([_record(1), _record(2), _record(2)], "lists it twice"),
     ([_record(1), _record(2, priority=0, state_reason="JobHeldUser")], "priority as 998"),
     ([_record(1), _record(2, job_state="RUNNING")], "state as 'PENDING'"),
@@ -167,3 +167,18 @@ def test_a_failure_that_is_not_the_job_s_stops_the_updates(tmp_path: Path,
     with pytest.raises(SlurmError, match=r"^`scontrol` not found on PATH"):
         apply_changes(changes, AdviseConfig(policy="sjf", apply=True, audit=str(audit)))
     assert not audit.exists()
+
+
+def test_later_slurm_json_with_wrapped_numbers_and_state_lists_is_read_the_same() -> None:
+    def wrapped(n: int | None) -> dict[str, Any]:
+        return {"set": n is not None, "infinite": False, "number": n or 0}
+
+    later = _record(2, job_state=["PENDING"], priority=wrapped(998), cpus=wrapped(4),
+                    submit_time=wrapped(NOW - 98), node_count=wrapped(1),
+                    limit_min=None, time_limit={"set": True, "infinite": True, "number": 0})
+    unset = _record(3, priority=wrapped(None))
+    snap = _snap(_line(2, limit="UNLIMITED"), _line(3))
+    checked = cross_check(snap, parse_squeue_json(_json(later, unset)))
+    assert [j.job_id for j in checked.pending] == ["2"]
+    (refused,) = checked.skipped
+    assert refused.job_id == "3" and "gives priority 'None', not a count" in refused.why

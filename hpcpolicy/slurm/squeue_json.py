@@ -63,19 +63,30 @@ def _job_id(rec: Mapping[str, Any]) -> str:
     return str(rec["job_id"])
 
 
+def _plain(value: Any) -> Any:
+    """A value of Slurm 22.05's JSON as it is; from later versions' JSON (data_parser
+    v0.0.39 on, not run here), a wrapped number ``{"set", "infinite", "number"}`` as its
+    number (None when unset or infinite) and a state list as its first, base state."""
+    if isinstance(value, dict) and {"set", "infinite", "number"} <= value.keys():
+        return value["number"] if value["set"] is True and value["infinite"] is False else None
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value[0]
+    return value
+
+
 def _field(rec: Mapping[str, Any], key: str, kind: type) -> Any:
     """``rec[key]``, checked to be a ``kind`` (a count: an int >= 0); ValueError says which."""
     if key not in rec:
         raise ValueError(f"no {key}")
-    value = rec[key]
+    value = _plain(rec[key])
     ok = isinstance(value, kind) and not isinstance(value, bool)
     if not ok or (kind is int and value < 0):
-        raise ValueError(f"{key} {str(value)[:40]!r} is not a {'count' if kind is int else 'text'}")
+        raise ValueError(f"{key} {str(value)[:40]!r}, not a {'count' if kind is int else 'text'}")
     return value
 
 
 def _facts(rec: Mapping[str, Any]) -> JobFacts:
-    limit = rec.get("time_limit")
+    limit = _plain(rec.get("time_limit"))
     return JobFacts(state=_field(rec, "job_state", str), partition=_field(rec, "partition", str),
                     user=_field(rec, "user_name", str), submit=_field(rec, "submit_time", int),
                     cpus=_field(rec, "cpus", int), nodes=_field(rec, "node_count", int),
@@ -113,7 +124,7 @@ def parse_squeue_json(text: str) -> dict[str, JobFacts | str]:
         try:
             got: JobFacts | str = _facts(rec)
         except ValueError as exc:
-            got = f"`squeue --json` gives {exc} for it"
+            got = f"`squeue --json` gives {exc}"
         if job_id in facts:
             got = "`squeue --json` lists it twice"
         facts[job_id] = got
