@@ -419,3 +419,23 @@ def test_a_gpu_type_checkpoint_that_would_run_code_is_one_line(tmp_path: Path) -
         load_checkpoint(None, path)
     message = str(info.value)
     assert "\n" not in message and "getcwd" in message and "weights_only" not in message
+
+
+@pytest.mark.parametrize("content", ["call", "other shapes"])
+def test_online_finetune_reads_only_scorer_weights_of_its_shape(tmp_path: Path, table: Path,
+                                                               content: str) -> None:
+    from hpcpolicy.atomic import file_sha256
+    from hpcpolicy.offline.config import OfflineConfig
+    from hpcpolicy.offline.finetune import finetune
+    from hpcpolicy.offline.store import StoredDataset
+
+    weights: Any = {"call": _Call()} if content == "call" else \
+        JobScorer(FJ, FC, hidden=(16,)).state_dict()
+    torch.save(weights, tmp_path / "scorer.pt")
+    dataset = StoredDataset(tmp_path, {
+        "training_data": {"path": str(table), "sha256": file_sha256(table)},
+        "environment": {}, "workload_options": None})
+    with pytest.raises(ArtifactError) as info:
+        finetune(tmp_path, dataset, OfflineConfig(), steps=64)
+    message = str(info.value)
+    assert "\n" not in message and "scorer.pt" in message and "weights_only" not in message

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.atomic import file_sha256
-from hpcpolicy.errors import ConfigError
+from hpcpolicy.errors import ArtifactError, ConfigError
 
 if TYPE_CHECKING:
     from hpcpolicy.offline.config import OfflineConfig
@@ -48,8 +48,8 @@ def finetune(run_dir: str | Path, dataset: StoredDataset, cfg: OfflineConfig, *,
 
     Raises:
         ConfigError: The job table is missing or changed since the dataset was built.
+        ArtifactError: ``scorer.pt`` is not weights of the config's scorer.
     """
-    import torch
 
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.env.factory import env_kwargs, load, make_env, provenance
@@ -76,7 +76,34 @@ def finetune(run_dir: str | Path, dataset: StoredDataset, cfg: OfflineConfig, *,
                                "activation": cfg.activation,
                                "episode_metric_names": tuple(EPISODE_METRICS),
                                **(ppo_fields or {})})
-    scorer = torch.load(Path(run_dir) / SCORER_FILE, map_location="cpu", weights_only=True)
+    scorer = _scorer(Path(run_dir) / SCORER_FILE, cfg)
     facts = {**provenance(table, env, workload, cluster), "initialised_from": str(run_dir)}
     return train(ppo, functools.partial(make_env, **kwargs), Path(run_dir) / FINETUNE_DIR,
                  provenance=facts, progress=progress, initial_scorer=scorer)
+
+
+def _scorer(path: Path, cfg: OfflineConfig) -> dict[str, Any]:
+    """The offline scorer's weights at ``path``: tensors only, of ``cfg``'s network.
+
+    Raises:
+        ArtifactError: torch refuses the file as weights only, or its weights are not those of
+            a scorer of ``cfg``'s hidden widths.
+    """
+    import torch
+
+    from hpcpolicy.rl.runs import load_refusal
+    from hpcpolicy.rl.warm_start import shapes_differ
+
+    try:
+        scorer = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch's reader and unpickler errors, of many kinds and lines
+        raise ArtifactError(f"{path}: cannot be read as the offline scorer's weights "
+                            f"({load_refusal(exc)}); train the offline run again") from exc
+    differ = shapes_differ(scorer, cfg.hidden, cfg.activation) if isinstance(scorer, dict) \
+        else f"are a {type(scorer).__name__}"
+    if differ:
+        raise ArtifactError(f"{path}: its weights {differ}, not those of the hidden "
+                            f"{list(cfg.hidden)} scorer of this config; train the offline run "
+                            "again with the same --config")
+    weights: dict[str, Any] = scorer
+    return weights

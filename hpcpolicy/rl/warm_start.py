@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from hpcpolicy.artifact import LoadedPolicy
     from hpcpolicy.rl.config import PPOConfig
 
-__all__ = ["policy_weights", "scorer_weights"]
+__all__ = ["policy_weights", "scorer_weights", "shapes_differ"]
 
 _PREFIX = "scorer."
 """The exported module's name for the scorer (:class:`~hpcpolicy.rl.networks.PolicyScorer`)."""
@@ -114,7 +115,6 @@ def scorer_weights(path: str | os.PathLike[str], cfg: PPOConfig) -> dict[str, to
     """
     from hpcpolicy.artifact import load_policy
     from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
-    from hpcpolicy.rl.networks import JobScorer
     from hpcpolicy.signature import require_signature
 
     policy = load_policy(path)
@@ -130,11 +130,34 @@ def scorer_weights(path: str | os.PathLike[str], cfg: PPOConfig) -> dict[str, to
             f"activation {theirs[2]!r}; this run's is hidden {mine[1]}, {mine[2]!r}. Give "
             f'--config {{"hidden": {theirs[1]}, "activation": "{theirs[2]}"}} to match it')
     weights = _weights_of(policy)
-    shapes = {k: list(v.shape) for k, v in weights.items()}
-    wanted = {k: list(v.shape) for k, v in JobScorer(
-        len(JOB_FEATURES), len(CLUSTER_FEATURES), cfg.hidden, cfg.activation).state_dict().items()}
-    if shapes != wanted:
-        raise ArtifactError(f"--init-from {path}: its ONNX weights have shapes {shapes}, not "
-                            f"those of the hidden {theirs[1]} network its manifest names; the "
-                            "folder was changed after export: export the policy again")
+    differ = shapes_differ(weights, cfg.hidden, cfg.activation)
+    if differ:
+        raise ArtifactError(f"--init-from {path}: its ONNX weights {differ}, not those of the "
+                            f"hidden {theirs[1]} network its manifest names; the folder was "
+                            "changed after export: export the policy again")
     return weights
+
+
+def shapes_differ(weights: Mapping[str, Any], hidden: Sequence[int],
+                  activation: str) -> str | None:
+    """How ``weights`` differ from a :class:`~hpcpolicy.rl.networks.JobScorer` state dict of
+    this version's features and ``hidden`` widths (``"have shapes {...}"``), or None when they
+    match: names, tensors and shapes.
+
+    Example:
+        >>> from hpcpolicy.rl.networks import JobScorer
+        >>> shapes_differ(JobScorer(7, 7, (8,)).state_dict(), (8,), "tanh") is None
+        True
+        >>> shapes_differ({"mlp.0.weight": "x"}, (8,), "tanh")
+        "have shapes {'mlp.0.weight': 'not a tensor'}"
+    """
+    import torch
+
+    from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
+    from hpcpolicy.rl.networks import JobScorer
+
+    wanted = {k: list(v.shape) for k, v in JobScorer(
+        len(JOB_FEATURES), len(CLUSTER_FEATURES), tuple(hidden), activation).state_dict().items()}
+    shapes = {str(k)[:40]: list(v.shape) if isinstance(v, torch.Tensor) else "not a tensor"
+              for k, v in list(weights.items())[:20]}
+    return None if shapes == wanted else f"have shapes {shapes}"
