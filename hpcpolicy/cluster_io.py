@@ -20,13 +20,16 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.cluster import ClusterSpec, GpuModel, NodeGroup
 from hpcpolicy.docload import read_json, read_toml
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.hostlist import expand_hostlist
 from hpcpolicy.limits import check_cluster_bytes, check_cluster_size
+
+if TYPE_CHECKING:
+    from hpcpolicy.table import JobTable
 
 __all__ = ["cluster_from_dict", "header_facts", "load_cluster", "resolve_cluster",
            "with_spread_penalty"]
@@ -185,7 +188,7 @@ def _leading_int(value: Any) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def header_facts(table: str | Path) -> dict[str, int]:
+def header_facts(table: str | Path | JobTable) -> dict[str, int]:
     """``MaxProcs`` / ``MaxNodes`` stated by the logs behind a job table (Parquet metadata).
 
     Only positive values the headers state are returned; inputs whose headers disagree raise.
@@ -206,7 +209,7 @@ def header_facts(table: str | Path) -> dict[str, int]:
     return facts
 
 
-def _partial_machine(table: str | Path) -> list[str]:
+def _partial_machine(table: str | Path | JobTable) -> list[str]:
     """A warning for each header size that says it counts only part of the machine
     (``MaxNodes: 338 (batch partition; 512 total)``): the jobs of the other partitions ran on
     nodes the replay does not have."""
@@ -228,14 +231,15 @@ def resolve_cluster(
     *,
     spec: str | Path | None = None,
     procs: int | None = None,
-    table: str | Path | None = None,
+    table: str | Path | JobTable | None = None,
 ) -> ClusterSpec:
     """The machine to replay on: a spec file, ``--procs N``, or the table's SWF header.
 
     Args:
         spec: cluster spec file (TOML/JSON); excludes ``procs``.
         procs: a homogeneous machine of this many processors (one per node).
-        table: the job table, whose header facts give the default: ``MaxProcs`` processors
+        table: the job table (or one already opened), whose header facts give the default:
+            ``MaxProcs`` processors
             (on ``MaxNodes`` equal nodes when that divides evenly); with ``MaxNodes`` alone,
             one processor per node, as the Lublin model traces mean it.
 
@@ -269,7 +273,7 @@ def resolve_cluster(
                 source="swf-header",
                 notes=("the header gives MaxNodes but no MaxProcs: one processor per node",),
             )
-    where = f"{table}: " if table is not None else ""
+    where = f"{getattr(table, 'path', table)}: " if table is not None else ""
     raise ConfigError(f"{where}the machine size is unknown (no MaxProcs/MaxNodes in the log "
                       "header); pass --procs N or --cluster spec.toml")
 

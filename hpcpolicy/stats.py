@@ -62,14 +62,15 @@ class _Machine:
     source: str
 
 
-def _machine(path: Path, procs: int | None, cluster: str | Path | None) -> _Machine:
-    """The machine ``hpcpolicy simulate`` would replay the table on, or unknown."""
+def _machine(table: JobTable, procs: int | None, cluster: str | Path | None) -> _Machine:
+    """The machine ``hpcpolicy simulate`` would replay the table on (its header as opened),
+    or unknown."""
     from hpcpolicy.cluster_io import header_facts, resolve_cluster
 
-    if procs is None and cluster is None and not header_facts(path):
+    if procs is None and cluster is None and not header_facts(table):
         return _Machine(None, None, "the log header states neither MaxProcs nor MaxNodes; "
                         "pass --procs N or --cluster FILE")
-    spec = resolve_cluster(spec=cluster, procs=procs, table=path)
+    spec = resolve_cluster(spec=cluster, procs=procs, table=table)
     source = {"swf-header": "log header"}.get(spec.source, spec.source)
     return _Machine(spec.total_cores, spec.total_gpus or None, "; ".join((source, *spec.notes)))
 
@@ -290,7 +291,7 @@ def profile(path: str | Path, *, procs: int | None = None, cluster: str | Path |
         raise ConfigError(f"top_users must be at least 1, not {top_users}")
     table = open_job_table(path)
     frame = table.frame
-    machine = _machine(table.path, procs, cluster)
+    machine = _machine(table, procs, cluster)
     zone = _time_zone(table, tz)
     out: dict[str, Any] = {
         "file": str(table.path),

@@ -84,11 +84,12 @@ def _refuse_raw_log(path: Path) -> None:
         f"with `hpcpolicy ingest {path} -o {table}`, then give {table} here")
 
 
-def open_job_table(path: str | Path) -> JobTable:
+def open_job_table(path: str | Path | JobTable) -> JobTable:
     """Open a job table written by ``hpcpolicy ingest`` and check it is one this version reads.
 
     Args:
-        path: the ``NAME.parquet`` file.
+        path: the ``NAME.parquet`` file; a table already opened is returned as it is, so
+            that a reader given one reads that version.
 
     Returns:
         The lazy table and its metadata; nothing but the footer and the submit-time
@@ -107,6 +108,8 @@ def open_job_table(path: str | Path) -> JobTable:
         >>> table.metadata["schema_version"]  # doctest: +SKIP
         '1.1'
     """
+    if isinstance(path, JobTable):
+        return path
     path = Path(path)
     finish_commit(journal_for(path))  # an ingest killed while renaming: finish it first
     if not path.exists():

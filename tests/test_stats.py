@@ -371,3 +371,24 @@ def test_a_table_replaced_while_it_is_read_is_read_whole_as_it_was(
     monkeypatch.setattr(stats, "open_job_table", replaced_after_opening)
     assert profile(table, procs=4) == expected
     assert profile(table, procs=4)["jobs"] == 40  # the new table, once opened after
+
+
+def test_the_machine_size_comes_from_the_table_as_it_was_opened(
+        table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header's MaxProcs is read from the opened table too, not from a newer one renamed
+    over it meanwhile (the figures would mix two versions)."""
+    import hpcpolicy.stats as stats
+
+    newer = make_table(tmp_path / "newer.parquet", JOBS, {"MaxProcs": 64})
+    real = stats.open_job_table
+
+    def replaced_after_opening(path: str | Path) -> Any:
+        opened = real(path)
+        if newer.exists():
+            os.replace(newer, path)
+        return opened
+
+    expected = profile(table)
+    assert expected["load"]["machine_procs"] == 2
+    monkeypatch.setattr(stats, "open_job_table", replaced_after_opening)
+    assert profile(table) == expected
