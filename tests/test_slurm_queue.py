@@ -7,7 +7,7 @@ import pytest
 
 from hpcpolicy.errors import SlurmError
 from hpcpolicy.slurm.advise import AdviseConfig, plan_pass
-from hpcpolicy.slurm.queue import NO_LIMIT_S, limit_seconds, parse_snapshot
+from hpcpolicy.slurm.queue import NO_LIMIT_S, Snapshot, limit_seconds, parse_snapshot
 
 
 def _job(job_id: int | str, state: str = "PENDING", limit: str = "10:00",
@@ -23,7 +23,7 @@ def _job(job_id: int | str, state: str = "PENDING", limit: str = "10:00",
 SINFO = "\n".join(f"n{i}|16|0/16/0/16|batch*|idle" for i in range(1, 5))
 
 
-def _snap(*jobs: str) -> object:
+def _snap(*jobs: str) -> Snapshot:
     return parse_snapshot("\n".join(jobs) + "\n", SINFO, now=2000)
 
 
