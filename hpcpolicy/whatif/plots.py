@@ -45,6 +45,7 @@ __all__ = [
     "Plot",
     "draw_plots",
     "metric_info",
+    "primary_comparisons",
     "run_colours",
     "runs_of",
     "scenario_labels",
