@@ -305,3 +305,20 @@ def test_the_page_badge_summarises_every_comparison_in_any_order() -> None:
     assert badges[0] == badges[1] == (doc["headline"]["class"], doc["headline"]["class"],
                                       doc["headline"]["badge"])
     assert f"**Verdict ({doc['headline']['badge']}).**" in render_markdown(doc)
+
+
+def test_no_resample_of_a_bounded_slowdown_falls_below_one() -> None:
+    """A p95 bounded slowdown of exactly 1 (no queue) keeps its ratio: the histogram's
+    correction never carries a resample below the least value a slowdown can take."""
+    rng = np.random.default_rng(9)
+    n = 400
+    submit = np.sort(rng.integers(0, 8 * WEEK, n)).astype(np.int64)
+    run = rng.integers(10, 20_000, n).astype(np.int64)
+    cores = np.ones(n, dtype=np.int64)
+    late = rng.random(n) < 0.03  # a few short jobs wait an hour: all else starts on submit
+    run = np.where(late, 10, run).astype(np.int64)
+    wait = np.where(late, 3600, 0).astype(np.int64)
+    base = _outcomes(submit, wait, run, cores)
+    cand = _outcomes(submit, np.where(late, 1800, 0).astype(np.int64), run, cores)
+    r = _rows(base, cand)["p95_bsld"]
+    assert r["baseline"] == 1.0 and r["rel_note"] is None and r["rel_ci_low"] is not None

@@ -31,10 +31,11 @@ window and over the whole log); otherwise there is **no clear difference**. Each
 counted as a win, a loss or a tie (``share_better``, ``share_worse``, ``share_tied``): a tie is
 never a loss. With fewer than :data:`MIN_WINDOWS` windows no interval is given.
 
-Every compared metric is non-negative, so a percentile's corrected replicates are clipped at
-zero, and a relative change (whole-log and interval) is given only where the baseline is at
-least :data:`RATIO_FLOOR` of its unit over the whole log and in every resample: dividing by a
-baseline of (nearly) nothing gives figures such as -891 % that mean nothing. There the row
+Every compared metric is non-negative (a bounded slowdown at least 1), so a percentile's
+corrected replicates are clipped there, and a relative change (whole-log and interval) is
+given only where the baseline is at least :data:`RATIO_FLOOR` of its unit over the whole log
+and in every resample: dividing by a baseline of (nearly) nothing gives figures such as
+-891 % that mean nothing. There the row
 keeps the absolute change and says why in ``rel_note``.
 """
 
@@ -303,8 +304,9 @@ def _replicate_values(stats: WindowStats, counts: F64, metric: Metric,
         if whole is not None:
             reps += whole - _hist_quantile(hist.sum(axis=0, keepdims=True), edges,
                                            metric.quantile)[0]
-        # the shift may carry a replicate below zero, which no wait or slowdown can be
-        return np.maximum(reps, 0.0)
+        # the shift may carry a replicate below what the metric can be: a wait below 0, a
+        # bounded slowdown below 1
+        return np.maximum(reps, 1.0 if metric.column == "bsld" else 0.0)
 
 
 def _verdict(metric: Metric, low: float | None, high: float | None, tied: bool) -> str:
