@@ -20,6 +20,7 @@ from input_bombs import BOMBS, SWF_HEAD, SWF_LINE, write_stream
 from hpcpolicy.errors import ConfigError, InputFormatError
 
 MIB = 1 << 20
+DATA = Path(__file__).parent / "data"
 
 
 @pytest.mark.parametrize(("bomb", "size", "message"), [
@@ -57,6 +58,17 @@ def test_gzip_that_expands_too_much_is_refused(tmp_path: Path,
 def test_a_raised_line_limit_keeps_the_long_field(tmp_path: Path) -> None:
     args = BOMBS["helios_field"](tmp_path, 2 * MIB)
     assert invoke(*args, "--max-line-bytes", str(3 * MIB)).exit_code == 0
+
+
+def test_a_raised_line_limit_reads_a_long_sacct_line(tmp_path: Path) -> None:
+    """The sacct scanner's output buffer grows with the limit (it stalled on a line longer
+    than a sixth of it)."""
+    rows = (DATA / "sacct_slurm_tiny.txt").read_bytes().split(b"\n")
+    long = rows[1].replace(b"|j101|", b"|" + b"n" * (3 * MIB) + b"|", 1)
+    log = write_stream(tmp_path / "long.txt", [b"\n".join([*rows[:4], long, *rows[4:]])])
+    result = invoke("ingest", str(log), "-o", str(tmp_path / "o.parquet"),
+                    "--max-line-bytes", str(4 * MIB))
+    assert result.exit_code == 0, result.output
 
 
 def test_a_raised_column_limit_reads_the_wide_header(tmp_path: Path) -> None:

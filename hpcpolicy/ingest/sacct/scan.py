@@ -85,7 +85,6 @@ def rejoin_index(layout: SacctLayout, id_index: int | None) -> int:
 
 ROWS_PER_CALL = 1 << 16
 """Rows (and loose step keys) one kernel call writes at most: one frame."""
-_OUT_BYTES = 2 * CHUNK_BYTES
 _STYLES = {"parsable2": kernel.PARSABLE2, "parsable": kernel.PARSABLE, "csv": kernel.CSV}
 _SEPARATORS = tuple(b for b in range(31, 0, -1) if b not in (9, 10, 13))
 """Control bytes that may separate the fields handed to Polars, in order of preference."""
@@ -155,7 +154,11 @@ class _Batches:
     def __init__(self, path: Path, layout: SacctLayout, fields: Fields, known: Known | None,
                  id_index: int | None, limits: Limits | None) -> None:
         self.path = path
-        self.limits = limits
+        self.limits = limits or Limits()
+        # the kernel writes a row only with room for 6 bytes per byte of its line, and 4 per
+        # field: a buffer that cannot hold the longest line would never move on
+        self.out_bytes = max(2 * CHUNK_BYTES,
+                             6 * self.limits.line_bytes + 8 * layout.n_fields + (1 << 16))
         self.used = np.array(fields.indexes(), dtype=np.int64)
         self.runs = kernel.runs_of(self.used)
         self.parsed, self.words, self.word_ends, self.n_missing = fields.spec()
@@ -211,7 +214,7 @@ class _Batches:
         """This thread's output arrays (reused: what a frame keeps is copied out of them)."""
         if not hasattr(self.local, "arrays"):
             self.local.arrays = (
-                np.empty(_OUT_BYTES, dtype=np.uint8),
+                np.empty(self.out_bytes, dtype=np.uint8),
                 np.empty(ROWS_PER_CALL, dtype=np.int64), np.empty(ROWS_PER_CALL, dtype=np.uint8),
                 np.zeros((len(self.numbers), ROWS_PER_CALL + 1), dtype=np.int64),
                 np.zeros((len(self.parsed), ROWS_PER_CALL + 1), dtype=np.uint8),
