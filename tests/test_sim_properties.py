@@ -19,6 +19,7 @@ from hpcpolicy.policies import policy_names
 from hpcpolicy.sim import SimConfig, SimResult, simulate
 from hpcpolicy.sim import reference as reference_module
 from hpcpolicy.sim.backfill import easy_backfill
+from hpcpolicy.sim.capacity import Outage
 from hpcpolicy.sim.checks import check_schedule
 from hpcpolicy.sim.prepare import prepare
 from hpcpolicy.workload import Workload
@@ -171,3 +172,61 @@ def test_a_python_policy_sees_the_same_views_on_both_engines(
         seen.append(rec.views)
     assert seen[0] == seen[1]
     assert all(len(v[4]) == len(v[5]) for v in seen[0])
+
+
+@st.composite
+def outage_lists(draw: st.DrawFn, cluster: ClusterSpec) -> tuple[Outage, ...]:
+    """0-3 random outages (cores or whole nodes of a random group), overlapping at times,
+    some starting before the first submit, some while jobs hold everything."""
+    out = []
+    for _ in range(draw(st.integers(0, 3))):
+        grp = draw(st.sampled_from(cluster.groups))
+        start = draw(st.integers(0, 150))
+        end = start + draw(st.integers(1, 100))
+        if draw(st.booleans()):
+            out.append(Outage(start=start, end=end, nodes=draw(st.integers(1, grp.count)),
+                              group=grp.name))
+        else:
+            out.append(Outage(start=start, end=end,
+                              cores=draw(st.integers(1, grp.count * grp.cores)),
+                              group=grp.name))
+    return tuple(out)
+
+
+def _held_within_capacity(w: Workload, cluster: ClusterSpec, cfg: SimConfig,
+                          running: Any, r: SimResult) -> None:
+    """At every start, the cores held in its group plus the cores out of service there fit
+    in the group: no job starts into an outage's debt."""
+    prep = prepare(w, cluster, cfg, running)
+    pre = prep.n + np.arange(prep.m)
+    start = np.concatenate([r.start, np.zeros(prep.m, dtype=np.int64)])
+    end = np.concatenate([r.end, prep.pre_end])
+    group = np.concatenate([r.group, prep.pre_group])
+    cores = np.concatenate([r.alloc_cores, prep.need[pre, prep.pre_group, 0]])
+    names = [x.name for x in cluster.groups]
+    for j in np.flatnonzero(r.start >= 0):
+        t, g = int(r.start[j]), int(r.group[j])
+        grp = cluster.groups[g]
+        held = cores[(group == g) & (start >= 0) & (start <= t) & (end > t)].sum()
+        out = sum(o.cores + o.nodes * grp.cores for o in cfg.outages
+                  if names.index(o.group) == g and o.start <= t < o.end)
+        assert held + out <= grp.count * grp.cores, (w.job_id[j], t, g)
+
+
+@FAST
+@given(data=st.data(), cluster=clusters(), kill=st.booleans(), exclusive=st.booleans())
+def test_with_random_outages_the_engines_agree_and_never_start_into_a_debt(
+        data: st.DataObject, cluster: ClusterSpec, kill: bool, exclusive: bool) -> None:
+    w = data.draw(job_lists(gpus=len(cluster.groups) > 1))
+    running = data.draw(running_jobs(cluster, exclusive))
+    outages = data.draw(outage_lists(cluster))
+    for policy in policy_names():
+        for mode in MODES:
+            cfg = SimConfig(policy=policy, backfill=mode, kill_at_limit=kill,
+                            exclusive_nodes=exclusive, check=True, outages=outages)
+            fast = simulate(w, cluster, cfg, running=running)
+            ref = simulate(w, cluster, dataclasses.replace(cfg, engine="reference"),
+                           running=running)
+            stepped = simulate(w, cluster, cfg, running=running, policy=AsPython(policy))
+            assert schedule(fast) == schedule(ref) == schedule(stepped), (policy, mode)
+            _held_within_capacity(w, cluster, cfg, running, fast)

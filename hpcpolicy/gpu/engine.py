@@ -17,6 +17,11 @@ The queue, the policy, backfilling and every tie rule are the reference engine's
 
 With the penalty off and one speed, run times are the logged ones and every allocator gives
 the pooled engines' schedule on the spec with one group per GPU type.
+
+Outages (:mod:`hpcpolicy.sim.capacity`) are replayed for whole nodes: an outage of ``nodes``
+nodes takes the last ``nodes`` nodes of its group (in spec order) out of its pool's totals and
+their GPUs off the nodes, with the pooled engines' semantics (jobs on them finish; nothing new
+is placed there until the outage ends). An outage of single cores is refused.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from hpcpolicy.gpu.placement import NODE_ALLOCATORS, NodeAllocator, get_node_all
 from hpcpolicy.gpu.placer import Candidate, PlacementView, Placer
 from hpcpolicy.gpu.topology import MILLI, Topology
 from hpcpolicy.policies.base import Scorer
+from hpcpolicy.sim.capacity import G, T, changes
 from hpcpolicy.sim.prepare import Prepared, prepare
 from hpcpolicy.sim.reference import ReferenceEngine
 from hpcpolicy.sim.types import SimConfig
@@ -79,7 +85,26 @@ def gpu_prepare(workload: Workload, cluster: ClusterSpec, cfg: SimConfig,
         need[~possible, p, :] = -1
     never = np.asarray(~(need[:, :, 0] >= 0).any(axis=1))
     return dataclasses.replace(prep, need=need, capacity=cap.copy(), never_fits=never,
-                               free0=cap.copy())
+                               free0=cap.copy(), cap=_pool_changes(prep.cap, cluster, topo))
+
+
+def _pool_changes(changes: I64, cluster: ClusterSpec, topo: Topology) -> I64:
+    """Capacity changes by node group made changes by pool, GPUs in thousandths.
+
+    Raises:
+        ConfigError: an outage takes single cores rather than whole nodes.
+    """
+    out = changes.copy()
+    for c in range(changes.shape[1]):
+        grp = cluster.groups[int(changes[G, c])]
+        nodes = int(changes[G + 4, c])
+        if int(changes[G + 1, c]) != nodes * grp.cores:
+            raise ConfigError(f"outage at t={int(changes[T, c])} s takes single cores of group "
+                              f"{grp.name!r}; allocator node-level placement replays whole-node "
+                              "outages only: give it nodes instead of cores")
+        out[G, c] = topo.node_pool[np.flatnonzero(topo.node_group == changes[G, c])[0]]
+        out[G + 2, c] = changes[G + 2, c] * MILLI
+    return out
 
 
 class GpuEngine(ReferenceEngine):
@@ -136,6 +161,10 @@ class GpuEngine(ReferenceEngine):
         self.spread_s = np.zeros(n, dtype=np.int64)
         self._frag = _Fragmentation(self.topo.node_gpu_milli)
         self._now = 0
+        by_group = changes(cluster, cfg.outages)
+        self._down = [np.flatnonzero(self.topo.node_group == g)[::-1][:abs(int(k))]
+                      for g, k in zip(by_group[G], by_group[G + 4], strict=True)]
+        """The nodes of each capacity change: the last ones of its group."""
 
     def _speed_factors(self, w: Workload) -> F64:
         """(jobs, pools) run-time factor of each GPU job in each pool from GPU speeds."""
@@ -245,6 +274,12 @@ class GpuEngine(ReferenceEngine):
         self.killed[j] = self.cfg.kill_at_limit and slow > req
         self.dur[j] = min(slow, req) if self.killed[j] else slow
         return int(self.dur[j])
+
+    def _change(self, c: int) -> None:
+        super()._change(c)  # the pool's totals
+        nodes = self._down[c]
+        sign = 1 if self.p.cap[G + 4, c] > 0 else -1
+        self.node_free[nodes] += sign * self.topo.node_gpu_milli[nodes]
 
     def _release(self, j: int, now: int) -> None:
         if j not in self.held:

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "NO_RESERVATION",
     "EasyPlan",
     "Profile",
     "RunningSlot",
@@ -40,6 +41,9 @@ __all__ = [
 ]
 
 I64 = npt.NDArray[np.int64]
+
+NO_RESERVATION = 2**62
+"""The shadow time of a head that cannot be reserved (the compiled engine's ``BIG``)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,9 @@ def shadow_time(now: int, head_need: I64, free: I64,
         running: the running jobs.
 
     Returns:
-        (shadow time, group, (4,) extra resources of that group at the shadow time).
+        (shadow time, group, (4,) extra resources of that group at the shadow time), or
+        (:data:`NO_RESERVATION`, -1, zeros) when the head does not fit even once every
+        running job has ended (an outage holds the resources it needs).
 
     Example:
         >>> import numpy as np
@@ -111,8 +117,8 @@ def shadow_time(now: int, head_need: I64, free: I64,
         for g in range(head_need.shape[0]):
             if fits(head_need[g], avail[g]):
                 return t, g, avail[g] - head_need[g]
-        if k >= len(ends):
-            raise ValueError("the head cannot fit even on an empty cluster")
+        if k >= len(ends):  # out of capacity (an outage) even with every running job ended
+            return NO_RESERVATION, -1, np.zeros(4, dtype=np.int64)
 
 
 def easy_backfill(now: int, queue: Sequence[int], need: I64, length: I64, free: I64,
@@ -183,21 +189,20 @@ class Profile:
             k = int(np.searchsorted(self.times, planned_end(slot, now)))
             self.free[k:, slot.group] += slot.need
 
-    def earliest(self, need: I64, length: int) -> tuple[int, int]:
+    def earliest(self, need: I64, length: int) -> tuple[int, int] | None:
         """Earliest (time, group) where a (groups, 4) demand fits for ``length`` seconds;
-        the earliest time wins, then the first group."""
+        the earliest time wins, then the first group. None where it fits nowhere on the
+        profile (an outage holds what it needs)."""
         best: tuple[int, int] | None = None
         for g in range(need.shape[0]):
             if need[g, 0] < 0:
                 continue
             t = self._earliest_in(g, need[g], length)
-            if best is None or t < best[0]:
+            if t is not None and (best is None or t < best[0]):
                 best = (t, g)
-        if best is None:
-            raise ValueError("the job fits in no group")
         return best
 
-    def _earliest_in(self, g: int, d: I64, length: int) -> int:
+    def _earliest_in(self, g: int, d: I64, length: int) -> int | None:
         # Breakpoint i works if d fits on every step from times[i] until times[i] + length,
         # i.e. on steps i .. last[i] - 1 (last[i] = first breakpoint at or after the end).
         ok = np.asarray((self.free[:, g, :] >= d).all(axis=1))
@@ -205,7 +210,7 @@ class Profile:
         misses = np.concatenate([[0], np.cumsum(~ok)])  # misses before each step
         works = ok & (misses[last] == misses[: len(ok)])
         if not works.any():
-            raise ValueError("the demand exceeds the group's capacity")
+            return None
         return int(self.times[int(np.argmax(works))])
 
     def reserve(self, start: int, length: int, g: int, d: I64) -> None:
@@ -250,7 +255,10 @@ def conservative_backfill(now: int, queue: Sequence[int], need: I64, length: I64
     for i, j in enumerate(queue):
         if (profile.free[0, :, 0] < cheapest[i]).all():
             break
-        t, g = profile.earliest(need[j], int(length[j]))
+        found = profile.earliest(need[j], int(length[j]))
+        if found is None:
+            continue
+        t, g = found
         profile.reserve(t, int(length[j]), g, need[j, g])
         reservations[int(j)] = (t, g)
         if t == now:

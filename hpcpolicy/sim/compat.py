@@ -232,7 +232,7 @@ def _choose(ji, a, ip, fp, sc, queue, scores, fs):
 def run_to_end(J, S):
     """Run a built-in policy with RLScheduler's semantics to the end."""
     BJ, BS = unpack(J, S)
-    ji, need, a, _minc, ip, fp = BJ
+    ji, need, a, _minc, ip, fp, _cap = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, scores, free, tmp, _prof_t, _prof_f,
      _smin, fs, _urun) = BS
     run = plan[1]
@@ -247,7 +247,7 @@ def run_to_end(J, S):
 def next_decision(J, S):
     """Number of waiting jobs to score for the next head choice; 0 at the end."""
     BJ, BS = unpack(J, S)
-    ji, need, _a, _minc, ip, _fp = BJ
+    ji, need, _a, _minc, ip, _fp, _cap = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, _scores, free, _tmp, _prof_t, _prof_f,
      _smin, fs, _urun) = BS
     if not _fill(ji, need, ip, sc, js, plan[1], queue, free, fs):
@@ -260,7 +260,7 @@ def next_decision(J, S):
 def decide(J, S):
     """Make the best of ``S.scores[:q]`` the head and run until it has started."""
     BJ, BS = unpack(J, S)
-    ji, need, a, _minc, ip, fp = BJ
+    ji, need, a, _minc, ip, fp, _cap = BJ
     (sc, js, _heap, plan, _tree, _wheap, queue, _order, scores, free, tmp, _prof_t, _prof_f,
      _smin, fs, _urun) = BS
     sc[DECISIONS] += 1

@@ -70,7 +70,7 @@ def build(prep: Prepared, cfg: SimConfig, kernel: ScoreKernel | None) -> tuple[A
                    fs.half_life_s, fs.max_age_s, cfg.limits.user_jobs, cfg.limits.user_cores],
                   dtype=np.int64)
     fp = np.array([fs.weight_fairshare, fs.weight_age, float(prep.n_users)])
-    jobs = fast.Jobs(ji=ji, need=prep.need, a=a, minc=minc, ip=ip, fp=fp)
+    jobs = fast.Jobs(ji=ji, need=prep.need, a=a, minc=minc, ip=ip, fp=fp, cap=prep.cap)
 
     # Arrays a run does not use are allocated with one element.
     total = n + m

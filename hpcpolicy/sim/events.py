@@ -1,9 +1,11 @@
 """The reference engine's event queue: a heap of ``(time, priority, seq, kind, job)``.
 
 Named priorities fix the order of events at equal times: a job *finish* frees resources before
-a job *submit* joins the queue, and both come before the *scheduling pass*. Among events of the
-same time and kind, ``seq`` decides: the job index for finishes and submits, so the order is
-reproducible without any wall clock or random number.
+a *capacity* change (an outage's start or end, :mod:`hpcpolicy.sim.capacity`) and before a
+job *submit* joins the queue, and all come before the *scheduling pass*. Among events of the
+same time and kind, ``seq`` decides: the job index for finishes and submits, the change's
+index for capacity changes, so the order is reproducible without any wall clock or random
+number.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ class Kind(IntEnum):
     """Event kinds; the value is the priority at equal times (lower first)."""
 
     FINISH = 0
-    SUBMIT = 1
-    PASS = 2
+    CAPACITY = 1
+    SUBMIT = 2
+    PASS = 3
 
 
 @dataclass(order=True, frozen=True)

@@ -71,16 +71,17 @@ START, FIN, PEND, GRP, BF = range(5)
 # State.sc: scalars.
 (NOW, QH, QT, NWAIT, HLEN, PLO, NEXT, EVENTS, FINISHES, PASSES, STARTED, BACKFILLED,
  DECISIONS, OVERRUNS, RES_HEAD, RES_T, RES_OVR, VIOL, VIOL_J, VIOL_T, PHASE, T0, MIDSTART,
- RLEN, SH_HEAD, SH_T, SH_G, SH_FIN, FIRST, WLEN, PHI) = range(31)
+ RLEN, SH_HEAD, SH_T, SH_G, SH_FIN, FIRST, WLEN, PHI, CNEXT) = range(32)
 N_SCALARS = 32
 # State.sc[VIOL] codes.
 VIOL_RESERVATION_LATER, VIOL_HEAD_LATE = 1, 2
 # State.sc[PHASE]: waiting for the next event, or inside a scheduling pass.
 WAITING, IN_PASS = 0, 1
 
-Jobs = namedtuple("Jobs", ["ji", "need", "a", "minc", "ip", "fp"])
+Jobs = namedtuple("Jobs", ["ji", "need", "a", "minc", "ip", "fp", "cap"])
 """Read-only: ji (8, n) rows SUBMIT..BY_RANK; need (N, G, 4); a (n,) kernel coefficient;
-minc (G,) smallest core demand per group; ip / fp parameters."""
+minc (G,) smallest core demand per group; ip / fp parameters; cap (6, K) the capacity changes
+over time (:func:`hpcpolicy.sim.capacity.changes`), the next one at ``sc[CNEXT]``."""
 
 State = namedtuple("State", ["sc", "js", "heap", "plan", "tree", "wheap", "queue", "order",
                              "scores", "free", "tmp", "prof_t", "prof_f", "smin", "fs", "urun"])
@@ -99,10 +100,11 @@ limits; one column otherwise)."""
 @njit(cache=True)
 def unpack(J, S):
     """Borrowed views of every array of a run."""
-    ji, need, a, minc, ip, fp = J
+    ji, need, a, minc, ip, fp, cap = J
     (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin, fs,
      urun) = S
-    return ((borrow(ji), borrow(need), borrow(a), borrow(minc), borrow(ip), borrow(fp)),
+    return ((borrow(ji), borrow(need), borrow(a), borrow(minc), borrow(ip), borrow(fp),
+             borrow(cap)),
             (borrow(sc), borrow(js), borrow(heap), borrow(plan), borrow(tree), borrow(wheap),
              borrow(queue), borrow(order), borrow(scores), borrow(free), borrow(tmp),
              borrow(prof_t), borrow(prof_f), borrow(smin), borrow(fs), borrow(urun)))
@@ -280,8 +282,9 @@ def _start(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, j, g, back
 
 # ---------------------------------------------------------------- events
 @njit(cache=True, inline="always")
-def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
-    """Jump to the next event time; apply its finishes, then its submits. False when none."""
+def _advance(ji, need, ip, cap, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
+    """Jump to the next event time; apply its finishes, its capacity changes, then its
+    submits. False when none."""
     n = ip[IP_N]
     nxt = sc[NEXT]
     while nxt < n and ji[NEVER, nxt]:
@@ -289,6 +292,9 @@ def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs, uru
     t = ji[SUBMIT, nxt] if nxt < n else BIG
     if sc[HLEN] > 0 and heap[0, 0] < t:
         t = heap[0, 0]
+    c = sc[CNEXT]
+    if c < cap.shape[1] and cap[0, c] < t:
+        t = cap[0, c]
     if t == BIG:
         sc[NEXT] = nxt
         return False
@@ -310,6 +316,14 @@ def _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs, uru
             urun[1, ji[USER, j]] -= need[j, g, 0]
         sc[EVENTS] += 1
         sc[FINISHES] += 1
+    while c < cap.shape[1] and cap[0, c] == t:
+        # Free may go below zero: running jobs are left to finish (hpcpolicy.sim.capacity).
+        for r in range(4):
+            free[cap[1, c], r] += cap[2 + r, c]
+        sc[OVERRUNS] += 1  # EASY's promise to the head is void across a change
+        sc[SH_HEAD] = -1  # and its shadow time must be computed again
+        c += 1
+    sc[CNEXT] = c
     while nxt < n and ji[SUBMIT, nxt] == t:
         if not ji[NEVER, nxt]:
             _enqueue(ji, ip, sc, tree, wheap, queue, nxt)
@@ -378,6 +392,8 @@ def _shadow(ji, need, ip, sc, js, plan, free, tmp, head):
                     tmp[G, r] = tmp[g, r] - need[head, g, r]
                 gh = g
                 break
+    if gh < 0:
+        t = BIG  # out of capacity even once every running job has ended: no reservation
     sc[SH_HEAD] = head
     sc[SH_T] = t
     sc[SH_G] = gh
@@ -552,8 +568,10 @@ def _place(ji, need, ip, sc, js, heap, plan, tree, wheap, free, urun, prof_t, pr
         if need[j, g, 0] < 0:
             continue
         e = _earliest(ji, need, prof_t, prof_f, size, j, g)
-        if best_g < 0 or prof_t[e] < prof_t[best_i]:
+        if e >= 0 and (best_g < 0 or prof_t[e] < prof_t[best_i]):
             best_i, best_g = e, g
+    if best_g < 0:
+        return size  # out of capacity (an outage) on the whole profile: no reservation
     t = prof_t[best_i]
     size = _reserve(ji, need, prof_t, prof_f, size, best_i, best_g, j)
     if t == sc[NOW]:
@@ -650,11 +668,11 @@ def _backfill_ordered(ji, need, minc, ip, sc, js, heap, plan, tree, wheap, free,
 def run_to_end(J, S):
     """Run a built-in policy until every job has started and ended."""
     BJ, BS = unpack(J, S)
-    ji, need, a, minc, ip, fp = BJ
+    ji, need, a, minc, ip, fp, cap = BJ
     (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin,
      fs, urun) = BS
     static = ip[IP_KIND] == STATIC
-    while _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
+    while _advance(ji, need, ip, cap, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
         sc[PASSES] += 1
         if sc[NWAIT] == 0:
             continue
@@ -693,13 +711,13 @@ def next_decision(J, S):
     ``S.queue[S.sc[QH]:S.sc[QT]]``, in submit order), or 0 when the run is over.
     """
     BJ, BS = unpack(J, S)
-    ji, need, _a, _minc, ip, _fp = BJ
+    ji, need, _a, _minc, ip, _fp, cap = BJ
     (sc, js, heap, plan, tree, wheap, queue, _order, _scores, free, _tmp, _prof_t, _prof_f,
      _smin, fs, urun) = BS
     while True:
         if sc[PHASE] == IN_PASS and sc[NWAIT] > 0:
             return sc[NWAIT]
-        if not _advance(ji, need, ip, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
+        if not _advance(ji, need, ip, cap, sc, js, heap, plan, tree, wheap, queue, free, fs, urun):
             return 0
         sc[PASSES] += 1
         sc[PHASE] = IN_PASS
@@ -710,7 +728,7 @@ def decide(J, S):
     """Apply the scores in ``S.scores[:q]``: start the best job if it fits (and stay in the
     pass for the next decision), else backfill around it and wait for the next event."""
     BJ, BS = unpack(J, S)
-    ji, need, _a, minc, ip, _fp = BJ
+    ji, need, _a, minc, ip, _fp, _cap = BJ
     (sc, js, heap, plan, tree, wheap, queue, order, scores, free, tmp, prof_t, prof_f, smin,
      _fs, urun) = BS
     q = sc[NWAIT]

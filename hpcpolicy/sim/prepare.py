@@ -16,6 +16,7 @@ import numpy.typing as npt
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.allocation import CORES, get_allocator
+from hpcpolicy.sim.capacity import changes
 from hpcpolicy.sim.types import RunningJobs, SimConfig
 from hpcpolicy.workload import Workload
 
@@ -61,6 +62,8 @@ class Prepared:
     """(m,) the group each running job occupies."""
     free0: I64
     """(groups, 4) free resources at the start."""
+    cap: I64
+    """(6, K) capacity changes over time (:func:`hpcpolicy.sim.capacity.changes`)."""
 
 
 def i64(a: npt.ArrayLike) -> I64:
@@ -167,5 +170,5 @@ def prepare(workload: Workload, cluster: ClusterSpec, cfg: SimConfig,
         never_fits=dem.never_fits[:n].copy(), user=user,
         n_users=max(len(w.users), int(user.max(initial=-1)) + 1, 1),
         pre_end=i64(running.end), pre_req_end=i64(running.req_end), pre_group=pre_group,
-        free0=free,
+        free0=free, cap=changes(cluster, cfg.outages),
     )

@@ -5,10 +5,12 @@ same schedule for every policy and backfilling mode; a test checks that on rando
 One run, step by step:
 
 1. Every job is a SUBMIT event at its submit time (jobs that can never fit are left out and
-   reported); every job already running at a warm start is a FINISH event at its end.
-2. Events pop in (time, kind, job) order with FINISH before SUBMIT before PASS, so resources
-   freed at time t are free for the jobs submitted at t. The first FINISH or SUBMIT at a time
-   schedules one PASS at that time.
+   reported); every job already running at a warm start is a FINISH event at its end; every
+   capacity change (an outage's start or end, :mod:`hpcpolicy.sim.capacity`) is a CAPACITY
+   event.
+2. Events pop in (time, kind, job) order with FINISH before CAPACITY before SUBMIT before
+   PASS, so resources freed at time t are free for the jobs submitted at t. The first FINISH,
+   CAPACITY or SUBMIT at a time schedules one PASS at that time.
 3. A PASS asks the policy to score the waiting jobs and starts the best one if it fits, then
    asks again. When the best one does not fit, it is the *head*: backfilling (none, EASY or
    conservative) may start other jobs around it, and the pass ends.
@@ -26,6 +28,7 @@ from hpcpolicy.errors import ConfigError, SimulationError
 from hpcpolicy.policies.base import QueueView, Scorer, running_order
 from hpcpolicy.sim.allocation import get_allocator
 from hpcpolicy.sim.backfill import RunningSlot, conservative_backfill, easy_backfill
+from hpcpolicy.sim.capacity import G, T
 from hpcpolicy.sim.events import Event, EventQueue, Kind
 from hpcpolicy.sim.fairshare import DecayedUsage
 from hpcpolicy.sim.prepare import Prepared
@@ -86,6 +89,8 @@ class ReferenceEngine:
             self.events.schedule(Event(int(p.pre_end[i]), Kind.FINISH, j, j))
         for k in np.flatnonzero(~p.never_fits).tolist():
             self.events.schedule(Event(int(p.submit[k]), Kind.SUBMIT, k, k))
+        for c in range(p.cap.shape[1]):
+            self.events.schedule(Event(int(p.cap[T, c]), Kind.CAPACITY, c, c))
         pass_at: int | None = None
         while self.events:
             ev = self.events.pop()
@@ -94,16 +99,23 @@ class ReferenceEngine:
                 self.counts["passes"] += 1
                 self._pass(ev.time)
                 continue
-            if ev.kind is Kind.FINISH:
+            if ev.kind is Kind.CAPACITY:
+                self._change(ev.job)
+            elif ev.kind is Kind.FINISH:
                 self._finish(ev.job, ev.time)
             else:
                 self.queue.append(ev.job)
-            self.counts["events"] += 1
+            self.counts["events"] += ev.kind is not Kind.CAPACITY
             if pass_at != ev.time:
                 self.events.schedule(Event(ev.time, Kind.PASS, 0))
                 pass_at = ev.time
         return {"start": self.start, "group": self.group, "backfilled": self.backfilled,
                 "stats": dict(self.counts)}
+
+    def _change(self, c: int) -> None:
+        """Apply capacity change ``c``; free may go below zero (running jobs finish)."""
+        self.free[self.p.cap[G, c]] += self.p.cap[G + 1:, c]
+        self.overruns += 1  # EASY's promise to the head is void across a change
 
     def _finish(self, j: int, now: int) -> None:
         slot = self.running.pop(j)

@@ -11,6 +11,7 @@ import numpy.typing as npt
 from hpcpolicy.compat import COMPAT_NAMES, CompatPreset, compat_preset
 from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.sim.capacity import Outage
 
 __all__ = [
     "ALLOCATORS",
@@ -126,6 +127,9 @@ class SimConfig(Config):
     """Partitions with their own nodes: (partition name, names of the node groups its jobs
     may run in); the name ``*`` stands for every partition not named. Jobs of partitions
     not covered run in any group; empty = no pools."""
+    outages: tuple[Outage, ...] = ()
+    """Capacity taken away and given back over time (unplanned outages and drains, see
+    :mod:`hpcpolicy.sim.capacity`); empty = the whole machine all the time."""
 
     def validate(self) -> None:
         self._require(self.preset.conservative_backfill or self.backfill != "conservative",
@@ -137,6 +141,9 @@ class SimConfig(Config):
             "running limits need the fast engine with the project's semantics and the "
             "first-fit allocator; drop --engine reference, --compat or the node-level "
             "--allocator, or the site model's [limits]")
+        self._require(not self.outages or not self.preset.peer_engine, "outages",
+                      f"compat {self.compat!r} replays a machine without outages; drop "
+                      "--compat, or the site model's outages")
 
     @property
     def preset(self) -> CompatPreset:

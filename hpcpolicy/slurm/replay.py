@@ -24,6 +24,13 @@ Where it differs from the pooled simulator (:mod:`hpcpolicy.sim`):
 
 The limit is the logged one (whole minutes in Slurm); the run is the logged elapsed time.
 
+Outages (:mod:`hpcpolicy.sim.capacity`, whole nodes only) are replayed as the pooled engines
+replay them: an outage of ``nodes`` nodes takes the last ``nodes`` nodes (highest indices) at
+its start and gives them back at its end; jobs running there finish, and no job is placed on
+a node that is down (its free count is below zero until it is back). The main pass runs at
+each change; backfill plans with what is up now (it does not see an outage coming or ending).
+Overlapping outages of the same nodes take them once.
+
 Example:
     >>> nodes = {"batch": (0, 1, 2, 3), "short": (2, 3)}
     >>> result = slurm_replay(workload, SlurmReplayConfig(), nodes)  # doctest: +SKIP
@@ -42,6 +49,7 @@ import numpy.typing as npt
 
 from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.sim.capacity import Outage
 from hpcpolicy.sim.types import SimResult
 from hpcpolicy.workload import Workload
 
@@ -50,8 +58,9 @@ __all__ = ["SlurmReplayConfig", "place", "slurm_replay", "start_latencies"]
 I64 = npt.NDArray[np.int64]
 MS = 1000
 """Replay ticks per second."""
-_RELEASE, _ARRIVE = 0, 1
-"""Event kinds; at the same instant, freed cores come before new jobs."""
+_RELEASE, _CAPACITY, _ARRIVE = 0, 1, 2
+"""Event kinds; at the same instant, freed cores come before capacity changes, before new
+jobs."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +174,7 @@ class _Running:
 
 class _Replay:
     def __init__(self, w: Workload, cfg: SlurmReplayConfig,
-                 partitions: Mapping[str, Sequence[int]]) -> None:
+                 partitions: Mapping[str, Sequence[int]], outages: Sequence[Outage]) -> None:
         self.w, self.cfg = w, cfg
         fitted = start_latencies(w, cfg.bf_interval)
         sub_lat = fitted[0] if cfg.submit_latency is None else cfg.submit_latency
@@ -184,6 +193,9 @@ class _Replay:
         self.running: dict[int, _Running] = {}
         self.queue: list[int] = []
         self.origin, self.res = int(w.origin), cfg.bf_resolution
+        self.outages = outages
+        self.down = np.zeros(cfg.nodes, dtype=np.int64)
+        """Outages holding each node now (a node is down while > 0)."""
 
     def _begin(self, job: int, now: int, cores: dict[int, int]) -> None:
         for n, c in cores.items():
@@ -191,6 +203,15 @@ class _Replay:
         self.start[job] = now
         self.running[job] = _Running(now // MS + int(self.limit[job]), cores)
         self.queue.remove(job)
+
+    def change(self, k: int) -> None:
+        """Capacity change ``k``: outage ``k // 2`` starts (even) or ends (odd)."""
+        o = self.outages[k // 2]
+        nodes = np.arange(self.cfg.nodes - o.nodes, self.cfg.nodes)
+        step = 1 if k % 2 == 0 else -1
+        turned = nodes[self.down[nodes] == (0 if step > 0 else 1)]
+        self.down[nodes] += step
+        self.free[turned] -= step * self.cfg.cores_per_node  # below zero while down
 
     def finish(self, job: int) -> None:
         for n, c in self.running.pop(job).cores.items():
@@ -268,6 +289,8 @@ class _Replay:
         sub_lat, end_lat = self.latency
         # a job is submitted in the middle of its logged second
         events = [(int(s) * MS + MS // 2 + sub_lat, _ARRIVE, j) for j, s in enumerate(self.sub)]
+        events += [(int(t) * MS, _CAPACITY, 2 * i + e) for i, o in enumerate(self.outages)
+                   for e, t in enumerate((o.start, o.end))]
         heapq.heapify(events)
         now, last_bf, never = 0, -1, 1 << 62
         while events or self.queue:
@@ -278,6 +301,8 @@ class _Replay:
                 _, kind, job = heapq.heappop(events)
                 if kind == _RELEASE:
                     self.finish(job)
+                elif kind == _CAPACITY:
+                    self.change(job)
                 else:
                     self.queue.append(job)
             before = set(self.running)
@@ -317,18 +342,26 @@ def _reserve(times: list[int], plan: I64, t0: int, t1: int,
 
 
 def slurm_replay(workload: Workload, cfg: SlurmReplayConfig,
-                 partitions: Mapping[str, Sequence[int]]) -> SimResult:
+                 partitions: Mapping[str, Sequence[int]],
+                 outages: Sequence[Outage] = ()) -> SimResult:
     """Replay ``workload`` as the test Slurm would schedule it (see the module docstring).
 
     Args:
         workload: the jobs, with their cores, nodes, partition and limit.
         cfg: nodes, cores per node, backfill interval, latencies.
         partitions: each partition name of the workload -> the indices of its nodes.
+        outages: whole nodes out of service over time (see the module docstring).
 
     Raises:
         ConfigError: a partition of the workload is not in ``partitions``, names a node the
-            cluster lacks, or a job can never fit its partition.
+            cluster lacks, a job can never fit its partition, or an outage takes single
+            cores or more nodes than there are.
     """
+    for o in outages:
+        if o.cores or o.nodes > cfg.nodes:
+            raise ConfigError(f"slurm replay: outage at t={o.start} s takes {o.cores} single "
+                              f"cores and {o.nodes} nodes of {cfg.nodes}; give whole nodes, "
+                              "at most all of them")
     for name in workload.partitions:
         if name not in partitions:
             raise ConfigError(f"slurm replay: partition {name!r} of the log has no node set; "
@@ -336,4 +369,4 @@ def slurm_replay(workload: Workload, cfg: SlurmReplayConfig,
         if any(not 0 <= n < cfg.nodes for n in partitions[name]):
             raise ConfigError(f"slurm replay: partition {name!r} names a node outside "
                               f"0..{cfg.nodes - 1}")
-    return _Replay(workload, cfg, partitions).run()
+    return _Replay(workload, cfg, partitions, outages).run()
