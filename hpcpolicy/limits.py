@@ -68,8 +68,8 @@ class Limits:
     def line_error(self, where: str, line: int, what: str) -> InputFormatError:
         """The error for line ``line`` of ``where`` running past :attr:`line_bytes`."""
         return InputFormatError(
-            f"{where}: line {line} is longer than {self.line_bytes:,} bytes; this is not "
-            f"{what} (binary data?), or raise --max-line-bytes if it is"
+            f"{where}: line {line} is longer than {self.line_bytes:,} bytes: not a line of "
+            f"{what} (binary data?); raise --max-line-bytes if it is one"
         )
 
     def header_error(self, where: str, line: int) -> InputFormatError:

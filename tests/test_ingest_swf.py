@@ -266,7 +266,8 @@ def _write(tmp: Path, name: str, data: bytes) -> Path:
     ("empty.swf", b"", ["empty.swf", "empty"]),
     ("comments.swf", b"; Version: 2.2\n; MaxProcs: 4\n", ["comments.swf", "no job rows"]),
     ("binary.swf", bytes(range(256)) * 64, ["binary.swf", "rejected", "--format"]),
-    ("noline.swf", b"7" * (2 << 20), ["noline.swf", "line 1", "not an SWF text log"]),
+    ("noline.swf", b"7" * (2 << 20), ["noline.swf", "line 1", "not a line of an SWF text log",
+                                      "--max-line-bytes"]),
     ("shifted.swf", b"1 2 3\n" * 10, ["shifted.swf", "100% of 10 rows", "field_count: 10"]),
 ])
 def test_bad_input_is_one_clear_line(tmp_path: Path, name: str, data: bytes,

@@ -24,11 +24,12 @@ DATA = Path(__file__).parent / "data"
 
 
 @pytest.mark.parametrize(("bomb", "size", "message"), [
-    ("csv_gz_field", 2 * MIB, r"field\.csv\.gz: line 3 is longer than 1,048,576 bytes; this is "
-     r"not a helios trace .*raise --max-line-bytes if it is"),
+    ("csv_gz_field", 2 * MIB, r"field\.csv\.gz: line 3 is longer than 1,048,576 bytes: not a "
+     r"line of a Helios job log \(cluster_log\.csv\) \(binary data\?\); raise --max-line-bytes "
+     r"if it is one$"),
     ("helios_field", 2 * MIB, r"field\.csv: line 3 is longer than 1,048,576 bytes"),
-    ("swf_gz_line", 2 * MIB, r"line\.swf\.gz: line 4 is longer than 1,048,576 bytes; this is "
-     r"not an SWF text log"),
+    ("swf_gz_line", 2 * MIB, r"line\.swf\.gz: line 4 is longer than 1,048,576 bytes: not a "
+     r"line of an SWF text log"),
     ("swf_zeros", 3 * MIB, r"zeros\.swf: line 1 is longer than 1,048,576 bytes"),
     ("sacct_columns", 1500, r"wide\.txt: line 1: the header names 1,500 columns, more than the "
      r"1,000 allowed; .*raise --max-columns"),

@@ -137,7 +137,8 @@ def _batches(path: Path, header: CsvHeader) -> Iterator[pl.DataFrame]:
     layout = header.layout
     first = 1
     header_seen = False
-    chunks = LineChunks(path, f"a {layout.name} trace ({layout.title})", limits=header.limits,
+    article = "an" if layout.title[0] in "AEIOU" else "a"
+    chunks = LineChunks(path, f"{article} {layout.title}", limits=header.limits,
                         piece_bytes=PIECE_BYTES)
     for buf, end in chunks.pieces():
         texts, bad = _decoded(buf[:end].tobytes())

@@ -117,7 +117,7 @@ def read_header(path: Path, limits: Limits | None = None) -> tuple[dict[str, Any
         if stripped and not stripped.startswith(";"):
             break
         if len(line.rstrip("\r\n").encode()) > limits.line_bytes:
-            raise limits.line_error(str(path), number, "an SWF header comment")
+            raise limits.line_error(str(path), number, "an SWF log's header")
         size += len(line.encode())
         if size > MAX_HEADER_BYTES:
             notes.append(f"only the first {MAX_HEADER_BYTES >> 20} MiB of header comments "
