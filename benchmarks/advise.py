@@ -1,14 +1,14 @@
 """Speed of one ``hpcpolicy advise`` pass on a queue of N pending jobs, reading included.
 
-Brings up the test Slurm (tests/slurm/cluster.py; root and Debian's slurm packages needed),
-submits N jobs that stay pending (``--begin`` two hours ahead), then times full dry-run passes
-(``squeue`` + ``sinfo`` in their text formats + ranking + predicted starts), and, on the same
-queue, the time ``squeue --json`` + ``sinfo --json`` take merely to print it (advise's former
-reading) with the given policy. The
+On the Slurm that SLURM_CONF names (the test Slurm: ``tests/slurm/up.sh``, which needs root
+and Debian's slurm packages, prints the line to export), submits N jobs that stay pending
+(``--begin`` two hours ahead), then times full dry-run passes (``squeue`` + ``sinfo`` in their
+text formats + ranking + predicted starts), and, on the same queue, the time ``squeue --json``
++ ``sinfo --json`` take merely to print it (advise's former reading) with the given policy. The
 first pass is reported apart: it may compile the simulator's kernels on a fresh install
 (numba caches them afterwards). The jobs are cancelled at the end.
 
-    python benchmarks/advise.py --jobs 2000 --passes 5 [--policy sjf] [--json out.json]
+    python -m benchmarks.advise --jobs 2000 --passes 5 [--policy sjf] [--json out.json]
 
 Prints one line and, with --json, writes the figures. The bar: a pass <= 1 s at 2,000 jobs.
 """
@@ -24,12 +24,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from slurm.cluster import started  # noqa: E402
-
-from hpcpolicy.slurm.advise import AdviseConfig, advise_pass  # noqa: E402
+from benchmarks._common import slurm_env
+from hpcpolicy.slurm.advise import AdviseConfig, advise_pass
 
 
 def _sbatch(env: dict[str, str], i: int) -> str:
@@ -54,15 +50,14 @@ def _json_read_s(env: dict[str, str]) -> float:
     return time.perf_counter() - tic
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=2000)
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--policy", default="sjf")
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
-    slurm = started()
-    env = slurm.env
+    args = ap.parse_args(argv)
+    env = slurm_env()
     tic = time.perf_counter()
     ids = _submit(env, args.jobs)
     submit_s = time.perf_counter() - tic

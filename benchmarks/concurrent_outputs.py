@@ -11,12 +11,13 @@ concurrent writers, and 0 tracebacks in 100 reads during replacements.
   keeps renaming one of two versions over it (300 and 500 jobs); a profile whose job and user
   counts come from different versions is ``mixed``.
 
-The rounds are in ``tests/output_races.py``; the default test suite runs a few of them.
+The rounds are in ``tests/output_races.py`` (test code: run with ``PYTHONPATH=tests``); the
+default test suite runs a few of them.
 Output: JSON (default ``benchmarks/results/concurrent_outputs.json``) and one line of text;
 exit 1 when a bar is missed.
 
-    python benchmarks/concurrent_outputs.py                 # 400 rounds, 100 reads
-    python benchmarks/concurrent_outputs.py --rounds 40 --reads 20
+    PYTHONPATH=tests python -m benchmarks.concurrent_outputs                 # 400 rounds, 100 reads
+    PYTHONPATH=tests python -m benchmarks.concurrent_outputs --rounds 40 --reads 20
 """
 
 from __future__ import annotations
@@ -29,10 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+from output_races import read_races, write_races  # tests/output_races.py, via PYTHONPATH=tests
 
-from output_races import read_races, write_races  # noqa: E402
+from benchmarks._common import RESULTS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=400)
     parser.add_argument("--reads", type=int, default=100)
     parser.add_argument("--out", type=Path,
-                        default=ROOT / "benchmarks" / "results" / "concurrent_outputs.json")
+                        default=RESULTS / "concurrent_outputs.json")
     args = parser.parse_args(argv)
     doc: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:

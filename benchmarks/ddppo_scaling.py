@@ -3,7 +3,8 @@
 Runs :func:`hpcpolicy.rl.ddppo.launch` (same per-worker config, ``--updates`` updates each)
 and reads ``metrics.csv``, on the real scheduling environment of a shared trace (``--trace``,
 default lublin_256, episodes of 256 jobs as in training) or on the toy environment of
-``tests/rl_toy_env.py`` (``--trace toy``). The figure is the steady-state rate: samples of
+``tests/rl_toy_env.py`` (``--trace toy``, with ``PYTHONPATH=tests`` so that this process and
+its workers import the test double). The figure is the steady-state rate: samples of
 updates 2..U divided by their wall time (rollout, learning, all-reduce, checkpoints; the first
 update, with process start and warm-up, is left out). The end-to-end rate (including torchrun
 start) is reported too. Before the timed runs, one untimed run of ``--warmup-updates`` updates
@@ -22,15 +23,16 @@ each other down). Writes JSON and prints one line.
 
 Usage::
 
-    python benchmarks/ddppo_scaling.py                  # 1 vs 2 workers, lublin_256, K = 128
-    python benchmarks/ddppo_scaling.py --trace toy --workers 1,2,4 --updates 20
-    python benchmarks/ddppo_scaling.py --sync-frac 0.5  # with DD-PPO's straggler cut-off
+    python -m benchmarks.ddppo_scaling                  # 1 vs 2 workers, lublin_256, K = 128
+    PYTHONPATH=tests python -m benchmarks.ddppo_scaling --trace toy --workers 1,2,4 --updates 20
+    python -m benchmarks.ddppo_scaling --sync-frac 0.5  # with DD-PPO's straggler cut-off
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import itertools
 import os
 import statistics
@@ -41,7 +43,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks._common import RESULTS, TRACES, ingest_trace
+
 TARGET_SPEEDUP = 1.8
 
 
@@ -66,7 +69,7 @@ def _side_by_side(cfg: Any, factory: str, env_kwargs: dict[str, Any],
         procs.append(subprocess.Popen(
             torchrun_command("hpcpolicy.rl.ddppo", run, 1, False),
             env={**os.environ, "OMP_NUM_THREADS": "1"},
-            preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu})))
+            preexec_fn=functools.partial(os.sched_setaffinity, 0, {cpu})))
     codes = [p.wait() for p in procs]
     if any(codes):
         raise RuntimeError(f"a side-by-side run failed (torchrun exit codes {codes})")
@@ -76,20 +79,17 @@ def _side_by_side(cfg: Any, factory: str, env_kwargs: dict[str, Any],
 def _environment(args: argparse.Namespace) -> tuple[str, dict[str, Any], str]:
     """(factory, its keyword arguments, a description) of the environment to train on."""
     if args.trace == "toy":
-        # the toy environment lives in tests/: importable here (launch checks it) and in workers
-        sys.path.insert(0, str(ROOT / "tests"))
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(ROOT / "tests"), os.environ.get("PYTHONPATH")) if p)
+        # the toy environment is a test double: PYTHONPATH=tests makes it importable here
+        # (launch checks it) and in the workers
         return ("rl_toy_env:make_rank_toy_env", {"k": args.k, "episode_len": 256},
                 "tests/rl_toy_env.py ToyQueueEnv")
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from env import ingest_trace, workload_options  # benchmarks/env.py
-
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs
+    from hpcpolicy.workload import WorkloadOptions
 
     table = ingest_trace(args.trace, args.cache)
-    kwargs = env_kwargs(table, EnvConfig(k=args.k, window_size=256), workload=workload_options())
+    kwargs = env_kwargs(table, EnvConfig(k=args.k, window_size=256),
+                        workload=WorkloadOptions(**TRACES[args.trace].workload))
     return ENV_FACTORY, kwargs, f"{args.trace} scheduling environment (256-job episodes)"
 
 
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--side-by-side", action=argparse.BooleanOptionalAction, default=True,
                         help="also run independent 1-worker trainings at once, one per CPU, "
                              "as many as the largest worker count: the machine's ceiling")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/ddppo_scaling.json",
+    parser.add_argument("--out", type=Path, default=RESULTS / "ddppo_scaling.json",
                         help="where to write the JSON result")
     args = parser.parse_args(argv)
 

@@ -20,7 +20,7 @@ Traces are ingested once into ``--cache`` (outside the repository). Writes JSON 
 ``benchmarks/results/env.json``) and prints one line.
 
 Usage:
-    python benchmarks/env.py [--seconds 5] [--window-size 1024] [--policy first|random]
+    python -m benchmarks.env [--seconds 5] [--window-size 1024] [--policy first|random]
         [--prior f3]
 """
 
@@ -37,35 +37,12 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
-TRACES = {"lublin_256": "lublin_256.swf", "HPC2N": "HPC2N-2002-2.2-cln.swf.gz"}
+from benchmarks._common import RESULTS, TRACES, ingest_trace
+
+STUDIED = ("lublin_256", "HPC2N")
+"""The traces measured by default."""
 TARGET = 20_000
 """Decisions per second per core the issue asks for."""
-
-
-def ingest_trace(name: str, cache: Path, traces: dict[str, str] | None = None) -> Path:
-    """The job table of a shared trace (a name of ``traces``, default :data:`TRACES`),
-    ingested once into ``cache``."""
-    from hpcpolicy.ingest import IngestConfig, ingest
-
-    table = cache / f"{name}.parquet"
-    if not table.exists():
-        source = DATA / (TRACES if traces is None else traces)[name]
-        if not source.exists():
-            raise SystemExit(f"{source} is absent: the benchmark needs ../shared/data")
-        cache.mkdir(parents=True, exist_ok=True)
-        ingest([source], table, IngestConfig(overwrite=True))
-    return table
-
-
-def workload_options() -> Any:
-    """The :class:`~hpcpolicy.workload.WorkloadOptions` the traces replay with: Lublin traces
-    have no requested walltime, so a job's run time stands in for it (jobs with a request keep
-    theirs)."""
-    from hpcpolicy.workload import WorkloadOptions
-
-    return WorkloadOptions(walltime_fallback="runtime")
 
 
 def _policy(kind: str, rng: np.random.Generator) -> Any:
@@ -124,14 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=128, help="slots per observation")
     parser.add_argument("--policy", choices=("first", "random"), default="first",
                         help="trivial policy: always slot 0, or a random valid slot")
-    parser.add_argument("--traces", default=",".join(TRACES), help="comma-separated")
+    parser.add_argument("--traces", default=",".join(STUDIED), help="comma-separated")
     parser.add_argument("--backfills", default="none,easy", help="comma-separated")
     parser.add_argument("--seed", type=int, default=1, help="seed of episodes and policy")
     parser.add_argument("--prior", default=None,
                         help="also time the environment with this prior heuristic")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "hpcpolicy-bench")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/env.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "env.json")
     args = parser.parse_args(argv)
 
     import functools
@@ -139,11 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     from hpcpolicy.atomic import write_json
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs, make_env
+    from hpcpolicy.workload import WorkloadOptions
 
-    options = workload_options()
     cases = []
     for trace in args.traces.split(","):
         table = ingest_trace(trace, args.cache)
+        options = WorkloadOptions(**TRACES[trace].workload)
         for backfill in args.backfills.split(","):
             row: dict[str, Any] = {"trace": trace, "backfill": backfill}
             for label, baselines in (("no_baselines", ()), ("baselines", ("fcfs", "sjf", "f1"))):

@@ -39,7 +39,7 @@ Writes JSON (default ``benchmarks/results/fallback_choice.json``) and prints one
 rule.
 
 Usage:
-    python benchmarks/fallback_choice.py [--traces CTC-SP2,HPC2N,KTH-SP2,RICC]
+    python -m benchmarks.fallback_choice [--traces CTC-SP2,HPC2N,KTH-SP2,RICC]
         [--backfills easy,none] [--windows 20] [--seeds 1,2,3] [--recent 1024,4096]
 """
 
@@ -49,17 +49,14 @@ import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from generalisation import FIT_FRAC, TRAIN_FRAC, Trace, add_cell_options, cells_of  # noqa: E402
-
-from hpcpolicy.atomic import write_json  # noqa: E402
-from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
+from benchmarks._common import FIT_FRAC, TRAIN_FRAC
+from benchmarks.generalisation import Trace, add_cell_options, cells_of
+from hpcpolicy.atomic import write_json
+from hpcpolicy.policies.heuristics import HEURISTICS
 
 STARVING = ("lcfs", "ljf", "smallest", "largest")
 """Heuristics under which a job can wait for ever while others keep arriving."""

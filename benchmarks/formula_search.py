@@ -32,7 +32,7 @@ Writes JSON (default ``benchmarks/results/formula_search.json``) and prints one 
 and a summary line.
 
 Usage:
-    python benchmarks/formula_search.py [--traces CTC-SP2,HPC2N,KTH-SP2,RICC]
+    python -m benchmarks.formula_search [--traces CTC-SP2,HPC2N,KTH-SP2,RICC]
         [--backfills easy,none] [--seeds 1,2,3] [--candidates 400] [--top 10]
 """
 
@@ -41,18 +41,15 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from generalisation import FIT_FRAC, Trace, add_cell_options, each_cell  # noqa: E402
-
-from hpcpolicy.atomic import write_json  # noqa: E402
-from hpcpolicy.policies.base import ScoreKernel  # noqa: E402
-from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
+from benchmarks._common import FIT_FRAC
+from benchmarks.generalisation import Trace, add_cell_options, each_cell
+from hpcpolicy.atomic import write_json
+from hpcpolicy.policies.base import ScoreKernel
+from hpcpolicy.policies.heuristics import HEURISTICS
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec

@@ -1,7 +1,8 @@
 """Fuzz every ingest reader with mutated real lines, many more times than the default suite.
 
 Each example is one log file: the header and some rows of a seed log, a few rows mutated
-(``tests/reader_fuzz.py`` lists the mutations and the property). Seeds: the first 40 rows of
+(``tests/reader_fuzz.py`` lists the mutations and the property; it is test code, so the script
+runs with ``PYTHONPATH=tests``). Seeds: the first 40 rows of
 the real traces in ``../shared/data`` where present (``lublin_256.swf`` and
 ``KTH-SP2-1996-2.1-cln.swf.gz`` for SWF, ``genomique-2026-sacct-format-all.csv`` and
 ``kabre-2024-sacct.csv`` for sacct, ``openb_pod_list_default.csv`` for Alibaba), else and
@@ -13,8 +14,8 @@ Output: JSON (default ``benchmarks/results/fuzz_readers.json``) with examples tr
 read and refused (one-line errors) and failures per reader, and one line of text. Exit 1 when
 any example failed.
 
-    python benchmarks/fuzz_readers.py --examples 10000 --seed 1
-    python benchmarks/fuzz_readers.py --reader sacct --examples 2000   # one reader
+    PYTHONPATH=tests python -m benchmarks.fuzz_readers --examples 10000 --seed 1
+    PYTHONPATH=tests python -m benchmarks.fuzz_readers --reader sacct --examples 2000   # one reader
 """
 
 from __future__ import annotations
@@ -29,18 +30,16 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from reader_fuzz import FIXTURES, Seed, check_ingest, mutated_log, seed_from  # PYTHONPATH=tests
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import seed as hypothesis_seed  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from reader_fuzz import FIXTURES, Seed, check_ingest, mutated_log, seed_from  # noqa: E402
+from benchmarks._common import DATA, RESULTS, TRACES
 
-SHARED = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 REAL = {
-    "swf": ["lublin_256.swf", "KTH-SP2-1996-2.1-cln.swf.gz"],
-    "sacct": ["genomique-2026-sacct-format-all.csv", "kabre-2024-sacct.csv"],
+    "swf": [TRACES["lublin_256"].file, TRACES["KTH-SP2"].file],
+    "sacct": [TRACES["Genomique"].file, TRACES["Kabre"].file],
     "alibaba": ["openb_pod_list_default.csv"],
 }
 
@@ -49,8 +48,8 @@ def seeds(fmt: str) -> list[tuple[str, Seed]]:
     """The fixture and the real traces present, as (name, seed)."""
     found = [(FIXTURES[fmt].name, seed_from(fmt, FIXTURES[fmt]))]
     for name in REAL.get(fmt, []):
-        if (SHARED / name).exists():
-            found.append((name, seed_from(fmt, SHARED / name)))
+        if (DATA / name).exists():
+            found.append((name, seed_from(fmt, DATA / name)))
     return found
 
 
@@ -83,15 +82,14 @@ def fuzz(fmt: str, name: str, log: Seed, examples: int, rng_seed: int) -> dict[s
             "seconds": round(time.perf_counter() - start, 1), "failures": failures}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=10_000, help="examples in all")
     parser.add_argument("--reader", choices=sorted(FIXTURES), action="append",
                         help="only these readers (repeat); default all")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
-                        "fuzz_readers.json")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS / "fuzz_readers.json")
+    args = parser.parse_args(argv)
     readers = args.reader or sorted(FIXTURES)
     results = []
     for fmt in readers:

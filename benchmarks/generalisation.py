@@ -23,9 +23,9 @@ Writes JSON (default ``benchmarks/results/generalisation.json``) and prints one 
 wall times are recorded (the bar: <= 30 min per trace and mode on the 2-core machine).
 
 Usage:
-    python benchmarks/generalisation.py --traces KTH-SP2 --backfills easy --seeds 1 \
+    python -m benchmarks.generalisation --traces KTH-SP2 --backfills easy --seeds 1 \
         --steps 20000 --windows 5        # a reduced run
-    python benchmarks/generalisation.py --steps 1000000   # the full protocol (hours)
+    python -m benchmarks.generalisation --steps 1000000   # the full protocol (hours)
 """
 
 from __future__ import annotations
@@ -41,46 +41,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from cli import hpcpolicy_cli  # noqa: E402  (benchmarks/cli.py)
-from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
-
-from hpcpolicy.atomic import write_json  # noqa: E402
-from hpcpolicy.card import VALIDATION_WINDOWS  # noqa: E402
-from hpcpolicy.deploy.resolve import policy_simulator  # noqa: E402
-from hpcpolicy.env.factory import load  # noqa: E402
-from hpcpolicy.env.split import fit_frac, split_starts, validation_starts  # noqa: E402
-from hpcpolicy.evaluate import EvaluateConfig  # noqa: E402
-from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
-from hpcpolicy.sim.windows import WindowConfig, replay  # noqa: E402
+from benchmarks._common import RESULTS, ROOT, TRACES, TRAIN_FRAC, VAL_FRAC, ingest_trace
+from benchmarks.cli import hpcpolicy_cli
+from hpcpolicy.atomic import write_json
+from hpcpolicy.card import VALIDATION_WINDOWS
+from hpcpolicy.deploy.resolve import policy_simulator
+from hpcpolicy.env.factory import load
+from hpcpolicy.env.split import split_starts, validation_starts
+from hpcpolicy.evaluate import EvaluateConfig
+from hpcpolicy.policies.heuristics import HEURISTICS
+from hpcpolicy.sim.windows import WindowConfig, replay
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.policies.base import Policy
     from hpcpolicy.workload import Workload
 
-TRACES = {"CTC-SP2": "CTC-SP2-1996-3.1-cln.swf.gz", "HPC2N": "HPC2N-2002-2.2-cln.swf.gz",
-          "KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz", "RICC": "RICC-2010-2.swf.gz"}
-"""The shared traces with requested times."""
-MACHINES: dict[str, dict[str, Any]] = {"RICC": {"procs": 8192, "warm": True}}
-"""Replay options a trace needs: RICC's log has no header (the README gives 8,192
-processors), and on windows that start from an empty machine none of its policies ever
-queues (every heuristic scores a mean bsld of 1.00), so its windows start warm, with the jobs
-then running."""
+STUDIED = ("CTC-SP2", "HPC2N", "KTH-SP2", "RICC")
+"""The shared traces with requested times: the cells studied by default."""
 BAR = -0.10
-TRAIN_FRAC, VAL_FRAC = 0.7, 0.1
-"""``hpcpolicy train``'s defaults: it learns on the first 60 % of the jobs (:data:`FIT_FRAC`),
-validates on the next 10 %, and leaves the last 30 % (the test part)."""
-FIT_FRAC = fit_frac(TRAIN_FRAC, VAL_FRAC)
 Cell = dict[str, Any]
 """What a per-cell study measured on one trace x backfilling."""
 
 
 @dataclass(frozen=True)
 class Trace:
-    """A shared trace, loaded with :data:`MACHINES`' options, replayed under one backfilling
-    mode on windows of ``size`` jobs: what the per-cell studies replay."""
+    """A shared trace, loaded as :data:`~benchmarks._common.TRACES` says, replayed under one
+    backfilling mode on windows of ``size`` jobs: what the per-cell studies replay."""
 
     workload: Workload
     machine: ClusterSpec
@@ -91,9 +78,9 @@ class Trace:
     @classmethod
     def of(cls, name: str, backfill: str, a: argparse.Namespace) -> Trace:
         """Trace ``name`` (ingested once into ``a.cache``), windows of ``a.window_size``."""
-        opts = MACHINES.get(name, {})
-        workload, machine = load(table_of(name, a.cache), None, None, opts.get("procs"))
-        return cls(workload, machine, backfill, a.window_size, bool(opts.get("warm", False)))
+        trace = TRACES[name]
+        workload, machine = load(ingest_trace(name, a.cache), None, None, trace.procs)
+        return cls(workload, machine, backfill, a.window_size, trace.warm)
 
     def starts(self, split: str, count: int, seed: int,
                train_frac: float = TRAIN_FRAC) -> tuple[int, ...]:
@@ -125,13 +112,13 @@ class Trace:
 def add_cell_options(p: argparse.ArgumentParser, name: str, windows: int = 20) -> None:
     """The options every per-cell study of the protocol takes: which traces and backfilling
     modes, the test windows, the trace cache, and the JSON out (``results/NAME.json``)."""
-    p.add_argument("--traces", default=",".join(TRACES))
+    p.add_argument("--traces", default=",".join(STUDIED))
     p.add_argument("--backfills", default="easy,none")
     p.add_argument("--windows", type=int, default=windows, help="test windows")
     p.add_argument("--window-size", type=int, default=1024)
     p.add_argument("--cache", type=Path,
                    default=Path(tempfile.gettempdir()) / "hpcpolicy-generalisation")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"{name}.json")
+    p.add_argument("--out", type=Path, default=RESULTS / f"{name}.json")
 
 
 def cells_of(a: argparse.Namespace) -> list[tuple[str, str]]:
@@ -157,21 +144,17 @@ def each_cell(a: argparse.Namespace, cell: Callable[[str, str, argparse.Namespac
 
 
 def machine_options(name: str) -> list[str]:
-    """:data:`MACHINES`' options of the trace ``name`` as command-line flags."""
-    opts = MACHINES.get(name, {})
-    return [*(["--procs", str(opts["procs"])] if "procs" in opts else []),
-            *(["--warm"] if opts.get("warm") else [])]
+    """:data:`~benchmarks._common.TRACES`' options of the trace ``name`` as command-line
+    flags."""
+    trace = TRACES[name]
+    return [*([] if trace.procs is None else ["--procs", str(trace.procs)]),
+            *(["--warm"] if trace.warm else [])]
 
 
 def _run(args: list[str]) -> None:
     proc = subprocess.run([*hpcpolicy_cli(), "-q", *args], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"hpcpolicy {' '.join(args)} failed: {proc.stderr.strip()[-400:]}")
-
-
-def table_of(name: str, cache: Path) -> Path:
-    """The job table of a shared trace, ingested once into ``cache``."""
-    return ingest_trace(name, cache, TRACES)
 
 
 def train(table: Path, run: Path, backfill: str, seed: int, a: argparse.Namespace) -> float:
@@ -227,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         if "across" in modes:
             trained_on = list(dict.fromkeys([*trained_on, *a.train_on.split(",")]))
         for name in trained_on:
-            table = table_of(name, a.cache)
+            table = ingest_trace(name, a.cache)
             for seed in seeds:
                 run = a.runs / f"{name}-{backfill}-s{seed}"
                 wall = train(table, run, backfill, seed, a)
@@ -241,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                     _save(a.out, cells, across)
                 if "across" in modes and name in a.train_on.split(","):
                     for other in (t for t in traces if t != name):
-                        score = deployed_score(table_of(other, a.cache), run / "policy",
+                        score = deployed_score(ingest_trace(other, a.cache), run / "policy",
                                                backfill, a, run / f"on-{other}.json")
                         across.append({"trained_on": name, "tested_on": other,
                                        "backfill": backfill, "seed": seed, **score})
@@ -268,7 +251,7 @@ def _summary(cells: list[dict[str, Any]], across: list[dict[str, Any]]) -> dict[
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in cells:
         groups.setdefault((c["trace"], c["backfill"]), []).append(c)
-    per_cell = [{"trace": t, "backfill": b, "seeds": len(rows),
+    per_cell: list[dict[str, Any]] = [{"trace": t, "backfill": b, "seeds": len(rows),
                  "versus_best": _mean(rows, "versus_best"),
                  "guard_active": sum(r["guard"] is not None for r in rows)}
                 for (t, b), rows in groups.items()]

@@ -21,8 +21,8 @@ GPU speeds differ). A policy above it has slowed jobs down, e.g. by spreading th
 Writes JSON (default ``benchmarks/results/gpu_quality.json``) and prints one line.
 
 Usage:
-    python benchmarks/gpu_quality.py --minutes 20
-    python benchmarks/gpu_quality.py --workloads hpc2n-gpu --minutes 2 --windows 3   # a try
+    python -m benchmarks.gpu_quality --minutes 20
+    python -m benchmarks.gpu_quality --workloads hpc2n-gpu --minutes 2 --windows 3   # a try
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import gpu_workloads  # noqa: E402  (benchmarks/gpu_workloads.py)
-from cli import train_until  # noqa: E402  (benchmarks/cli.py)
+from benchmarks import gpu_workloads
+from benchmarks._common import RESULTS, TRAIN_FRAC
+from benchmarks.cli import train_until
 
-WORKLOADS = {
+WORKLOADS: dict[str, tuple[Callable[[Path], tuple[Path, Path]], list[str]]] = {
     # name: (builder, train options)
     "hpc2n-gpu": (lambda cache: gpu_workloads.hpc2n_gpu(cache, 12.0), []),
     "alibaba": (lambda cache: gpu_workloads.alibaba(cache, 64.0, 0.01),
@@ -97,7 +97,8 @@ def util_bound(ev: Any, cluster: Any) -> float | None:
         return None
     run = ev.runs[0]
     bounds = [gpu_utilization_bound(w.jobs, cluster, run.config) for w in run.windows]
-    return float(np.mean(bounds)) if None not in bounds else None
+    known = [b for b in bounds if b is not None]
+    return float(np.mean(known)) if len(known) == len(bounds) else None
 
 
 def topology(ev: Any) -> list[dict[str, Any]]:
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                         default="oldest", help="which waiting jobs the selector sees (marl)")
     parser.add_argument("--config", type=Path, default=None,
                         help="JSON of marl config fields (gamma, gae_lambda, warm_start, ...)")
-    parser.add_argument("--train-frac", type=float, default=0.7)
+    parser.add_argument("--train-frac", type=float, default=TRAIN_FRAC)
     parser.add_argument("--windows", type=int, default=10)
     parser.add_argument("--window-size", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=1,
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "hpcpolicy-bench" / "gpu")
     parser.add_argument("--runs", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/gpu_quality.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "gpu_quality.json")
     a = parser.parse_args(argv)
 
     from hpcpolicy.atomic import write_json
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         for algo, facts in trained.items():
             row[algo] = {**facts, **learned(ev, str(Path(facts["run"]) / "policy"))}
         results.append(row)
-    write_json(a.out, {"command": " ".join(["python benchmarks/gpu_quality.py",
+    write_json(a.out, {"command": " ".join(["python -m benchmarks.gpu_quality",
                                             *(argv or sys.argv[1:])]),
                        "results": results})
     parts = []

@@ -26,9 +26,8 @@ from pathlib import Path
 
 import polars as pl
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
-TOOLS = ROOT.parent / "shared" / "tools"
+from benchmarks._common import DATA, ROOT, TOOLS
+
 GPU_PARTITION = ROOT / "examples" / "gpu-partition.toml"
 
 
@@ -87,8 +86,8 @@ def alibaba(cache: Path, load: float, fraction: float,
         _ingest(DATA / "openb_pod_list_default.csv", full)
     out = cache / f"alibaba-day{since_day}-load{load:g}.parquet"
     if not out.exists():
-        first = pl.read_parquet(full, columns=["submit_time"])["submit_time"].min()
-        _compressed(full, out, load, pl.col("submit_time") >= first + timedelta(days=since_day))
+        since = pl.col("submit_time").min() + timedelta(days=since_day)
+        _compressed(full, out, load, pl.col("submit_time") >= since)
     spec = cache / f"alibaba-nodes{fraction:g}.toml"
     if not spec.exists():
         doc = tomllib.loads(full.with_suffix(".cluster.toml").read_text())

@@ -24,7 +24,7 @@ heuristic there, on validation, the guard's decision, and its regret and the dep
 regret against the best heuristic on the test windows.
 
 Usage:
-    python benchmarks/heuristic_switch.py [--traces ...] [--backfills easy,none]
+    python -m benchmarks.heuristic_switch [--traces ...] [--backfills easy,none]
         [--iterations 8] [--population 14]
 """
 
@@ -33,18 +33,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from generalisation import FIT_FRAC, Trace, add_cell_options, each_cell  # noqa: E402
-
-from hpcpolicy.atomic import write_json  # noqa: E402
-from hpcpolicy.deploy.improvement import decide  # noqa: E402
-from hpcpolicy.policies.heuristics import HEURISTICS, get_policy  # noqa: E402
+from benchmarks._common import FIT_FRAC
+from benchmarks.generalisation import Trace, add_cell_options, each_cell
+from hpcpolicy.atomic import write_json
+from hpcpolicy.deploy.improvement import decide
+from hpcpolicy.policies.heuristics import HEURISTICS, get_policy
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec

@@ -15,15 +15,14 @@ inference.json``) and prints one line.
 
 Usage::
 
-    python benchmarks/inference.py                      # an untrained 32-16-8 policy, K = 128
-    python benchmarks/inference.py --policy runs/NAME/policy --calls 20000
+    python -m benchmarks.inference                      # an untrained 32-16-8 policy, K = 128
+    python -m benchmarks.inference --policy runs/NAME/policy --calls 20000
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -34,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchmarks._common import RESULTS, cpu_model
+
 TARGET_MS = 0.1
 
 
@@ -54,16 +54,6 @@ def _time_calls(fn: Callable[[], Any], calls: int, warmup: int) -> dict[str, flo
             "p99_ms": samples[int(0.99 * (calls - 1))], "calls": calls}
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policy", type=Path, help="policy directory (default: export an "
@@ -73,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=5000, help="timed calls per variant")
     parser.add_argument("--warmup", type=int, default=500, help="untimed calls first")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs and weights")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/inference.json",
+    parser.add_argument("--out", type=Path, default=RESULTS / "inference.json",
                         help="where to write the JSON result")
     args = parser.parse_args(argv)
 
@@ -114,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                                                   args.warmup)
         tensors = tuple(torch.from_numpy(x) for x in (jobs, cluster, mask))
         if agent is not None:  # our own export, just written: safe to open
-            module = torch.jit.load(str(policy_dir / "policy.torchscript.pt"))
+            module = torch.jit.load(  # type: ignore[no-untyped-call]
+                str(policy_dir / "policy.torchscript.pt"))
 
             def bare_ts() -> Any:
                 with torch.inference_mode():
@@ -137,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "meets_target": results["onnx_scores"]["median_ms"] <= TARGET_MS,
         "results": results,
         "conditions": {
-            "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
+            "cpu": cpu_model(), "cpu_count": os.cpu_count(),
             "loadavg_1m": os.getloadavg()[0], "torch_threads": torch.get_num_threads(),
             "onnxruntime_intra_op_threads": 1, "python": sys.version.split()[0],
             "torch": torch.__version__, "onnxruntime": onnxruntime.__version__,

@@ -31,8 +31,8 @@ of text with the load average before and after. Wall figures taken while other w
 the machine are noisy; CPU seconds much less so.
 
 Usage:
-    python benchmarks/ingest.py [--sacct-repeat 15] [--swf-repeat 5] [--cache DIR] [--out FILE]
-    python benchmarks/ingest.py --sacct-repeat 1 --swf-repeat 1     # a quick try (~1 min)
+    python -m benchmarks.ingest [--sacct-repeat 15] [--swf-repeat 5] [--cache DIR] [--out FILE]
+    python -m benchmarks.ingest --sacct-repeat 1 --swf-repeat 1     # a quick try (~1 min)
 """
 
 from __future__ import annotations
@@ -48,10 +48,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
-SWF2SACCT = DATA.parent / "tools" / "swf2sacct.py"
-SACCT_SOURCE, SWF_SOURCE = "HPC2N-2002-2.2-cln.swf.gz", "RICC-2010-2.swf.gz"
+from benchmarks._common import DATA, RESULTS, TOOLS, TRACES
+
+SWF2SACCT = TOOLS / "swf2sacct.py"
+SACCT_SOURCE, SWF_SOURCE = TRACES["HPC2N"].file, TRACES["RICC"].file
+RICC_PROCS = TRACES["RICC"].procs
+"""The machine the SWF ingest is measured with (RICC's log has no header)."""
 
 CHILD = """
 import json, os, sys, time
@@ -61,7 +63,7 @@ kind, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
 t, cpu = time.perf_counter(), os.times()
 if kind == "ingest":
     fmt = sys.argv[4]
-    cfg = IngestConfig(format=fmt, overwrite=True, procs=8192 if fmt == "swf" else None)
+    cfg = IngestConfig(format=fmt, overwrite=True, procs=int(sys.argv[5]) if fmt == "swf" else None)
     r = ingest([path], out, cfg)
     result = {"rows": r.rows_read, "jobs_kept": r.jobs_kept, "rows_rejected": r.rows_rejected,
               "steps_folded": r.steps_folded, "timings_s": r.timings_s}
@@ -92,7 +94,8 @@ BARS = {"sacct_rows_per_s": 1.5e6, "sacct_peak_rss_mb": 1024, "swf_rows_per_s": 
 
 def _child(kind: str, path: Path, out: Path, fmt: str = "") -> dict[str, Any]:
     """Run one measurement in a fresh interpreter; add its peak RSS (MiB)."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, kind, str(path), str(out), fmt],
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, kind, str(path), str(out), fmt,
+                             str(RICC_PROCS)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     stdout, stderr = proc.stdout.read(), proc.stderr.read()
@@ -120,8 +123,8 @@ def build_swf(cache: Path, repeat: int, source: str = SWF_SOURCE, name: str = "r
               keep_header: bool = False) -> Path:
     """A trace repeated (RICC by default): each pass's job ids follow the last pass's, its
     submits its span. The header is the source's own with ``keep_header`` (its machine and
-    start time), else the single line ``MaxProcs: 8192`` (what the SWF ingest was measured
-    with)."""
+    start time), else the single line ``MaxProcs:`` :data:`RICC_PROCS` (what the SWF ingest
+    was measured with)."""
     path = cache / f"{name}_x{repeat}.swf"
     if path.exists():
         return path
@@ -129,7 +132,7 @@ def build_swf(cache: Path, repeat: int, source: str = SWF_SOURCE, name: str = "r
         lines = f.read().splitlines()
     rows = [ln.split() for ln in lines if ln.strip() and not ln.startswith(";")]
     header = [ln for ln in lines if ln.startswith(";")] if keep_header else \
-        ["; MaxProcs: 8192"]
+        [f"; MaxProcs: {RICC_PROCS}"]
     max_id = max(int(r[0]) for r in rows)
     submits = [int(float(r[1])) for r in rows]
     span = max(submits) - min(submits) + 1
@@ -170,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--swf-repeat", type=int, default=5, help="RICC passes (5: 2.24 M jobs)")
     p.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "hpcpolicy-bench",
                    help="where the large inputs are built and kept (outside the repository)")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ingest.json")
+    p.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
     args = p.parse_args(argv)
     if min(args.sacct_repeat, args.swf_repeat) < 1:
         p.error("--sacct-repeat and --swf-repeat must be >= 1")

@@ -24,8 +24,8 @@ PPO for a few hundred steps on ``tests/data/stats_tiny.swf``. Output: JSON (defa
 ``benchmarks/results/kill_outputs.json``) and one line of text. Exit 1 on any ``mixed`` state
 or leftover.
 
-    python benchmarks/kill_outputs.py --kills 15 --seed 1             # every target
-    python benchmarks/kill_outputs.py --target whatif --kills 15      # one target
+    python -m benchmarks.kill_outputs --kills 15 --seed 1             # every target
+    python -m benchmarks.kill_outputs --target whatif --kills 15      # one target
 """
 
 from __future__ import annotations
@@ -46,11 +46,9 @@ from pathlib import Path
 
 import polars as pl
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from cli import hpcpolicy_cli  # noqa: E402
+from benchmarks._common import DATA, RESULTS, ROOT, TRACES
+from benchmarks.cli import hpcpolicy_cli
 
-SHARED = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 TINY = ROOT / "tests" / "data" / "stats_tiny.swf"
 
 _EXPORT = """
@@ -146,8 +144,8 @@ class Ingest(Target):
         self.folder.mkdir()
         self.out = self.folder / "t.parquet"
         self.expected = {"t.parquet", "t.rejects.parquet", "t.ingest.json"}
-        self.inputs = {"old": SHARED / "KTH-SP2-1996-2.1-cln.swf.gz",
-                       "new": SHARED / "HPC2N-2002-2.2-cln.swf.gz"}
+        self.inputs = {"old": DATA / TRACES["KTH-SP2"].file,
+                       "new": DATA / TRACES["HPC2N"].file}
 
     def _cmd(self, which: str) -> list[str]:
         return [*hpcpolicy_cli(), "-q", "ingest", str(self.inputs[which]), "-o", str(self.out),
@@ -188,7 +186,7 @@ class Whatif(Target):
         self.folder = work / "whatif" / "rep"
         self.folder.parent.mkdir()
         self.table = work / "whatif" / "kth.parquet"
-        _run([*hpcpolicy_cli(), "-q", "ingest", str(SHARED / "KTH-SP2-1996-2.1-cln.swf.gz"),
+        _run([*hpcpolicy_cli(), "-q", "ingest", str(DATA / TRACES["KTH-SP2"].file),
               "-o", str(self.table)])
         self.expected = {"report.json", "report.md", "report.html", "outcomes.parquet"}
 
@@ -336,15 +334,15 @@ def kill_points(target: Target, kills: int, rng: random.Random) -> dict[str, obj
             "runs_with_leftovers": len(leftovers), "points": points}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", choices=sorted(TARGETS), action="append",
                         help="only these (repeat); default all")
     parser.add_argument("--kills", type=int, default=15, help="kill points per target")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path,
-                        default=ROOT / "benchmarks" / "results" / "kill_outputs.json")
-    args = parser.parse_args()
+                        default=RESULTS / "kill_outputs.json")
+    args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     results = []
     with tempfile.TemporaryDirectory(prefix="kill-") as tmp:

@@ -21,8 +21,9 @@ Writes JSON (``--out``, default ``benchmarks/results/marl_latency.json``) and pr
 
 Usage::
 
-    python benchmarks/marl_latency.py                          # untrained agents, K = 32
-    python benchmarks/marl_latency.py --policy runs/marl/policy --table gpu.parquet \\
+    PYTHONPATH=tests python -m benchmarks.marl_latency   # untrained agents, K = 32, and
+                                                         # tests/gpu_jobs.py's jobs
+    python -m benchmarks.marl_latency --policy runs/marl/policy --table gpu.parquet \\
         --cluster examples/gpu-partition.toml
 """
 
@@ -38,11 +39,7 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from inference import _cpu_model  # noqa: E402  (the house's CPU description)
+from benchmarks._common import RESULTS, ROOT, cpu_model
 
 TARGET_MS = 1.0
 
@@ -77,7 +74,7 @@ def _record(policy: Any, workload: Any, cluster: Any) -> tuple[list[Any], list[A
         def choose(self, view: Any) -> int:
             if len(view.candidates) >= 2:
                 places.append(view)
-            return placer.choose(view)
+            return int(placer.choose(view))
 
     class Timed(GpuEngine):
         def candidates(self, j: int, pools: Any) -> Any:
@@ -129,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=5000, help="timed decisions per backend")
     parser.add_argument("--warmup", type=int, default=500, help="untimed decisions first")
     parser.add_argument("--seed", type=int, default=0, help="seed of the untrained weights")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/marl_latency.json",
+    parser.add_argument("--out", type=Path, default=RESULTS / "marl_latency.json",
                         help="where to write the JSON result")
     args = parser.parse_args(argv)
 
@@ -152,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         table = args.table
         if table is None:
-            from gpu_jobs import write_gpu_table
+            from gpu_jobs import write_gpu_table  # test code: PYTHONPATH=tests
 
             table = write_gpu_table(Path(tmp) / "gpu.parquet", n=args.jobs, seed=args.seed)
         workload = Workload.from_table(table)
@@ -172,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         results = {b: _time(p, workload, cluster, queues, places, args.calls, args.warmup)
                    for b, p in backends.items()}
 
-    out = {
+    out: dict[str, Any] = {
         "benchmark": "marl_latency",
         "policy": str(args.policy) if args.policy else "untrained default agents",
         "k": backends["onnx"].artifact.k, "cluster": str(args.cluster),
@@ -184,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "engine_candidates": _stats(listing),
         "conditions": {
-            "cpu": _cpu_model(), "cpu_count": os.cpu_count(),
+            "cpu": cpu_model(), "cpu_count": os.cpu_count(),
             "loadavg_1m": os.getloadavg()[0], "torch_threads": torch.get_num_threads(),
             "onnxruntime_intra_op_threads": 1, "python": sys.version.split()[0],
             "torch": torch.__version__, "onnxruntime": onnxruntime.__version__,

@@ -34,11 +34,11 @@ Per trace (HPC2N and CTC-SP2 from ../shared/data, ingested once into ``--cache``
 Writes JSON (default ``benchmarks/results/offline.json``) and prints one line.
 
 Usage:
-    python benchmarks/offline.py                                # build speed only
-    python benchmarks/offline.py --runs /tmp/offline-runs       # + quality of trained runs
-    python benchmarks/offline.py --train --runs /tmp/offline-runs   # train them first
-    python benchmarks/offline.py --skip-build --runs R --validation HPC2N:cql-a05=DIR/policy
-    python benchmarks/offline.py --skip-build --traces HPC2N --runs R \
+    python -m benchmarks.offline                                # build speed only
+    python -m benchmarks.offline --runs /tmp/offline-runs       # + quality of trained runs
+    python -m benchmarks.offline --train --runs /tmp/offline-runs   # train them first
+    python -m benchmarks.offline --skip-build --runs R --validation HPC2N:cql-a05=DIR/policy
+    python -m benchmarks.offline --skip-build --traces HPC2N --runs R \
         --site HPC2N:model=hpc2n.site.toml     # in the calibrated world (BC-only R is fine)
 """
 
@@ -53,12 +53,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import env as env_bench  # noqa: E402  (benchmarks/env.py)
-from cli import hpcpolicy_cli  # noqa: E402
+from benchmarks._common import RESULTS, TRAIN_FRAC, ingest_trace
+from benchmarks.cli import hpcpolicy_cli
 
-env_bench.TRACES.setdefault("CTC-SP2", "CTC-SP2-1996-3.1-cln.swf.gz")
 TARGET = 50_000
 """Dataset build decisions per second the issue asks for."""
 
@@ -103,7 +100,7 @@ def validation_starts(n_jobs: int, dataset: Path, a: argparse.Namespace) -> tupl
     from hpcpolicy.offline.store import load_dataset
 
     first = min(load_dataset(dataset).manifest["splits"]["validation"]["windows"])
-    cut = part_range(n_jobs, "train", 0.7)[1]
+    cut = part_range(n_jobs, "train", TRAIN_FRAC)[1]
     return tuple(int(s) for s in np.linspace(first, cut - a.window_size, a.windows).round())
 
 
@@ -184,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=Path(tempfile.gettempdir()) / "hpcpolicy-bench")
     parser.add_argument("--data", type=Path,
                         default=Path(tempfile.gettempdir()) / "hpcpolicy-offline-data")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/offline.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "offline.json")
     a = parser.parse_args(argv)
 
     from hpcpolicy.atomic import write_json
@@ -197,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: list[dict[str, Any]] = []
     for trace in a.traces.split(","):
-        table = env_bench.ingest_trace(trace, a.cache)
+        table = ingest_trace(trace, a.cache)
         row: dict[str, Any] = {"trace": trace, "builds": [] if a.skip_build else [
             build(table, a.data / f"{trace}-logged", "logged", None, 0),
             build(table, a.data / f"{trace}-mix", "mix", a.max_windows, 0),
@@ -213,9 +210,9 @@ def main(argv: list[str] | None = None) -> int:
             if not (cql / "policy").exists():  # a BC-only run (the site-model measure)
                 del policies["cql-mix"]
             site = named(a.site, trace).get("model")
-            row["quality"] = quality(table, policies, a, site=site and Path(site))
-            row["quality_warm"] = quality(table, policies, a, warm=True,
-                                          site=site and Path(site))
+            site_path = Path(site) if site else None
+            row["quality"] = quality(table, policies, a, site=site_path)
+            row["quality_warm"] = quality(table, policies, a, warm=True, site=site_path)
         candidates = named(a.validation, trace)
         if candidates:
             from hpcpolicy.env.factory import load

@@ -18,28 +18,24 @@ Each ensemble, its members and every heuristic replay the protocol's test window
 the policies' scores, not the deployed ones.
 
 Usage:
-    python benchmarks/seed_ensemble.py --runs runs/generalisation [--seeds 1,2,3]
+    python -m benchmarks.seed_ensemble --runs runs/generalisation [--seeds 1,2,3]
         [--traces ...] [--backfills easy,none]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from generalisation import Trace, add_cell_options, each_cell  # noqa: E402
-
-from hpcpolicy.deploy.learned import LearnedPolicy, LearnedScorer  # noqa: E402
-from hpcpolicy.env.driver import head_scores  # noqa: E402
-from hpcpolicy.env.prior import prior_kernel, slot_order  # noqa: E402
-from hpcpolicy.policies.heuristics import HEURISTICS  # noqa: E402
+from benchmarks.generalisation import Trace, add_cell_options, each_cell
+from hpcpolicy.deploy.learned import LearnedPolicy, LearnedScorer
+from hpcpolicy.env.driver import head_scores
+from hpcpolicy.env.prior import prior_kernel, slot_order
+from hpcpolicy.policies.heuristics import HEURISTICS
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
@@ -59,8 +55,11 @@ class Vote:
         self.prior = orders.pop()
 
     def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> VoteScorer:
+        kernel = prior_kernel(self.prior, workload, cluster, cfg)
+        if kernel is None:
+            raise SystemExit(f"{self.name}: the members' prior {self.prior!r} orders no slots")
         return VoteScorer([m.bind(workload, cluster, cfg) for m in self.members], self.quorum,
-                          prior_kernel(self.prior, workload, cluster, cfg))
+                          kernel)
 
 
 class VoteScorer:

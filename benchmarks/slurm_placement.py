@@ -1,7 +1,7 @@
 """Check the Slurm flavour's node choice (:func:`hpcpolicy.slurm.replay.place`) against
 where the test Slurm put each job: the ``NodeList`` column of its sacct log.
 
-    python benchmarks/slurm_placement.py --log-dir DIR [--json out.json]
+    python -m benchmarks.slurm_placement --log-dir DIR [--json out.json]
 
 DIR holds the ``sacct.txt`` of a run of ``benchmarks/slurm_replay.py`` (4 nodes n1-n4 of 16
 cores, partitions as that script's ``NODES``). Each job's placement is replayed on the state
@@ -27,10 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from slurm_replay import NODES, read_log
-
+from benchmarks.slurm_replay import NODES, read_log
 from hpcpolicy.slurm.replay import place
 from hpcpolicy.workload import Workload
 
@@ -99,11 +96,11 @@ def check(w: Workload, node_lists: list[str]) -> dict[str, Any]:
     return {"one_node": one, "several_nodes": several}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--log-dir", type=Path, required=True)
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not (args.log_dir / "sacct.txt").exists():
         raise SystemExit(f"{args.log_dir}: no sacct.txt; run benchmarks/slurm_replay.py first")
     w, _ = read_log(args.log_dir)

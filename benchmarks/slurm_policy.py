@@ -5,14 +5,15 @@ run's sacct, beside what the simulator (the what-if's replay: FCFS+EASY vs P+EAS
 baseline run's log) predicted. Also how the default replay reproduces the real start times of
 the baseline run (fidelity).
 
-    python benchmarks/slurm_policy.py --jobs 60 [--policy sjf] [--train-steps 60000] \
+    python -m benchmarks.slurm_policy --jobs 60 [--policy sjf] [--train-steps 60000] \
         [--pairs 2] [--json out.json]
 
 ``--train-steps N`` adds a trained candidate: PPO (EASY) trained for N steps on the same
 trace's jobs before the window, scaled as the window is (``--train-jobs`` of them), as an admin
 trains on their own past log. ``--pairs K`` repeats the baseline and every candidate K times
-(real start times move from run to run). Needs root and Debian's slurm packages
-(tests/slurm/cluster.py); takes minutes (every run executes in real time). One partition
+(real start times move from run to run). Runs on the Slurm that SLURM_CONF names (the test
+Slurm: ``tests/slurm/up.sh``, which needs root and Debian's slurm packages, prints the line to
+export); takes minutes (every run executes in real time). One partition
 (``batch``, all 4 nodes of 16 cores), so the replay's single pool of 64 cores is the same
 machine.
 """
@@ -31,21 +32,18 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from slurm.cluster import LocalSlurm, started  # noqa: E402
-
-from hpcpolicy import train  # noqa: E402
-from hpcpolicy.card import model_card  # noqa: E402
-from hpcpolicy.cluster import ClusterSpec  # noqa: E402
-from hpcpolicy.deploy.guard import active_guard  # noqa: E402
-from hpcpolicy.deploy.resolve import resolve_policy  # noqa: E402
-from hpcpolicy.ingest import IngestConfig, ingest  # noqa: E402
-from hpcpolicy.sim.engine import simulate  # noqa: E402
-from hpcpolicy.sim.metrics import outcome_table, summarize  # noqa: E402
-from hpcpolicy.sim.types import SimConfig, SimResult  # noqa: E402
-from hpcpolicy.slurm.submit import (  # noqa: E402
+from benchmarks._common import DATA, TRACES, slurm_env
+from benchmarks.cli import hpcpolicy_cli
+from hpcpolicy import train
+from hpcpolicy.card import model_card
+from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.deploy.guard import active_guard
+from hpcpolicy.deploy.resolve import resolve_policy
+from hpcpolicy.ingest import IngestConfig, ingest
+from hpcpolicy.sim.engine import simulate
+from hpcpolicy.sim.metrics import outcome_table, summarize
+from hpcpolicy.sim.types import SimConfig, SimResult
+from hpcpolicy.slurm.submit import (
     Plan,
     ScaleConfig,
     export_sacct,
@@ -53,32 +51,32 @@ from hpcpolicy.slurm.submit import (  # noqa: E402
     submit_plan,
     wait_finished,
 )
-from hpcpolicy.training.options import TrainOptions  # noqa: E402
-from hpcpolicy.whatif.fidelity import fidelity  # noqa: E402
-from hpcpolicy.workload import Workload  # noqa: E402
+from hpcpolicy.training.options import TrainOptions
+from hpcpolicy.whatif.fidelity import fidelity
+from hpcpolicy.workload import Workload
 
 CLUSTER = ClusterSpec.homogeneous(64, 4)
-TRACE = Path("/work/shared/data/KTH-SP2-1996-2.1-cln.swf.gz")
+TRACE = DATA / TRACES["KTH-SP2"].file
 
 
-def _run(slurm: LocalSlurm, plan: Plan, work: Path, policy: str | None) -> Workload:
+def _run(env: dict[str, str], plan: Plan, work: Path, policy: str | None) -> Workload:
     watcher = None
     if policy is not None:
         watcher = subprocess.Popen(
-            [str(Path(sys.executable).parent / "hpcpolicy"), "-q", "advise", "--policy", policy,
+            [*hpcpolicy_cli(), "-q", "advise", "--policy", policy,
              "--partition", "batch", "--apply", "--watch", "1", "--audit",
-             str(work / "advise.jsonl")], env=slurm.env, stdout=subprocess.DEVNULL,
+             str(work / "advise.jsonl")], env=env, stdout=subprocess.DEVNULL,
             # a shell's background job ignores SIGINT, and a child keeps that: Ctrl-C it is
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(2)
     try:
-        ids = submit_plan(plan, work / "out", slurm.env)
-        wait_finished(ids.values(), slurm.env, timeout_s=3600)
+        ids = submit_plan(plan, work / "out", env)
+        wait_finished(ids.values(), env, timeout_s=3600)
     finally:
         if watcher is not None:
             watcher.send_signal(signal.SIGINT)
             watcher.wait(timeout=60)
-    sacct = export_sacct(ids.values(), work / "sacct.txt", slurm.env)
+    sacct = export_sacct(ids.values(), work / "sacct.txt", env)
     ingest([sacct], work / "jobs.parquet", IngestConfig(overwrite=True))
     return Workload.from_table(work / "jobs.parquet")
 
@@ -135,12 +133,12 @@ def _baseline_figures(w: Workload, candidates: dict[str, str]) -> dict[str, Any]
     fid = fidelity(table, w.origin, "fcfs+easy")
     starts = (table["start"] - table["logged_start"]).abs()
     return {"whatif_predicted": predicted, "default_replay_fidelity": {
-        "median_abs_start_error_s": float(starts.median()),  # type: ignore[arg-type]
+        "median_abs_start_error_s": float(starts.median()),
         "spearman_waits": fid["spearman"], "mean_wait_logged_s": fid["logged_mean_wait_s"],
         "mean_wait_replay_s": fid["simulated_mean_wait_s"]}}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=60)
     ap.add_argument("--first", type=int, default=5000, help="first job of the trace window")
@@ -155,9 +153,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pairs", type=int, default=1, help="repeat every run this many times")
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
-    slurm = started()
-    tmp = Path(tempfile.mkdtemp(prefix="slurm-policy-", dir=slurm.root))
+    args = ap.parse_args(argv)
+    env = slurm_env()
+    tmp = Path(tempfile.mkdtemp(prefix="slurm-policy-"))
     ingest([TRACE], tmp / "trace.parquet", IngestConfig(overwrite=True))
     whole = Workload.from_table(tmp / "trace.parquet")
     window = whole.take(range(args.first, args.first + args.jobs))
@@ -177,7 +175,7 @@ def main() -> int:
             work = tmp / f"{label}-{pair}"
             work.mkdir()
             tic = time.monotonic()
-            w = _run(slurm, plan, work, policy)
+            w = _run(env, plan, work, policy)
             real = _logged(w)
             out["runs"].append({"pair": pair, "run": label, "mean_wait_s": real["mean_wait_s"],
                                 "mean_bsld": real["mean_bsld"], "wall_s": time.monotonic() - tic,

@@ -3,12 +3,13 @@ partitions, 4 nodes of 16 cores) runs on the test Slurm; its sacct log is replay
 default replay (FCFS+EASY on one pool of 64 cores) and by :mod:`hpcpolicy.slurm.replay`, and
 each replay's start times are compared with the real ones job by job.
 
-    python benchmarks/slurm_replay.py --jobs 200 --log-dir DIR [--json out.json]
-    python benchmarks/slurm_replay.py --log-dir DIR --compare-log DIR2   # also real vs real
+    python -m benchmarks.slurm_replay --jobs 200 --log-dir DIR [--json out.json]
+    python -m benchmarks.slurm_replay --log-dir DIR --compare-log DIR2   # also real vs real
 
 With ``--log-dir``, a DIR that already holds ``sacct.txt`` is replayed without running the
-cluster again; otherwise the window is run (needs root and Debian's slurm packages, see
-tests/slurm/cluster.py; minutes in real time) and its log is kept there. ``--compare-log``
+cluster again; otherwise the window is run on the Slurm that SLURM_CONF names (the test
+Slurm: ``tests/slurm/up.sh``, which needs root and Debian's slurm packages, prints the line to
+export; minutes in real time) and its log is kept there. ``--compare-log``
 names a second run of the same window (jobs matched by name): its real start times are
 scored against the first run's, the noise floor of the real Slurm on that window.
 """
@@ -27,48 +28,44 @@ import numpy.typing as npt
 import polars as pl
 from scipy.stats import spearmanr
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-from hpcpolicy.cluster import ClusterSpec  # noqa: E402
-from hpcpolicy.ingest import IngestConfig, ingest  # noqa: E402
-from hpcpolicy.sim.engine import simulate  # noqa: E402
-from hpcpolicy.sim.types import SimConfig  # noqa: E402
-from hpcpolicy.slurm.replay import (  # noqa: E402
+from benchmarks._common import DATA, TRACES, slurm_env
+from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.ingest import IngestConfig, ingest
+from hpcpolicy.sim.engine import simulate
+from hpcpolicy.sim.types import SimConfig
+from hpcpolicy.slurm.replay import (
     SlurmReplayConfig,
     slurm_replay,
     start_latencies,
 )
-from hpcpolicy.slurm.submit import (  # noqa: E402
+from hpcpolicy.slurm.submit import (
     ScaleConfig,
     export_sacct,
     scale_window,
     submit_plan,
     wait_finished,
 )
-from hpcpolicy.workload import Workload  # noqa: E402
+from hpcpolicy.workload import Workload
 
-TRACE = Path("/work/shared/data/KTH-SP2-1996-2.1-cln.swf.gz")
+TRACE = DATA / TRACES["KTH-SP2"].file
 NODES = {"batch": (0, 1, 2, 3), "short": (2, 3)}
 """The test cluster's partitions (tests/slurm/cluster.py PARTITIONS) as node indices."""
 
 
 def _collect(args: argparse.Namespace, log_dir: Path) -> Path:
-    from slurm.cluster import started
-
-    slurm = started()
-    with tempfile.TemporaryDirectory(prefix="slurm-replay-", dir=slurm.root) as tmp:
+    env = slurm_env()
+    with tempfile.TemporaryDirectory(prefix="slurm-replay-") as tmp:
         ingest([TRACE], Path(tmp) / "trace.parquet", IngestConfig(overwrite=True))
         whole = Workload.from_table(Path(tmp) / "trace.parquet")
     window = whole.take(range(args.first, args.first + args.jobs))
     plan = scale_window(window, ScaleConfig(
         time_factor=0.01, min_run_s=5, max_run_s=args.max_run_s, arrivals_s=args.arrivals_s,
         trace_procs=int(whole.procs.max())))
-    work = Path(tempfile.mkdtemp(prefix="slurm-replay-", dir=slurm.root))
-    ids = submit_plan(plan, work, slurm.env)
-    wait_finished(ids.values(), slurm.env, timeout_s=3600)
+    work = Path(tempfile.mkdtemp(prefix="slurm-replay-"))
+    ids = submit_plan(plan, work, env)
+    wait_finished(ids.values(), env, timeout_s=3600)
     log_dir.mkdir(parents=True, exist_ok=True)
-    return export_sacct(ids.values(), log_dir / "sacct.txt", slurm.env)
+    return export_sacct(ids.values(), log_dir / "sacct.txt", env)
 
 
 def read_log(log_dir: Path) -> tuple[Workload, list[str]]:
@@ -109,7 +106,7 @@ def _figures(w: Workload, start: npt.NDArray[np.int64],
             "mean_wait_change": float(wait.mean() / real_wait.mean() - 1)}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--first", type=int, default=5000, help="first job of the trace window")
@@ -122,7 +119,7 @@ def main() -> int:
     ap.add_argument("--compare-log", type=Path,
                     help="a second run of the same window: score its real starts too")
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     sacct = args.log_dir / "sacct.txt"
     if not sacct.exists():
         _collect(args, args.log_dir)

@@ -39,9 +39,9 @@ with 1/N of the budget, and chooses among the snapshots of all of them: a seed w
 goes astray is then outscored on the training part instead of deployed.
 
 Usage:
-    python benchmarks/train_quality.py                       # the bar, 30 min per trace
-    python benchmarks/train_quality.py --steps 4096 --windows 2 --window-size 256   # a try
-    python benchmarks/train_quality.py --warm-start f1 --reward bsld:1,utilization:50 \
+    python -m benchmarks.train_quality                       # the bar, 30 min per trace
+    python -m benchmarks.train_quality --steps 4096 --windows 2 --window-size 256   # a try
+    python -m benchmarks.train_quality --warm-start f1 --reward bsld:1,utilization:50 \
         --config gamma1.json --snapshot-every 100     # the recipe of RESULTS.md
 """
 
@@ -60,22 +60,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from cli import hpcpolicy_cli  # noqa: E402  (benchmarks/cli.py)
-from env import ingest_trace  # noqa: E402  (benchmarks/env.py)
-
-from hpcpolicy.env.spaces import DEFAULT_K  # noqa: E402  (what `hpcpolicy train` shows)
-from hpcpolicy.training import TrainOptions, train  # noqa: E402
+from benchmarks._common import RESULTS, TRACES, TRAIN_FRAC, ingest_trace
+from benchmarks.cli import hpcpolicy_cli
+from hpcpolicy.env.spaces import DEFAULT_K  # what `hpcpolicy train` shows
+from hpcpolicy.training import TrainOptions, train
 
 HEURISTICS = ("fcfs", "sjf", "f1", "wfp3", "unicep")
 BAR = -0.10
 """Required change of mean bounded slowdown against the best heuristic (10 % lower)."""
-WORKLOAD_OPTIONS: dict[str, dict[str, Any]] = {"lublin_256": {"walltime_fallback": "runtime"},
-                                               "HPC2N": {}}
-"""Per trace: how to build its workload (the Lublin model has no requested walltimes), as
-:class:`~hpcpolicy.training.TrainOptions` fields."""
-RLSCHEDULER_OPTIONS = {"compat": "rlscheduler", "split": "all"}
+RLSCHEDULER_OPTIONS: dict[str, Any] = {"compat": "rlscheduler", "split": "all"}
 """RLScheduler's protocol: their conventions, training on the whole trace."""
 RLSCHEDULER_STARTS = (1981, 2714, 2756, 3316, 4022, 4299, 5228, 7085, 7762, 8850)
 RLSCHEDULER_PUBLISHED = {"easy": {"rl": 58.64, "sjf": 73.31, "f1": 75.07},
@@ -273,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="fixed steps per policy instead of a time budget")
     parser.add_argument("--workers", type=int, default=2, help="DD-PPO workers")
     parser.add_argument("--train-window", type=int, default=256, help="jobs per episode")
-    parser.add_argument("--train-frac", type=float, default=0.7)
+    parser.add_argument("--train-frac", type=float, default=TRAIN_FRAC)
     parser.add_argument("--k", type=int, default=DEFAULT_K,
                         help="waiting jobs the policy sees, the oldest (hpcpolicy train --k); "
                              "jobs beyond them wait unseen when the queue is longer")
@@ -308,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=None,
                         help="where the runs go (default: a new temporary directory)")
     parser.add_argument("--out", type=Path,
-                        default=ROOT / "benchmarks/results/train_quality.json")
+                        default=RESULTS / "train_quality.json")
     a = parser.parse_args(argv)
     if a.restarts < 1 or (a.restarts > 1 and not a.snapshot_every):
         parser.error("--restarts N needs N >= 1, and --snapshot-every to choose among them")
@@ -325,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     for trace in a.traces.split(","):
         table = ingest_trace(trace, a.cache)
-        extra = WORKLOAD_OPTIONS[trace]
+        extra = TRACES[trace].workload
         options = TrainOptions(**extra).workload().to_dict()
         for backfill in backfills:
             run = runs_dir / f"{trace}-{backfill}"

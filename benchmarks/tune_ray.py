@@ -19,8 +19,8 @@ Writes JSON and prints one line.
 
 Usage::
 
-    python benchmarks/tune_ray.py                       # population 4, 4 rounds
-    python benchmarks/tune_ray.py --steps 4096 --interval 1024 --cluster-test
+    python -m benchmarks.tune_ray                       # population 4, 4 rounds
+    python -m benchmarks.tune_ray --steps 4096 --interval 1024 --cluster-test
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-HPCPOLICY = str(Path(sys.executable).with_name("hpcpolicy"))
+from benchmarks._common import RESULTS, ROOT
+from benchmarks.cli import hpcpolicy_cli
+
 TARGET_RATIO = 0.6
 
 
@@ -56,7 +57,7 @@ def _tune(table: Path, out: Path, args: argparse.Namespace, member_cpus: float |
     cores = os.cpu_count() or 1
     backend = "local" if member_cpus is None else "ray"
     env = {**os.environ, "OMP_NUM_THREADS": str(cores if member_cpus is None else 1)}
-    cmd = [HPCPOLICY, "-q", "tune", str(table), "--population", str(args.population),
+    cmd = [*hpcpolicy_cli(), "-q", "tune", str(table), "--population", str(args.population),
            "--steps", str(args.steps), "--interval", str(args.interval), "--seed",
            str(args.seed), "--window-size", str(args.window_size), "--val-window-size",
            str(args.window_size), "--walltime-fallback", "runtime", "-o", str(out),
@@ -82,7 +83,7 @@ def _slow_tests() -> dict[str, Any]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--population", type=int, default=4)
     parser.add_argument("--steps", type=int, default=131072, help="Steps of each member.")
@@ -94,15 +95,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cluster-test", action="store_true",
                         help="Also run the slow multi-process tests (about 3 minutes).")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/tune_ray.json")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS / "tune_ray.json")
+    args = parser.parse_args(argv)
     from hpcpolicy.atomic import write_json
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        _run([HPCPOLICY, "-q", "generate", "--jobs", str(args.jobs), "--procs", "256",
+        _run([*hpcpolicy_cli(), "-q", "generate", "--jobs", str(args.jobs), "--procs", "256",
               "--seed", str(args.seed), "-o", str(folder / "log.swf")])
-        _run([HPCPOLICY, "-q", "ingest", str(folder / "log.swf"), "-o",
+        _run([*hpcpolicy_cli(), "-q", "ingest", str(folder / "log.swf"), "-o",
               str(folder / "jobs.parquet")])
         runs = {"local": _tune(folder / "jobs.parquet", folder / "local", args, None)}
         for cpus in (float(c) for c in args.member_cpus.split(",")):

@@ -21,7 +21,7 @@ The trace is ingested once into ``--cache`` (shared with ``benchmarks/simulate.p
 JSON (default ``benchmarks/results/whatif.json``) and one line of text.
 
 Usage:
-    python benchmarks/whatif.py [--repeat 2] [--out FILE]
+    python -m benchmarks.whatif [--repeat 2] [--out FILE]
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli import hpcpolicy_cli
-from simulate import ingest_traces
+from benchmarks._common import RESULTS
+from benchmarks.cli import hpcpolicy_cli
+from benchmarks.simulate import ingest_traces
 
-ROOT = Path(__file__).resolve().parent.parent
 TARGET_S = 60.0
 ARGS = ["--baseline", "fcfs+easy", "--candidate", "sjf+easy", "--candidate", "f1+easy",
         "--scenario", "nodes=+10%"]
@@ -63,14 +62,13 @@ def _timed(cmd: list[str]) -> float:
     return time.perf_counter() - t
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) /
                         "hpcpolicy-bench")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
-                        "whatif.json")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS / "whatif.json")
+    args = parser.parse_args(argv)
     table = ingest_traces(args.cache)["HPC2N"]["full"]
     cli = hpcpolicy_cli()
     with tempfile.TemporaryDirectory() as tmp:

@@ -25,8 +25,8 @@ A process past ``--timeout`` is stopped and recorded as such. The numba cache mu
 ``benchmarks/results/whatif_10m.json``) and one line of text with the load average.
 
 Usage:
-    python benchmarks/whatif_10m.py [--repeat 50] [--cache DIR] [--timeout 1200] [--out FILE]
-    python benchmarks/whatif_10m.py --repeat 5        # a 1 M-job try (about 2 min)
+    python -m benchmarks.whatif_10m [--repeat 50] [--cache DIR] [--timeout 1200] [--out FILE]
+    python -m benchmarks.whatif_10m --repeat 5        # a 1 M-job try (about 2 min)
 """
 
 from __future__ import annotations
@@ -41,12 +41,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli import hpcpolicy_cli
-from ingest import SACCT_SOURCE, build_swf
-from simulate import ingest_traces
+from benchmarks._common import RESULTS
+from benchmarks.cli import hpcpolicy_cli
+from benchmarks.ingest import SACCT_SOURCE, build_swf
+from benchmarks.simulate import ingest_traces
 
-ROOT = Path(__file__).resolve().parent.parent
 BAR_S, BAR_RSS_MB = 60.0, 4096.0
 WHATIF = ["--baseline", "fcfs+easy", "--candidate", "sjf+easy", "--candidate", "f1+easy",
           "--scenario", "nodes=+10%", "--scenario", "estimates=actual"]
@@ -79,7 +78,7 @@ def _run(cmd: list[str], timeout: float) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Build the log, measure the four processes, write JSON and print one line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=50, help="HPC2N passes (50: 10.1 M jobs)")
@@ -87,9 +86,8 @@ def main() -> None:
                         "hpcpolicy-bench")
     parser.add_argument("--timeout", type=float, default=1200.0,
                         help="seconds after which a process is stopped and recorded as such")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
-                        "whatif_10m.json")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=RESULTS / "whatif_10m.json")
+    args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     swf = build_swf(args.cache, args.repeat, source=SACCT_SOURCE, name="hpc2n",
                     keep_header=True)
