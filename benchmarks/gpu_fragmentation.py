@@ -12,8 +12,12 @@ until 130 % of the cluster's GPUs are asked for
 * ``<out>/gpu_fragmentation.png``: allocated share against arrived workload, one line per
   allocator (mean), a band from the lowest to the highest seed.
 
+With ``--learned DIR`` (an allocator exported by ``benchmarks/gpu_learned_allocator.py``) the
+learned allocator is run too (no expected figures: it is not in the paper).
+
 Usage:
     python benchmarks/gpu_fragmentation.py                       # 10 seeds, 6 allocators
+    python benchmarks/gpu_fragmentation.py --learned benchmarks/results/allocator
     python benchmarks/gpu_fragmentation.py --seeds 42 --allocators fgd bestfit
 """
 
@@ -28,7 +32,8 @@ from pathlib import Path
 import polars as pl
 
 from hpcpolicy.errors import HpcPolicyError
-from hpcpolicy.gpu.allocators import ALLOCATORS
+from hpcpolicy.gpu.allocator_artifact import load_allocator
+from hpcpolicy.gpu.allocators import ALLOCATORS, LEARNED
 from hpcpolicy.gpu.inflation_table import compare_expected, inflation_table, read_expected
 from hpcpolicy.gpu.sharing import read_nodes, read_pods
 
@@ -67,14 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allocators", nargs="+", default=list(ALLOCATORS),
                         choices=ALLOCATORS)
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(42, 52)))
+    parser.add_argument("--learned", type=Path, help="also run this exported allocator")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     a = parser.parse_args(argv)
     try:
         nodes = read_nodes(a.nodes)
         pods = read_pods(a.pods, nodes.models)
+        weights = load_allocator(a.learned) if a.learned else ()
+        names = [*a.allocators, LEARNED] if a.learned else a.allocators
         percents = list(range(0, 131))
         start = time.perf_counter()
-        table = inflation_table(nodes, pods, a.allocators, a.seeds, percents)
+        table = inflation_table(nodes, pods, names, a.seeds, percents, weights=weights)
         seconds = time.perf_counter() - start
         a.out.mkdir(parents=True, exist_ok=True)
         table.write_csv(a.out / "gpu_fragmentation.csv")
@@ -87,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     wide = cmp.with_columns(pl.format("{} ({})", pl.col("ours").round(2),
                                       pl.col("diff").round(2)).alias("cell"))
     print(wide.pivot(on="percent", index="allocator", values="cell"))
-    print(f"{len(a.allocators)} allocators x {len(a.seeds)} seeds in {seconds:.1f} s; "
+    print(f"{len(names)} allocators x {len(a.seeds)} seeds in {seconds:.1f} s; "
           f"worst |diff| {float(cmp['diff'].abs().max()):.2f} points; files in {a.out}")  # type: ignore[arg-type]
     return 0
 

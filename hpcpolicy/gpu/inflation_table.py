@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from hpcpolicy.errors import InputFormatError
+from hpcpolicy.gpu.allocators import LEARNED
 from hpcpolicy.gpu.inflation import InflationConfig, InflationRun, inflation_curve, run_inflation
 from hpcpolicy.gpu.sharing import GPU_MILLI, SharingNodes, SharingPods
 
@@ -36,9 +37,11 @@ def fragmentation_curve(run: InflationRun, percents: Sequence[int]) -> np.ndarra
 
 
 def inflation_table(nodes: SharingNodes, pods: SharingPods, allocators: Sequence[str],
-                    seeds: Sequence[int], percents: Sequence[int],
-                    ratio: float = 1.3) -> pl.DataFrame:
+                    seeds: Sequence[int], percents: Sequence[int], ratio: float = 1.3,
+                    weights: tuple[float, ...] = ()) -> pl.DataFrame:
     """One row per (allocator, seed): ``alloc_<p>`` and ``frag_<p>`` for each ``p``.
+
+    ``weights`` are the ``learned`` allocator's, when it is among ``allocators``.
 
     Example:
         >>> import numpy as np
@@ -53,8 +56,9 @@ def inflation_table(nodes: SharingNodes, pods: SharingPods, allocators: Sequence
     rows = []
     for name in allocators:
         for seed in seeds:
-            run = run_inflation(nodes, pods, InflationConfig(allocator=name, ratio=ratio,
-                                                             seed=seed))
+            cfg = InflationConfig(allocator=name, ratio=ratio, seed=seed,
+                                  weights=weights if name == LEARNED else ())
+            run = run_inflation(nodes, pods, cfg)
             alloc = inflation_curve(run, np.asarray(percents, dtype=np.int64))
             frag = fragmentation_curve(run, percents)
             row: dict[str, object] = {"allocator": name, "seed": seed}
