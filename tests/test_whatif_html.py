@@ -274,3 +274,14 @@ def test_side_by_side_panels_keep_labels_apart(chromium: str, tmp_path: Path,
     probe = open_page(chromium, target, PROBE, width=width).probe
     assert [p["id"] for p in probe["plots"]][:2] == ["fig-wait_ecdf", "fig-bsld_ecdf"]
     assert probe["overlaps"] == []
+
+
+def test_utilisation_has_one_name_in_every_format(
+        page: str, report: tuple[dict[str, Any], pl.DataFrame]) -> None:
+    from hpcpolicy.whatif.compare import get_metric
+    from hpcpolicy.whatif.markdown import render_markdown
+
+    name = get_metric("utilization").label
+    markdown = render_markdown(report[0])
+    for text in (page, markdown):
+        assert name in text and "to last end" not in text

@@ -152,7 +152,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
              f"{cfg['confidence']:.0%} confidence interval excludes zero.", ""]
     lines += ["## Runs", ""]
     lines += _table(["run", "machine", "jobs", "mean wait", "p95 wait", "mean bsld",
-                     "utilisation to last end"], [
+                     get_metric("utilization").label], [
         [escape(r["id"]), escape(next(s["cluster"]["name"] for s in doc["scenarios"]
                                       if s["id"] == r["scenario"])),
          f"{r['summary']['jobs']:,}", _dur(r["summary"]["mean_wait_s"]),

@@ -308,6 +308,13 @@ def _run_windows(run: WhatifRun, t0: int, n: int, period_s: int) -> compare.RunW
     return compare.run_windows(table, run.cores, t0, period_s, n, _extreme(table["submit"]) or 0)
 
 
+def _utilization(run: WhatifRun, period_s: int) -> float | None:
+    """A run's utilisation as every comparison measures it: until its last submit, all
+    windows pooled (so the runs table and the comparisons show one figure)."""
+    t0, n = _grid([run], period_s)
+    return _run_windows(run, t0, n, period_s).stats.utilization()
+
+
 def _compare(base: WhatifRun, cand: WhatifRun, base_windows: compare.RunWindows,
              cand_windows: compare.RunWindows, t0: int, n: int, cfg: WhatifConfig,
              origin: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -471,7 +478,8 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         "scenarios": scenario_docs,
         "runs": [{"id": r.id, "scenario": r.scenario.id, "spec": r.spec.text,
                   "policy": r.spec.policy, "backfill": r.spec.backfill, "role": r.role,
-                  "summary": r.summary, "never_fits": r.never_fits} for r in runs],
+                  "summary": {**r.summary, "utilization": _utilization(r, cfg.period_s)},
+                  "never_fits": r.never_fits} for r in runs],
         "metrics": [m.to_dict() for m in compare.METRICS],
         "comparisons": comparisons,
         "timeseries": _timeseries(runs, cfg.max_bins),
