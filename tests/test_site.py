@@ -4,6 +4,7 @@ result back as a log, and fit)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -152,7 +153,10 @@ def test_site_toml_round_trip_and_evidence_comments() -> None:
     ("[limits]\nuser_jobs = \"3\"\n", "limits.user_jobs: expected a whole number"),
     ("[nodes]\nwhole_node = 1\n", "nodes.whole_node: expected true or false"),
     ("[capacity]\navailability = 2.0\n", "capacity.availability must be in"),
-    ("[capacity]\noutages = [{ start_s = 5, end_s = 9 }]\n", "missing key 'cores'"),
+    ("[capacity]\noutages = [{ start = 2002-07-28T10:00:00Z, end = 2002-07-28T16:00:00Z }]\n",
+     "missing key 'cores'"),
+    ("[capacity]\noutages = [{ start = 5, end = 9, cores = 2 }]\n",
+     "start: expected a date and time"),
 ])
 def test_bad_site_toml_names_the_key(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -227,6 +231,15 @@ def test_fidelity_report_parts() -> None:
     # FCFS + EASY replaying its own schedule reproduces it
     assert doc["whole"]["mean_wait_rel_error"] == pytest.approx(0.0, abs=1e-9)
     assert doc["fit"]["jobs"] + doc["out_of_sample"]["jobs"] == 600
+
+
+def test_fidelity_by_size_is_in_size_order() -> None:
+    w = _workload(1200)
+    w = dataclasses.replace(w, procs=np.array([(1, 3, 12, 40)[i % 4] for i in range(len(w))],
+                                              dtype=np.int64))
+    logged = _as_logged(w, ClusterSpec.homogeneous(64), SimConfig(backfill="easy"))
+    doc = fidelity_report(logged, ClusterSpec.homogeneous(64))
+    assert [row["group"] for row in doc["by_size"]] == ["1", "2-4", "5-16", "17-64"]
 
 
 def test_calibrate_finds_a_larger_machine_than_the_header() -> None:

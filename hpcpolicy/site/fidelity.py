@@ -11,6 +11,7 @@ saw), by calendar month, by partition and by job-size class.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,7 +33,7 @@ from hpcpolicy.whatif.fidelity import (
 )
 from hpcpolicy.workload import Workload
 
-__all__ = ["SIZE_CLASSES", "FidelityConfig", "Waits", "fidelity_report", "replay_waits",
+__all__ = ["SIZE_CLASSES", "SIZE_NAMES", "FidelityConfig", "Waits", "fidelity_report", "replay_waits",
            "section", "unchecked"]
 
 F64 = npt.NDArray[np.float64]
@@ -106,9 +107,11 @@ def section(logged: F64, simulated: F64) -> dict[str, Any]:
             "trust": trust(fig["spearman"], lm, sm)}
 
 
-def _groups(labels: npt.NDArray[Any], waits: Waits) -> list[dict[str, Any]]:
+def _groups(labels: npt.NDArray[Any], waits: Waits,
+            order: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The figures of each group of jobs, in ``order`` (default: the labels sorted)."""
     rows = []
-    for label in np.unique(labels):
+    for label in np.unique(labels) if order is None else order:
         sel = labels == label
         part = section(waits.logged[sel], waits.simulated[sel])
         if part["available"]:
@@ -118,10 +121,18 @@ def _groups(labels: npt.NDArray[Any], waits: Waits) -> list[dict[str, Any]]:
     return rows
 
 
+def _size_name(lo: int, hi: int) -> str:
+    return str(lo) if lo == hi else f"{lo}-{hi}" if hi < 1 << 62 else f">={lo}"
+
+
+SIZE_NAMES = tuple(_size_name(lo, hi) for lo, hi in SIZE_CLASSES)
+"""The size classes' names, smallest first: the by-size breakdown's order."""
+
+
 def _size_labels(procs: npt.NDArray[np.int64]) -> npt.NDArray[np.str_]:
     labels = np.empty(len(procs), dtype=object)
-    for lo, hi in SIZE_CLASSES:
-        labels[(procs >= lo) & (procs <= hi)] = f"{lo}-{hi}" if hi < 1 << 62 else f">={lo}"
+    for (lo, hi), name in zip(SIZE_CLASSES, SIZE_NAMES, strict=True):
+        labels[(procs >= lo) & (procs <= hi)] = name
     return labels.astype(str)
 
 
@@ -179,7 +190,7 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
         "out_of_sample": section(waits.logged[split:], waits.simulated[split:]),
         "by_month": _groups(months, waits),
         "by_partition": _groups(parts, waits),
-        "by_size": _groups(_size_labels(workload.procs), waits),
+        "by_size": _groups(_size_labels(workload.procs), waits, SIZE_NAMES),
         "never_fits": {"jobs": len(waits.never_fits), "job_ids": waits.never_fits[:20]},
         "engine_s": waits.wall_s,
         "wall_s": time.perf_counter() - tic,
