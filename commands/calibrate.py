@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet
+from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, note_first_compile
 from hpcpolicy.commands._options import (
     ClusterOpt,
     JsonOutOpt,
@@ -52,6 +52,7 @@ def main(
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
+        note_first_compile()
         refuse_existing(out, json_out, overwrite=overwrite)
         config = CalibrateConfig(fit_frac=fit_frac)
         machine = resolve_cluster(spec=cluster, procs=procs, table=table)

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hpcpolicy.commands._click import Command
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, with_progress
+from hpcpolicy.commands._console import (
+    console,
+    fail_cleanly,
+    is_quiet,
+    note_first_compile,
+    plain,
+    with_progress,
+)
 from hpcpolicy.commands._options import (
     ClusterOpt,
     OverwriteOpt,
@@ -104,6 +111,7 @@ def build(
     from hpcpolicy.site.apply import env_options, load_world
 
     with fail_cleanly():
+        note_first_compile()
         cfg = DatasetConfig(source=source, k=k, window_size=window_size, reward=reward,
                             backfill=backfill, train_frac=train_frac, val_frac=val_frac,
                             heuristics=tuple(h.strip() for h in heuristics.split(",")

@@ -11,6 +11,7 @@ from hpcpolicy.commands._console import (
     duration,
     fail_cleanly,
     is_quiet,
+    note_first_compile,
     plain,
     print_note,
     short_names,
@@ -190,6 +191,7 @@ def main(
     from hpcpolicy.site.apply import load_world
 
     with fail_cleanly():
+        note_first_compile()
         refuse_existing(json_out, overwrite=overwrite)
         policies = _listed(policy, [] if gpu_baselines else ["fcfs,sjf,f1"])
         allocators = _listed(allocator, ["first-fit"])

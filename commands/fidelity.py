@@ -6,7 +6,14 @@ from typing import Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, plain, print_note
+from hpcpolicy.commands._console import (
+    console,
+    fail_cleanly,
+    is_quiet,
+    note_first_compile,
+    plain,
+    print_note,
+)
 from hpcpolicy.commands._options import (
     ClusterOpt,
     JsonOutOpt,
@@ -88,6 +95,7 @@ def main(
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
+        note_first_compile()
         refuse_existing(json_out, overwrite=overwrite)
         config = FidelityConfig(fit_frac=fit_frac)
         if compat not in (None, SLURM_FLAVOUR):

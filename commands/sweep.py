@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from hpcpolicy.commands._console import console, fail_cleanly, is_quiet, with_progress
+from hpcpolicy.commands._console import (
+    console,
+    fail_cleanly,
+    is_quiet,
+    note_first_compile,
+    with_progress,
+)
 from hpcpolicy.commands._options import BackendOpt, RayAddressOpt, a_file, a_folder
 from hpcpolicy.textfmt import visible
 
@@ -82,6 +88,7 @@ def main(
     from hpcpolicy.sweep import load_spec, sweep
 
     with fail_cleanly():
+        note_first_compile()
         grid = load_spec(spec)
         root = out if out is not None else Path("sweeps") / spec.stem
         result = with_progress(

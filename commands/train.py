@@ -14,6 +14,7 @@ from hpcpolicy.commands._console import (
     err_console,
     fail_cleanly,
     is_quiet,
+    note_first_compile,
     with_progress,
 )
 from hpcpolicy.commands._options import (
@@ -218,6 +219,7 @@ def main(
     from hpcpolicy.card import model_card
 
     with fail_cleanly():
+        note_first_compile()
         trained = _train(table, algo, config, out, options, force)
         card = with_progress(lambda step: model_card(trained, table, options, step),
                              "model card: validation and test")

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet, plain
+from hpcpolicy.commands._console import (
+    console,
+    err_console,
+    fail_cleanly,
+    is_quiet,
+    note_first_compile,
+    plain,
+)
 from hpcpolicy.commands._options import (
     BackendOpt,
     BackfillOpt,
@@ -215,6 +222,7 @@ def main(
     from hpcpolicy.rl.tune import TuneConfig
 
     with fail_cleanly():
+        note_first_compile()
         cfg = TuneConfig(population=population, total_steps=steps, interval=interval,
                          seed=seed, workers=workers, val_frac=val_frac, val_windows=val_windows,
                          val_window_size=window_size if val_window_size is None

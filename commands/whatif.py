@@ -12,6 +12,7 @@ from hpcpolicy.commands._console import (
     console,
     fail_cleanly,
     is_quiet,
+    note_first_compile,
     print_note,
     short_names,
     with_progress,
@@ -174,6 +175,7 @@ def main(
     from hpcpolicy.workload import Workload
 
     with fail_cleanly():
+        note_first_compile()
         cfg = WhatifConfig(baseline=baseline, candidates=tuple(candidate or ("sjf+easy",)),
                            scenarios=tuple(scenario or ()), period_s=parse_period(period),
                            metric=metric, bootstrap=bootstrap, confidence=confidence, seed=seed)
