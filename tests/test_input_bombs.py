@@ -114,6 +114,18 @@ def test_the_swf_header_reader_reads_a_bounded_head(tmp_path: Path) -> None:
     assert peak < 12 * MIB, f"{peak / MIB:.1f} MiB held to read the header"
 
 
+def test_tables_read_whole_by_polars_are_read_within_the_limits(tmp_path: Path) -> None:
+    """The GPU-sharing trace's node list went to Polars' read_csv, which decompresses a gzip
+    file whole: 2.3 MB holding a 500 MB field took 1.7 GB."""
+    from hpcpolicy.gpu.sharing import read_nodes
+
+    bomb = write_stream(tmp_path / "nodes.csv.gz", [b"sn,cpu_milli,memory_mib,gpu,model\nn1,",
+                                                     b"1" * (2 * MIB), b",1024,1,V100\n"])
+    with pytest.raises(InputFormatError, match=r"nodes\.csv\.gz: line 2 is longer than "
+                                               r"1,048,576 bytes: not a line of the node list"):
+        read_nodes(bomb)
+
+
 def test_cluster_spec_caps_nodes_and_the_variable_raises_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hpcpolicy.cluster_io import load_cluster

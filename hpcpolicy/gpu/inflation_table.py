@@ -19,6 +19,7 @@ from hpcpolicy.errors import InputFormatError
 from hpcpolicy.gpu.allocators import LEARNED
 from hpcpolicy.gpu.inflation import InflationConfig, InflationRun, inflation_curve, run_inflation
 from hpcpolicy.gpu.sharing import GPU_MILLI, SharingNodes, SharingPods
+from hpcpolicy.ingest.text_chunks import read_bounded
 
 __all__ = ["compare_expected", "fragmentation_curve", "inflation_table", "read_expected"]
 
@@ -75,7 +76,8 @@ def read_expected(path: Path) -> pl.DataFrame:
         InputFormatError: unreadable, or without ``allocator`` and ``seed`` columns.
     """
     try:
-        frame = pl.read_csv(path, comment_prefix="#")
+        frame = pl.read_csv(read_bounded(path, "a table of expected figures"),
+                            comment_prefix="#")
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise InputFormatError(f"{path}: cannot read the expected figures ({exc}); give a "
                                "CSV with columns allocator, seed, <percent>...") from None

@@ -23,6 +23,7 @@ import numpy.typing as npt
 import polars as pl
 
 from hpcpolicy.errors import InputFormatError
+from hpcpolicy.ingest.text_chunks import read_bounded
 
 __all__ = ["GPU_MILLI", "MAX_GPUS", "SharingNodes", "SharingPods", "read_nodes", "read_pod_times",
            "read_pods"]
@@ -100,7 +101,7 @@ class SharingPods:
 
 def _frame(path: Path, columns: tuple[str, ...], what: str) -> pl.DataFrame:
     try:
-        frame = pl.read_csv(path, infer_schema=False)
+        frame = pl.read_csv(read_bounded(path, f"the {what}"), infer_schema=False)
     except (OSError, pl.exceptions.PolarsError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputFormatError(f"{path}: cannot read the {what} ({first}); give the trace's "

@@ -37,13 +37,16 @@ from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.detect import BOM, is_gzip
 from hpcpolicy.limits import Limits
 
-__all__ = ["CHUNK_BYTES", "WORKERS", "LineChunks", "Scanned", "push_down", "scan_pieces"]
+__all__ = ["CHUNK_BYTES", "SMALL_TEXT_BYTES", "WORKERS", "LineChunks", "Scanned", "push_down",
+           "read_bounded", "scan_pieces"]
 
 CHUNK_BYTES = 8 << 20
 """Text handed to a scanner at a time (about 40,000 sacct or 90,000 SWF lines)."""
 
 WORKERS = 2
 """Threads that scan pieces at once."""
+SMALL_TEXT_BYTES = 64 << 20
+"""Most bytes :func:`read_bounded` returns (a node list or a table of figures is far less)."""
 
 _READ_BYTES = 1 << 20
 _BACK_BYTES = 1 << 16
@@ -224,6 +227,39 @@ def _reader(path: Path, limits: Limits) -> Iterator[Callable[[npt.NDArray[np.uin
         yield read_into
     finally:
         stream.close()
+
+
+def read_bounded(path: Path, what: str, limits: Limits | None = None,
+                 max_bytes: int = SMALL_TEXT_BYTES) -> bytes:
+    """The text of a small plain or gzipped file that is parsed whole (Polars' ``read_csv``
+    would decompress a gzip file whole, unbounded), read within ``limits`` (default
+    :class:`Limits()`) and at most ``max_bytes``.
+
+    Args:
+        path: the file.
+        what: what it is, for messages (``the node list``).
+        limits: the longest line and the gzip expansion accepted.
+        max_bytes: the most bytes of text accepted.
+
+    Raises:
+        InputFormatError: the file cannot be read, is damaged gzip, or breaks a limit.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+        >>> _ = p.write_bytes(b"a,b\\n1,2\\n")
+        >>> read_bounded(p, "a table")
+        b'a,b\\n1,2\\n'
+    """
+    parts: list[bytes] = []
+    total = 0
+    for buf, end in LineChunks(path, what, limits=limits, piece_bytes=_READ_BYTES).pieces():
+        total += end
+        if total > max_bytes:
+            raise InputFormatError(f"{path}: more than {max_bytes >> 20} MiB of text; is it "
+                                   f"really {what}?")
+        parts.append(buf[:end].tobytes())
+    return b"".join(parts)
 
 
 class Scanned(Protocol):
