@@ -92,6 +92,9 @@ class Calibration:
     ablation: list[dict[str, Any]]
     """Per step of the search: the element tried, kept or not, validation objective and
     out-of-sample figures."""
+    without: dict[str, dict[str, Any]]
+    """Per kept element: the out-of-sample figures of the fitted model without it (against
+    :attr:`after`, what the element adds out of sample)."""
     wall_s: float
     """Time the calibration took."""
 
@@ -304,7 +307,9 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
                   "oos_trust_before": before["trust"], "oos_trust_after": oos["trust"]}
     site = replace(site, evidence=evidence,
                    provenance={k: v for k, v in provenance.items() if v is not None})
-    return Calibration(site=site, before=before, after=oos, ablation=steps,
+    without = {name: _brief(search.parts(site.without(name))["oos"])
+               for name in site.elements()}
+    return Calibration(site=site, before=before, after=oos, ablation=steps, without=without,
                        wall_s=time.perf_counter() - tic)
 
 
