@@ -204,3 +204,11 @@ def test_pod_times_run_from_scheduling_or_creation(tmp_path: Path) -> None:
     submit, run = read_pod_times(pods)
     assert submit.tolist() == [10, 20, 5]
     assert run.tolist() == [80, 30, 1]
+
+
+def test_ties_go_to_the_first_node_in_the_list() -> None:
+    nodes = _nodes((8000, 100, 2, 0), (8000, 100, 2, 0), (8000, 100, 2, 0))
+    pods = _pods((100, 1, 1, 500))
+    for allocator in ("dotprod", "clustering", "packing", "bestfit", "fgd"):
+        firsts = {int(_placed(nodes, pods, allocator, seed=s).node[0]) for s in range(10)}
+        assert firsts == {0}, allocator
