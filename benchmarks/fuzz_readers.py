@@ -82,7 +82,7 @@ def fuzz(fmt: str, name: str, log: Seed, examples: int, rng_seed: int) -> dict[s
             "seconds": round(time.perf_counter() - start, 1), "failures": failures}
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=10_000, help="examples in all")
     parser.add_argument("--reader", choices=sorted(FIXTURES), action="append",
@@ -110,8 +110,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"fuzz_readers: {total['examples']} examples over {', '.join(readers)}: "
           f"{total['read']} read, {total['refused_one_line']} refused with one line, "
           f"{total['failed']} failed -> {args.out}")
-    raise SystemExit(1 if total["failed"] else 0)
+    return 1 if total["failed"] else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -334,7 +334,7 @@ def kill_points(target: Target, kills: int, rng: random.Random) -> dict[str, obj
             "runs_with_leftovers": len(leftovers), "points": points}
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", choices=sorted(TARGETS), action="append",
                         help="only these (repeat); default all")
@@ -361,8 +361,8 @@ def main(argv: list[str] | None = None) -> None:
     states = "; ".join(f"{r['target']} {r['states']}" for r in results)
     print(f"kill_outputs: {total} kill points ({states}); {bad} mixed states or leftovers "
           f"-> {args.out}")
-    raise SystemExit(1 if bad else 0)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
