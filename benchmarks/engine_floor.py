@@ -36,7 +36,7 @@ and a generated Lublin log (``--lublin`` jobs on 256 processors). Output: JSON (
 ``benchmarks/results/engine_floor.json``) and one line of text.
 
 Usage:
-    python benchmarks/engine_floor.py [--repeat 5] [--runs 3] [--lublin 100000] [--out FILE]
+    python -m benchmarks.engine_floor [--repeat 5] [--runs 3] [--lublin 100000] [--out FILE]
 """
 
 # The kernels are typed by numba when compiled; mypy sees untyped functions.
@@ -57,13 +57,13 @@ import numpy as np
 import numpy.typing as npt
 from numba import njit
 
+from benchmarks._common import RESULTS
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.prepare import prepare
 from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.workload import Workload
 
-ROOT = Path(__file__).resolve().parent.parent
 CFG = SimConfig(policy="fcfs", backfill="easy")
 """The engine's configuration the floor reproduces."""
 
@@ -410,7 +410,7 @@ def measure(name: str, w: Workload, cluster: ClusterSpec, runs: int) -> dict[str
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Build the workloads, check and time the floor and the engine, write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="HPC2N passes (5: 1.01 M jobs)")
@@ -418,12 +418,9 @@ def main() -> None:
     parser.add_argument("--lublin", type=int, default=100_000, help="jobs of the Lublin log")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) /
                         "hpcpolicy-bench")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" /
-                        "engine_floor.json")
-    args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from simulate import ingest_traces
-
+    parser.add_argument("--out", type=Path, default=RESULTS / "engine_floor.json")
+    args = parser.parse_args(argv)
+    from benchmarks.simulate import ingest_traces
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.sim import simulate
@@ -442,7 +439,8 @@ def main() -> None:
                                               _repeated(hpc2n, args.repeat), cluster, args.runs),
              f"Lublin {args.lublin}": measure("Lublin", generated, generated_cluster,
                                                   args.runs)}
-    doc = {"command": "python benchmarks/engine_floor.py " + " ".join(sys.argv[1:]),
+    given = sys.argv[1:] if argv is None else argv
+    doc = {"command": " ".join(["python -m benchmarks.engine_floor", *given]),
            "config": "fcfs + easy", "bar_engine_over_floor": 2.0, "cases": cases,
            "cpus": os.cpu_count(), "load_avg_1m": os.getloadavg()[0]}
     write_json(args.out, doc)

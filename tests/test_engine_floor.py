@@ -3,35 +3,21 @@ its FCFS + EASY start times equal the engine's job for job, so its time is a fai
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
+from benchmarks import engine_floor as floor
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim import SimConfig, simulate
 from hpcpolicy.workload import Workload
 
-FLOOR = Path(__file__).resolve().parent.parent / "benchmarks" / "engine_floor.py"
-
-
-@pytest.fixture(scope="module")
-def floor() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("engine_floor", FLOOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["engine_floor"] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.parametrize(("jobs", "procs", "seed"), [(3000, 64, 3), (3000, 128, 11)])
-def test_floor_starts_equal_the_engine(floor: ModuleType, tmp_path: Path, jobs: int,
-                                       procs: int, seed: int) -> None:
+def test_floor_starts_equal_the_engine(tmp_path: Path, jobs: int, procs: int,
+                                       seed: int) -> None:
     w, cluster = floor.lublin(tmp_path, jobs, procs, seed)
     engine = simulate(w, cluster, SimConfig(policy="fcfs", backfill="easy"))
     starts = floor.floor_starts(w, cluster)
@@ -39,7 +25,7 @@ def test_floor_starts_equal_the_engine(floor: ModuleType, tmp_path: Path, jobs: 
     assert floor.mismatch(starts, engine.start) is None
 
 
-def test_floor_keeps_a_job_larger_than_the_machine_waiting(floor: ModuleType) -> None:
+def test_floor_keeps_a_job_larger_than_the_machine_waiting() -> None:
     z = np.zeros(3, dtype=np.int64)
     w = Workload(job_id=np.array(["a", "b", "c"], dtype=object), submit=np.array([0, 1, 2]),
                  run_time=np.array([100, 50, 10]), req_walltime=np.array([100, 50, 10]),
@@ -50,7 +36,7 @@ def test_floor_keeps_a_job_larger_than_the_machine_waiting(floor: ModuleType) ->
     assert floor.floor_starts(w, cluster).tolist() == engine.start.tolist() == [0, -1, 2]
 
 
-def test_floor_refuses_what_it_does_not_replay(floor: ModuleType) -> None:
+def test_floor_refuses_what_it_does_not_replay() -> None:
     z = np.zeros(1, dtype=np.int64)
     w = Workload(job_id=np.array(["a"], dtype=object), submit=z, run_time=z + 10,
                  req_walltime=z + 10, procs=z + 1, nodes=z, gpus=z, mem_mib=z,
