@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", default="1,2", help="worker counts, comma-separated")
     parser.add_argument("--updates", type=int, default=12, help="updates per run")
     parser.add_argument("--trace", default="lublin_256",
-                        help="a trace of benchmarks/env.py (its real environment) or toy")
+                        help="a trace of benchmarks._common.TRACES (its real environment) or toy")
     parser.add_argument("--k", type=int, default=128, help="slots per observation")
     parser.add_argument("--num-envs", type=int, default=8, help="environments per worker")
     parser.add_argument("--num-steps", type=int, default=256, help="rollout steps per env")

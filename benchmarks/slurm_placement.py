@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     if not (args.log_dir / "sacct.txt").exists():
-        raise SystemExit(f"{args.log_dir}: no sacct.txt; run benchmarks/slurm_replay.py first")
+        raise SystemExit(f"{args.log_dir}: no sacct.txt; run python -m benchmarks.slurm_replay "
+                         "first")
     w, _ = read_log(args.log_dir)
     table = pl.read_parquet(args.log_dir / "jobs.parquet", columns=["job_id", "node_list"])
     where = dict(zip(table["job_id"].to_list(), table["node_list"].to_list(), strict=True))
