@@ -74,7 +74,7 @@ def test_a_raised_line_limit_reads_a_long_sacct_line(tmp_path: Path) -> None:
 
 def test_a_raised_column_limit_reads_the_wide_header(tmp_path: Path) -> None:
     result = invoke(*BOMBS["sacct_columns"](tmp_path, 1500), "--max-columns", "2000")
-    assert "columns, more than" not in result.output
+    assert result.exit_code == 0, result.output
 
 
 def test_every_line_is_held_to_the_limit_not_only_endless_ones(tmp_path: Path) -> None:
