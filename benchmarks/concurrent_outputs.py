@@ -30,7 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from output_races import read_races, write_races  # tests/output_races.py, via PYTHONPATH=tests
+try:  # test code, shared with tests/test_outputs_together.py
+    from output_races import read_races, write_races
+except ModuleNotFoundError as missing:
+    raise SystemExit(f"{missing.name} is in tests/: run with PYTHONPATH=tests") from None
 
 from benchmarks._common import RESULTS
 

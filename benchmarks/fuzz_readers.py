@@ -33,7 +33,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from reader_fuzz import FIXTURES, Seed, check_ingest, mutated_log, seed_from  # PYTHONPATH=tests
+
+try:  # test code, shared with tests/test_reader_fuzz.py
+    from reader_fuzz import FIXTURES, Seed, check_ingest, mutated_log, seed_from
+except ModuleNotFoundError as missing:
+    raise SystemExit(f"{missing.name} is in tests/: run with PYTHONPATH=tests") from None
 
 from benchmarks._common import DATA, RESULTS, TRACES
 
