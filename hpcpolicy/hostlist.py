@@ -11,17 +11,26 @@ import re
 
 from hpcpolicy.errors import ConfigError
 
-__all__ = ["expand_hostlist"]
+__all__ = ["MAX_HOSTLIST", "expand_hostlist", "hostlist_size"]
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+MAX_HOSTLIST = 1_000_000
+"""Most names one host list may expand to: a log's NodeList or a configuration's Nodes= with
+more is a typo or a bomb (``n[1-1000000000]`` would take gigabytes), refused before it is
+expanded."""
 
 
 def expand_hostlist(text: str) -> list[str]:
     """The node names of a Slurm hostlist (``n[1-4,7]``, ``a,b``, ``r[1-2]n[01-02]``).
 
     Raises:
-        ConfigError: unbalanced brackets or a range that is not ``A`` or ``A-B`` with A <= B.
+        ConfigError: unbalanced brackets, a range that is not ``A`` or ``A-B`` with A <= B, or
+            more than :data:`MAX_HOSTLIST` names (counted before anything is expanded).
     """
+    size = hostlist_size(text)
+    if size > MAX_HOSTLIST:
+        raise ConfigError(f"hostlist {text[:80]!r}: names {size:,} nodes, more than the "
+                          f"{MAX_HOSTLIST:,} read here; is the range a typo?")
     names: list[str] = []
     depth, start = 0, 0
     for i, ch in enumerate(text + ","):
@@ -56,3 +65,36 @@ def _expand_one(name: str, whole: str) -> list[str]:
         for k in range(int(lo), int(hi) + 1):
             out.extend(head + str(k).zfill(width) + rest for rest in _expand_one(tail, whole))
     return out
+
+
+def hostlist_size(text: str) -> int:
+    """How many names ``text`` expands to, counted without expanding them (elements that
+    cannot be read count 0: :func:`expand_hostlist` names what is wrong with them).
+
+    Example:
+        >>> hostlist_size("r[1-2]n[01-16],login"), hostlist_size("n[1-1000000000]")
+        (33, 1000000000)
+    """
+    total, depth, start = 0, 0, 0
+    for i, ch in enumerate(text + ","):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            total += _count_one(text[start:i].strip())
+            start = i + 1
+    return total
+
+
+def _count_one(name: str) -> int:
+    open_at = name.find("[")
+    if open_at < 0:
+        return 1 if name else 0
+    close_at = name.find("]", open_at)
+    if close_at < 0:
+        return 0
+    count = 0
+    for part in name[open_at + 1:close_at].split(","):
+        m = _RANGE.match(part.strip())
+        if m is None:
+            return 0
+        count += max(int(m.group(2) or m.group(1)) - int(m.group(1)) + 1, 0)
+    return count * _count_one(name[close_at + 1:]) if name[close_at + 1:] else count

@@ -20,7 +20,7 @@ from conftest import DATA
 
 from hpcpolicy.cluster_io import cluster_from_dict
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.hostlist import expand_hostlist
+from hpcpolicy.hostlist import expand_hostlist, hostlist_size
 from hpcpolicy.site.fidelity import section
 from hpcpolicy.slurm.replay import SlurmReplayConfig, slurm_replay
 from hpcpolicy.workload import Workload
@@ -164,3 +164,30 @@ def test_hostlists_and_named_nodes_in_a_spec() -> None:
     spec = cluster_from_dict({"groups": [{"name": "cpu", "count": 2, "cores": 1}],
                               "partitions": {"p": "cpu,n[1-2]"}})
     assert spec.partitions == (("p", ("cpu", "n1", "n2")),)
+
+
+def test_a_huge_hostlist_is_refused_before_it_is_expanded() -> None:
+    """``n[1-1000000000]`` in a log's NodeList or a spec would take gigabytes (issue 38)."""
+    assert hostlist_size("r[1-2]n[01-16],login") == 33
+    with pytest.raises(ConfigError, match=r"names 1,000,000,000 nodes, more than the 1,000,000"):
+        expand_hostlist("n[1-1000000000]")
+
+
+def test_a_log_whose_nodelist_is_a_bomb_is_one_line(tmp_path: Path) -> None:
+    text = TINY.read_text().replace("|n3\n", "|n[1-999999999]\n", 1)
+    log = tmp_path / "bomb.txt"
+    log.write_text(text)
+    table = _ingest(tmp_path, log)
+    line = one_line_error(invoke("simulate", str(table), "--compat", "slurm",
+                                 "-o", str(tmp_path / "out.parquet")))
+    assert "job 101's NodeList" in line and "999,999,999 nodes" in line
+
+
+def test_nodelists_that_name_too_many_nodes_together_are_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcpolicy.slurm import layout
+
+    monkeypatch.setattr(layout, "_NODELIST_BUDGET", 3)
+    line = one_line_error(invoke("simulate", str(_ingest(tmp_path, TINY)), "--compat", "slurm",
+                                 "-o", str(tmp_path / "out.parquet")))
+    assert "name more than 3 nodes in all" in line and "--cluster FILE" in line

@@ -33,6 +33,11 @@ from hpcpolicy.workload import Workload
 
 __all__ = ["SlurmLayout", "layout_from_log", "layout_from_spec", "slurm_layout"]
 
+_NODELIST_BUDGET = 10_000_000
+"""Most node names all of a log's distinct NodeLists may expand to, together (about 600 MB of
+names): above a real log (a million jobs name a few million), far below what a forged log
+could ask."""
+
 
 def _natural(name: str) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
@@ -181,10 +186,23 @@ def layout_from_log(table: str | Path, w: Workload, spec: ClusterSpec | None = N
     lists = dict(zip(frame["job_id"].cast(pl.Utf8).to_list(), frame["node_list"].to_list(),
                      strict=True))
     ran: dict[str, set[str]] = {p: set() for p in w.partitions}
+    expanded: dict[str, list[str]] = {}  # a NodeList repeats across jobs: expanded once
+    budget = _NODELIST_BUDGET
     for j in range(len(w)):
         text = lists.get(str(w.job_id[j]))
         if text and w.partitions:
-            ran[w.partitions[w.partition[j]]].update(expand_hostlist(text))
+            if text not in expanded:
+                try:  # each list at most MAX_HOSTLIST names, counted before expanding
+                    expanded[text] = expand_hostlist(text)
+                except ConfigError as exc:
+                    raise ConfigError(f"{table}: job {w.job_id[j]}'s NodeList: {exc}") from None
+                budget -= len(expanded[text])
+                if budget < 0:
+                    raise ConfigError(
+                        f"{table}: the log's NodeLists name more than "
+                        f"{_NODELIST_BUDGET:,} nodes in all (job {w.job_id[j]}: "
+                        f"{text[:80]!r}); give --cluster FILE with [partitions] instead")
+            ran[w.partitions[w.partition[j]]].update(expanded[text])
     seen = sorted(set().union(*ran.values()), key=_natural)
     notes = ["each partition's nodes are those its jobs ran on in the log (a node none of "
              "them used is left out); name them under [partitions] in --cluster if not"]

@@ -10,8 +10,6 @@ it wrote.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 
 from hpcpolicy.errors import ConfigError
@@ -47,11 +45,7 @@ BF_RANGES: Mapping[str, tuple[int, int]] = {
     "bf_max_job_test": (1, 1_000_000), "bf_max_job_user": (0, 1_000_000),
     "default_queue_depth": (0, 2**31 - 1)}
 """SchedulerParameters with a number Slurm checks, and the range it accepts."""
-MAX_HOSTLIST = 1_000_000
-"""Most node names one host list may expand to (the largest machines have ~10^5 nodes); a
-larger one is refused before it is expanded."""
 _STATES = ("UP", "DOWN", "DRAIN", "INACTIVE")
-_BRACKETS = re.compile(r"\[([^\]]*)\]")
 _UINT16 = 65535
 
 
@@ -127,29 +121,10 @@ def scheduler_of(settings: Mapping[str, Setting]) -> SchedulerParameters:
         others={k: v for k, v in params.items() if k not in BF_RANGES and k != "bf_continue"})
 
 
-def _hostlist_size(text: str) -> int:
-    """How many names ``text`` expands to, counted without expanding (0 if unreadable)."""
-    total = 0
-    for element in re.split(r",(?![^\[]*\])", text):
-        groups = _BRACKETS.findall(element)
-        sizes = []
-        for group in groups:
-            ranges = [r.split("-") for r in group.split(",")]
-            if not all(1 <= len(r) <= 2 and all(x.strip().isdigit() for x in r)
-                       for r in ranges):
-                return 0
-            sizes.append(sum(int(r[-1]) - int(r[0]) + 1 for r in ranges))
-        total += math.prod(sizes)
-    return total
-
-
 def hostnames(setting: Setting) -> tuple[str, ...]:
     """The node names of a host list value (``n[01-16,20]``), refused in one line naming
-    ``file:line:key`` when malformed or longer than :data:`MAX_HOSTLIST`."""
-    size = _hostlist_size(setting.value)
-    if size > MAX_HOSTLIST:
-        raise ConfigError(f"{setting.where()}: {setting.value!r} names {size:,} nodes, more "
-                          f"than the {MAX_HOSTLIST:,} read here; is the range a typo?")
+    ``file:line:key`` when malformed or longer than
+    :data:`~hpcpolicy.hostlist.MAX_HOSTLIST`."""
     try:
         return tuple(expand_hostlist(setting.value))
     except ConfigError as exc:
