@@ -149,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         table = args.table
         if table is None:
-            from gpu_jobs import write_gpu_table  # test code: PYTHONPATH=tests
+            try:  # test code, shared with the GPU tests
+                from gpu_jobs import write_gpu_table
+            except ModuleNotFoundError as missing:
+                raise SystemExit(f"{missing.name} is in tests/: run with PYTHONPATH=tests, or "
+                                 "give --table") from None
 
             table = write_gpu_table(Path(tmp) / "gpu.parquet", n=args.jobs, seed=args.seed)
         workload = Workload.from_table(table)
