@@ -72,7 +72,8 @@ TRACES: dict[str, SharedTrace] = {
 
 def ingest_trace(name: str, cache: Path) -> Path:
     """The job table of the shared trace ``name`` (a key of :data:`TRACES`), ingested once
-    into ``cache``; exits in one line when the trace is absent."""
+    into ``cache`` (with the trace's machine size where its log has no header); exits in one
+    line when the trace is absent."""
     from hpcpolicy.ingest import IngestConfig, ingest
 
     table = cache / f"{name}.parquet"
@@ -81,7 +82,7 @@ def ingest_trace(name: str, cache: Path) -> Path:
         if not source.exists():
             raise SystemExit(f"{source} is absent: the benchmark needs ../shared/data")
         cache.mkdir(parents=True, exist_ok=True)
-        ingest([source], table, IngestConfig(overwrite=True))
+        ingest([source], table, IngestConfig(procs=TRACES[name].procs, overwrite=True))
     return table
 
 
