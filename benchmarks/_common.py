@@ -16,7 +16,7 @@ from hpcpolicy.env.split import fit_frac
 from hpcpolicy.training.options import TrainOptions
 
 __all__ = ["DATA", "FIT_FRAC", "RESULTS", "ROOT", "TOOLS", "TRACES", "TRAIN_FRAC", "VAL_FRAC",
-           "SharedTrace", "cpu_model", "ingest_trace", "slurm_env"]
+           "SharedTrace", "cpu_model", "ingest_trace", "procs_options", "slurm_env"]
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository."""
@@ -84,6 +84,13 @@ def ingest_trace(name: str, cache: Path) -> Path:
         cache.mkdir(parents=True, exist_ok=True)
         ingest([source], table, IngestConfig(procs=TRACES[name].procs, overwrite=True))
     return table
+
+
+def procs_options(name: str) -> list[str]:
+    """The command-line flags that give the shared trace ``name``'s machine size where its
+    log does not (``--procs N``), else none."""
+    procs = TRACES[name].procs
+    return [] if procs is None else ["--procs", str(procs)]
 
 
 def cpu_model() -> str:

@@ -41,7 +41,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks._common import RESULTS, ROOT, TRACES, TRAIN_FRAC, VAL_FRAC, ingest_trace
+from benchmarks._common import (
+    RESULTS,
+    ROOT,
+    TRACES,
+    TRAIN_FRAC,
+    VAL_FRAC,
+    ingest_trace,
+    procs_options,
+)
 from benchmarks.cli import hpcpolicy_cli
 from hpcpolicy.atomic import write_json
 from hpcpolicy.card import VALIDATION_WINDOWS
@@ -146,9 +154,7 @@ def each_cell(a: argparse.Namespace, cell: Callable[[str, str, argparse.Namespac
 def machine_options(name: str) -> list[str]:
     """:data:`~benchmarks._common.TRACES`' options of the trace ``name`` as command-line
     flags."""
-    trace = TRACES[name]
-    return [*([] if trace.procs is None else ["--procs", str(trace.procs)]),
-            *(["--warm"] if trace.warm else [])]
+    return [*procs_options(name), *(["--warm"] if TRACES[name].warm else [])]
 
 
 def _run(args: list[str]) -> None:
