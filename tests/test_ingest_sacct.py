@@ -354,3 +354,29 @@ def test_header_less_export_with_its_column_list(tmp_path: Path) -> None:
     kept = frame.filter(pl.col("_reason").is_null())["job_id"].to_list()
     assert kept == QUIRK_KEPT and plan.header["header"] is False
     assert frame.filter(pl.col("_reason") == "field_count")["_line"].to_list() == [28, 29]
+
+
+EXPORT_PREFIX = "sacct --allusers --duplicates --parsable2 -S YYYY-MM-DD -E YYYY-MM-DD --format="
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("nosubmit.txt", "JobID|State|Start\n7|COMPLETED|2024-03-01T10:00:00\n"),
+    ("semi.txt", "JobID;Submit;State\n7;2024-03-01T10:00:00;COMPLETED\n"),
+    ("plain.txt", "hello world\n"),
+])
+def test_export_advice_is_the_whole_command(tmp_path: Path, name: str, text: str) -> None:
+    """Taken literally, ``sacct`` without -a/-S/-E exports only the caller's jobs of today
+    (issue 41): every suggested export names all users, every record and the period."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputFormatError) as err:
+        ingest([path], tmp_path / "jobs.parquet", SACCT)
+    assert f"`{EXPORT_PREFIX}{RECOMMENDED_FORMAT}`" in str(err.value)
+
+
+def test_unknown_format_advice_is_the_whole_command(tmp_path: Path) -> None:
+    path = tmp_path / "what.txt"
+    path.write_text("hello world\n")
+    with pytest.raises(InputFormatError) as err:
+        ingest([path], tmp_path / "jobs.parquet", IngestConfig())
+    assert f"`{EXPORT_PREFIX}...`" in str(err.value)

@@ -14,7 +14,7 @@ from pathlib import Path
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.gpu.layouts import ALIBABA_NODES, GPU_LAYOUTS
 
-__all__ = ["BOM", "SUPPORTED", "detect_format", "head_text", "is_gzip"]
+__all__ = ["BOM", "SACCT_EXPORT", "SUPPORTED", "detect_format", "head_text", "is_gzip"]
 
 BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte order mark."""
@@ -23,9 +23,13 @@ _SACCT_KEYS = ("jobid", "jobidraw", "submit", "state", "elapsed", "ncpus", "reqc
 _SWF_DATA = re.compile(r"^\s*-?\d+(\.\d+)?(\s+-?\d+(\.\d+)?){17}\s*$")
 _GPU_MATCH = 3
 """Columns of a GPU-trace layout a header must name for ``auto`` to pick that layout."""
+SACCT_EXPORT = "sacct --allusers --duplicates --parsable2 -S YYYY-MM-DD -E YYYY-MM-DD"
+"""The sacct export suggested wherever one is, before its ``--format``: every user's jobs
+(alone, sacct lists only the caller's), every record of a requeued job (``--duplicates``) and
+a period (alone, only today's jobs)."""
 SUPPORTED = (
     "SWF (';' header or 18 numeric fields), Slurm sacct (export with "
-    "`sacct --parsable2 --format=...`), an Alibaba GPU-trace pod list "
+    f"`{SACCT_EXPORT} --format=...`), an Alibaba GPU-trace pod list "
     "(openb_pod_list_*.csv), a Helios job log (cluster_log.csv) or a Philly job log as CSV "
     "(see the README's GPU traces); or name it with --format"
 )

@@ -23,11 +23,12 @@ from datetime import datetime
 from pathlib import Path
 
 from hpcpolicy.errors import InputFormatError
-from hpcpolicy.ingest.detect import head_text
+from hpcpolicy.ingest.detect import SACCT_EXPORT, head_text
 from hpcpolicy.ingest.slurm_fields import TIME_FORMATS
 from hpcpolicy.limits import Limits
 
-__all__ = ["KNOWN_FIELDS", "RECOMMENDED_FORMAT", "REQUIRED", "SacctLayout", "read_layout"]
+__all__ = ["EXPORT_COMMAND", "KNOWN_FIELDS", "RECOMMENDED_FORMAT", "REQUIRED", "SacctLayout",
+           "read_layout"]
 
 RECOMMENDED_FORMAT = (
     "JobID,JobIDRaw,JobName,User,Group,Account,Partition,QOS,Submit,Eligible,Start,End,"
@@ -35,6 +36,8 @@ RECOMMENDED_FORMAT = (
     "NodeList"
 )
 """The ``--format`` list that gives every column of the job table."""
+EXPORT_COMMAND = f"{SACCT_EXPORT} --format={RECOMMENDED_FORMAT}"
+"""The whole export command, for messages."""
 
 _HEAD_BYTES = 1 << 16
 """Bytes read from the start of the file for the header and the rows that show the time
@@ -125,12 +128,11 @@ def _wrong_separator(path: Path, line: str) -> InputFormatError:
         if _is_header(line.split(sep)):
             return InputFormatError(
                 f"{path}:1: the header is separated by {name}; sacct exports use '|' "
-                f"(sacct --parsable2) or ','; re-export with `sacct --parsable2 "
-                f"--format={RECOMMENDED_FORMAT}`"
+                f"(sacct --parsable2) or ','; re-export with `{EXPORT_COMMAND}`"
             )
     return InputFormatError(
         f"{path}:1: no '|' or ',' separated sacct header in {line[:60]!r}; export with "
-        f"`sacct --parsable2 --format={RECOMMENDED_FORMAT}` (or give the columns of a "
+        f"`{EXPORT_COMMAND}` (or give the columns of a "
         "header-less export with --sacct-columns)"
     )
 
@@ -212,7 +214,7 @@ def read_layout(path: Path, columns: Sequence[str] | None = None,
         raise InputFormatError(
             f"{path}: column{'s' if len(missing) > 1 else ''} {', '.join(missing)} missing "
             f"(found {', '.join(cols[:12])}{', ...' if len(cols) > 12 else ''}); export with "
-            f"`sacct --parsable2 --format={RECOMMENDED_FORMAT}`"
+            f"`{EXPORT_COMMAND}`"
         )
     data_style = "csv" if style == "csv" else ("parsable" if first.endswith("|") else "parsable2")
     rows = [(i, ln) for i, ln in numbered if i >= first_row][:200]
