@@ -129,8 +129,11 @@ def main(
         "cluster=spec.toml, load=1.2, estimates=actual, range=2002-01-01..2002-07-01 "
         "(comma-join changes for one scenario; repeat for several).")] = None,
     out: Annotated[Path, typer.Option(
-        "--out", "-o", help="Report folder (report.html, report.json, report.md, "
-        "outcomes.parquet).", callback=a_folder)] = Path("report"),
+        "--out", "-o", help="Report folder (report.html, report.json, report.md; "
+        "outcomes.parquet with --outcomes).", callback=a_folder)] = Path("report"),
+    outcomes: Annotated[bool, typer.Option(
+        "--outcomes", help="Also write outcomes.parquet: every replayed job of every run, one "
+        "row each (for your own analysis; the report does not need it).")] = False,
     period: Annotated[str, typer.Option(
         "--period", help="Window of the paired comparison: 7d, 1w, 1d, 12h...")] = "7d",
     metric: Annotated[str, typer.Option(
@@ -194,11 +197,11 @@ def main(
                                     source_format=source_format, on_step=step, site=world,
                                     site_path=None if site is None else str(site)),
             "replaying")
-        paths = write_report(result, out, overwrite=overwrite)
+        paths = write_report(result, out, overwrite=overwrite, outcomes=outcomes)
     if is_quiet():
         console.print(visible(paths["html"], longest=None), markup=False, soft_wrap=True)
         return
     render_whatif(result.doc)
     shown = visible(paths["html"], longest=None)
-    console.print(f"report: {shown}  (also report.json, report.md, outcomes.parquet)",
-                  markup=False, soft_wrap=True)
+    also = ", ".join(p.name for k, p in paths.items() if k != "html")
+    console.print(f"report: {shown}  (also {also})", markup=False, soft_wrap=True)

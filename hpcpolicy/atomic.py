@@ -274,7 +274,7 @@ def _replace_locked(paths: list[Path], remove: Sequence[str | os.PathLike[str]],
     """:func:`replace_together`'s work, once its locks are held."""
     folder = paths[0].parent
     folder.mkdir(parents=True, exist_ok=True)
-    for p in paths:
+    for p in [*paths, *map(Path, remove)]:  # a file the set drops leaves no litter either
         remove_leftovers(p)
     tmps: list[Path] = []
     try:

@@ -197,7 +197,7 @@ def _whatif(ctx: DemoContext) -> Any:
     result = run_whatif(workload, cluster, WhatifConfig(
         candidates=candidates, scenarios=("nodes=+10%",), period_s=WHATIF_PERIOD_S,
         seed=ctx.cfg.seed), source=str(table), source_format="swf")
-    paths = write_report(result, ctx.cfg.out_dir / "report", overwrite=True)
+    paths = write_report(result, ctx.cfg.out_dir / "report", overwrite=True, outcomes=True)
     ctx.files.update({f"report_{k}": v for k, v in paths.items()})
     return result
 

@@ -14,7 +14,7 @@ from cli_helpers import invoke, one_line_error
 from conftest import DATA
 
 TINY = DATA / "stats_tiny.swf"
-WHATIF = ("-c", "sjf+easy", "--bootstrap", "100", "--period", "1h")
+WHATIF = ("-c", "sjf+easy", "--bootstrap", "100", "--period", "1h", "--outcomes")
 
 
 @pytest.fixture(scope="module")

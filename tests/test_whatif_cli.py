@@ -40,7 +40,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_report_folder_terminal_summary_and_rerun(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
     args = ["whatif", str(table), "-c", "sjf+easy", "-c", "f1", "-s", "nodes=+25%",
-            "--bootstrap", "300", "-o", str(out)]
+            "--bootstrap", "300", "--outcomes", "-o", str(out)]
     result = invoke(*args)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == sorted(REPORT)

@@ -55,7 +55,7 @@ def test_outcomes_live_on_disk_and_leave_with_the_result(tmp_path: Any) -> None:
     whole = result.outcomes()
     assert whole.height == 4 * 400
     assert whole.columns[:2] == ["run", "job_id"] and "run_s" in whole.columns
-    paths = write_report(result, tmp_path / "r")
+    paths = write_report(result, tmp_path / "r", outcomes=True)
     assert pl.read_parquet(paths["outcomes"]).equals(whole)
     run = result.runs[1]
     assert run.columns("wait", "bsld").equals(run.outcomes.select("wait", "bsld"))

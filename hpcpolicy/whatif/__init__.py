@@ -6,7 +6,9 @@ them window by window with bootstrap intervals; :func:`write_report` writes the 
 * ``report.json`` -- everything, in ``schemas/whatif.schema.json``;
 * ``report.md`` -- the same for a wiki or a ticket;
 * ``report.html`` -- one self-contained page with the plots (no network needed);
-* ``outcomes.parquet`` -- every replayed job of every run (``run`` = the run id).
+* ``outcomes.parquet`` -- every replayed job of every run (``run`` = the run id), only when
+  asked for (``outcomes=True``, ``whatif --outcomes``): the report computes what it shows
+  without it, and on ten million jobs writing it costs more than a replay.
 
 Example:
     >>> from hpcpolicy.whatif import WhatifConfig, run_whatif, write_report  # doctest: +SKIP
@@ -55,15 +57,16 @@ def check_report_dir(out_dir: str | Path, *, overwrite: bool = False) -> Path:
     return out
 
 
-def write_report(result: WhatifResult, out_dir: str | Path, *,
-                 overwrite: bool = False) -> dict[str, Path]:
+def write_report(result: WhatifResult, out_dir: str | Path, *, overwrite: bool = False,
+                 outcomes: bool = False) -> dict[str, Path]:
     """Write the report folder's files, replacing an older report's together; returns file
-    label -> path.
+    label -> path (``outcomes`` only when written).
 
-    The four files are written to temporary names, then renamed into place together
+    The files are written to temporary names, then renamed into place together
     (:func:`hpcpolicy.atomic.replace_together`): a killed run leaves the old report or the
     new one, never a mix, and a failed one (a full disk) leaves the old report as it was and
-    no folder it created.
+    no folder it created. Without ``outcomes``, an older report's ``outcomes.parquet`` is
+    removed with the rest of it: it holds other replays than the new report's.
 
     Raises:
         ConfigError: ``out_dir`` is a file, or already holds a report and ``overwrite`` is off.
@@ -77,21 +80,24 @@ def write_report(result: WhatifResult, out_dir: str | Path, *,
     created = not out.exists()
     paths = {"json": out / "report.json", "markdown": out / "report.md",
              "html": out / "report.html", "outcomes": out / "outcomes.parquet"}
+    # report.json first: the commit journal is named after it (.report.json.commit)
+    labels = ["json", "markdown", "html", *(["outcomes"] if outcomes else [])]
     try:
         out.mkdir(parents=True, exist_ok=True)
-        # report.json first: the commit journal is named after it (.report.json.commit)
-        with replace_together([paths["json"], paths["outcomes"], paths["markdown"],
-                               paths["html"]]) as (json_tmp, outcomes_tmp, md_tmp, html_tmp):
-            # streamed run by run from the runs' stored tables: never all in memory; zstd
-            # at level 1 takes a third less time than its default level (3) for a file
-            # about 3 % larger (9 x 1 M rows: 4.0 CPU-s and 185 MiB, against 6.2 and 180)
-            result.lazy_outcomes().sink_parquet(
-                outcomes_tmp, metadata={"hpcpolicy.whatif": result.doc["title"]},
-                compression="zstd", compression_level=1)
-            md_tmp.write_text(render_markdown(result.doc), encoding="utf-8")
-            html_tmp.write_text(render_html(result.doc, result.run_outcomes()),
-                                encoding="utf-8")
-            json_tmp.write_text(json_text(result.doc), encoding="utf-8")
+        with replace_together([paths[k] for k in labels],
+                              remove=[] if outcomes else [paths["outcomes"]]) as tmps:
+            staged = dict(zip(labels, tmps, strict=True))
+            if outcomes:
+                # streamed run by run from the runs' stored tables: never all in memory; zstd
+                # at level 1 takes a third less time than its default level (3) for a file
+                # about 3 % larger (9 x 1 M rows: 4.0 CPU-s and 185 MiB, against 6.2 and 180)
+                result.lazy_outcomes().sink_parquet(
+                    staged["outcomes"], metadata={"hpcpolicy.whatif": result.doc["title"]},
+                    compression="zstd", compression_level=1)
+            staged["markdown"].write_text(render_markdown(result.doc), encoding="utf-8")
+            staged["html"].write_text(render_html(result.doc, result.run_outcomes()),
+                                      encoding="utf-8")
+            staged["json"].write_text(json_text(result.doc), encoding="utf-8")
     except BaseException:
         if created:  # leave no empty folder behind
             with contextlib.suppress(OSError):
@@ -99,4 +105,4 @@ def write_report(result: WhatifResult, out_dir: str | Path, *,
         raise
     finally:
         release(out)  # the folder's claim (check_report_dir): written, or given up
-    return paths
+    return {k: paths[k] for k in labels}
