@@ -25,7 +25,7 @@ _DISTRIBUTIONS = (
     ("run time", ("run_time_s",), "s"),
     ("requested time", ("req_walltime_s",), "s"),
     ("wait", ("wait_time_s",), "s"),
-    ("requested / run", ("over_request", "factor"), "x"),
+    ("requested/run", ("over_request", "factor"), "x"),
 )
 
 
@@ -34,7 +34,8 @@ def _count(value: float) -> str:
         return f"{value / 1e6:.1f}M"
     if abs(value) >= 1e4:
         return f"{value / 1e3:.0f}k"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+    # whole above a thousand: every cell of the distributions fits 80 columns
+    return f"{value:,.0f}" if float(value).is_integer() or abs(value) >= 1e3 else f"{value:,.1f}"
 
 
 def _amount(value: float) -> str:
@@ -104,7 +105,8 @@ def _overview(p: dict[str, Any]) -> Table:
 
 def _distributions(p: dict[str, Any]) -> Table:
     table = Table(title="distributions (unknown values left out; p25/p75 in --json)",
-                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
     stats = ("min", "p10", "p50", "p90", "p99", "max", "mean")
     table.add_column("", no_wrap=True)
     table.add_column("known", justify="right")

@@ -68,3 +68,17 @@ def test_help_cuts_no_word(command: str) -> None:
     assert result.exit_code == 0
     assert "…" not in result.output
     assert max(len(ln) for ln in result.output.splitlines()) <= 80
+
+
+def test_stats_distributions_cut_no_number(tmp_path: Path) -> None:
+    """Theta-like figures (waits of 145 days, requested-to-run factors in the thousands, 4,048
+    cores) filled every column of the distributions at once and cut one (issue 41)."""
+    from job_tables import job_table, write_job_table
+
+    rows = [{"submit": 60 * i, "run_time_s": 10 + (i % 7) * 3, "req_cpus": 4048 - i % 3,
+             "req_walltime_s": 86400, "wait": 145 * 86400 + 51840 + i, "user": f"u{i % 5}"}
+            for i in range(300)]
+    table = write_job_table(tmp_path / "jobs.parquet", job_table(rows), [{"MaxProcs": 4096}])
+    result = invoke("stats", str(table))
+    assert result.exit_code == 0, result.output
+    assert not ELLIPSIS_IN_NUMBER.search(result.output), result.output
