@@ -25,7 +25,7 @@ _DISTRIBUTIONS = (
     ("run time", ("run_time_s",), "s"),
     ("requested time", ("req_walltime_s",), "s"),
     ("wait", ("wait_time_s",), "s"),
-    ("requested/run", ("over_request", "factor"), "x"),
+    ("requested / run", ("over_request", "factor"), "x"),
 )
 
 
