@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,26 +35,26 @@ from hpcpolicy.textfmt import visible
 
 __all__ = ["main", "parse_period", "render_whatif"]
 
-_PERIOD = re.compile(r"^(\d+)\s*([smhdw]?)$")
-_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _VERDICT_STYLE = {"better": "bold green", "worse": "bold red", "mixed": "bold yellow",
                   "likely better": "green", "likely worse": "red", "no clear difference": "bold",
                   "no difference": "bold", "identical": "bold"}
 
 
 def parse_period(text: str) -> int:
-    """``7d``, ``1w``, ``12h`` or seconds, as seconds.
+    """``7d``, ``1w``, ``12h``, seconds or Slurm's ``1-00:00:00``, as seconds (the one parser of
+    lengths, :func:`hpcpolicy.durations.parse_duration`).
 
     Example:
-        >>> parse_period("1w"), parse_period("12h")
-        (604800, 43200)
+        >>> parse_period("1w"), parse_period("12h"), parse_period("1-00:00:00")
+        (604800, 43200, 86400)
     """
+    from hpcpolicy.durations import DURATION_HINT, parse_duration
     from hpcpolicy.errors import ConfigError
 
-    match = _PERIOD.match(text.strip().lower())
-    if match is None:
-        raise ConfigError(f"--period {text!r}: write a length such as 7d, 1w, 12h or 86400")
-    return int(match[1]) * _UNIT_S[match[2]]
+    seconds = parse_duration(text)
+    if seconds is None or seconds <= 0:
+        raise ConfigError(f"--period {text!r}: write {DURATION_HINT}")
+    return seconds
 
 
 def render_whatif(doc: dict[str, Any]) -> None:
