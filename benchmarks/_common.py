@@ -15,8 +15,9 @@ from typing import Any
 from hpcpolicy.env.split import fit_frac
 from hpcpolicy.training.options import TrainOptions
 
-__all__ = ["DATA", "FIT_FRAC", "RESULTS", "ROOT", "TOOLS", "TRACES", "TRAIN_FRAC", "VAL_FRAC",
-           "SharedTrace", "cpu_model", "ingest_trace", "procs_options", "slurm_env"]
+__all__ = ["DATA", "FIT_FRAC", "OPENB_NODES", "OPENB_PODS", "RESULTS", "ROOT", "TOOLS", "TRACES",
+           "TRAIN_FRAC", "VAL_FRAC", "SharedTrace", "cpu_model", "ingest_trace", "procs_options",
+           "slurm_env"]
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository."""
@@ -68,6 +69,8 @@ TRACES: dict[str, SharedTrace] = {
     "Kabre": SharedTrace("kabre-2024-sacct.csv"),
 }
 """The shared traces the benchmarks replay, by name."""
+OPENB_PODS, OPENB_NODES = "openb_pod_list_default.csv", "openb_node_list_all_node.csv"
+"""The Alibaba GPU-sharing trace (2023) under :data:`DATA`: its pods and its nodes."""
 
 
 def ingest_trace(name: str, cache: Path) -> Path:

@@ -39,12 +39,12 @@ try:  # test code, shared with tests/test_reader_fuzz.py
 except ModuleNotFoundError as missing:
     raise SystemExit(f"{missing.name} is in tests/: run with PYTHONPATH=tests") from None
 
-from benchmarks._common import DATA, RESULTS, TRACES
+from benchmarks._common import DATA, OPENB_PODS, RESULTS, TRACES
 
 REAL = {
     "swf": [TRACES["lublin_256"].file, TRACES["KTH-SP2"].file],
     "sacct": [TRACES["Genomique"].file, TRACES["Kabre"].file],
-    "alibaba": ["openb_pod_list_default.csv"],
+    "alibaba": [OPENB_PODS],
 }
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from benchmarks._common import DATA, ROOT, TOOLS
+from benchmarks._common import DATA, OPENB_PODS, ROOT, TOOLS
 
 GPU_PARTITION = ROOT / "examples" / "gpu-partition.toml"
 
@@ -83,7 +83,7 @@ def alibaba(cache: Path, load: float, fraction: float,
     cache.mkdir(parents=True, exist_ok=True)
     full = cache / "alibaba.parquet"
     if not full.exists():
-        _ingest(DATA / "openb_pod_list_default.csv", full)
+        _ingest(DATA / OPENB_PODS, full)
     out = cache / f"alibaba-day{since_day}-load{load:g}.parquet"
     if not out.exists():
         since = pl.col("submit_time").min() + timedelta(days=since_day)
