@@ -210,7 +210,7 @@ def _log(tmp: Path, header: str, sizes: list[int]) -> Path:
 
 
 @pytest.mark.parametrize(("header", "procs", "value", "how", "note"), [
-    ("", None, 48, "largest processor count", "inferred as 48 processors"),
+    ("", None, 48, "largest processor count", "taken as 48 processors"),
     ("", 64, 64, "given with --procs", None),
     ("; MaxNodes: 256\n", None, 256, "header MaxNodes", "256 processors taken from MaxNodes"),
     ("; MaxProcs: 100\n", 128, 128, "given with --procs", "--procs 128 overrides"),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -24,23 +26,42 @@ HEADER_LINES = 2
 SKIP = "not a row"
 BLANKS = rb"[ \t\r\x0b\x0c]"
 NUMBER = re.compile(rb"[+-]?(\d+\.?\d*|\.\d+)")
-SECONDS, PROCS, BIG = 1e10, 1e8, 1e12
-LIMIT = [BIG, SECONDS, SECONDS, SECONDS, PROCS, SECONDS, BIG, PROCS, SECONDS, BIG, 5, BIG, BIG,
-         BIG, BIG, BIG, BIG, SECONDS]
+SECONDS, PROCS, BIG, ID = 1e10, 1e8, 1e12, 10**18 - 1
+LIMIT = [BIG, SECONDS, SECONDS, SECONDS, PROCS, SECONDS, BIG, PROCS, SECONDS, BIG, 5, ID, ID,
+         ID, ID, ID, BIG, SECONDS]
 
 
-def verdict(line: bytes) -> str | None:
-    """The documented verdict on one line: SKIP, None (kept), step_folded or a reject code."""
+def _tokens(line: bytes) -> list[bytes]:
+    return [t for t in re.split(BLANKS, line) if t]
+
+
+def _is_row(line: bytes) -> bool:
     text = line.lstrip(b" \t\r\x0b\x0c")
-    if not text.strip(b" \t\r\x0b\x0c") or text.startswith(b";"):
+    return bool(text.strip(b" \t\r\x0b\x0c")) and not text.startswith(b";")
+
+
+def extended(lines: list[bytes]) -> bool:
+    """The documented rule: more than half of the first 20 data lines have the same number of
+    fields, above 18, with 18 numbers first."""
+    sample = [ln for ln in lines if _is_row(ln)][:20]
+    wide = Counter(len(t) for t in map(_tokens, sample)
+                   if len(t) > 18 and all(NUMBER.fullmatch(f) for f in t[:18]))
+    return bool(wide) and 2 * wide.most_common(1)[0][1] > len(sample)
+
+
+def verdict(line: bytes, wide: bool = False) -> str | None:
+    """The documented verdict on one line of a standard (or, ``wide``, an extended) file:
+    SKIP, None (kept), step_folded or a reject code."""
+    if not _is_row(line):
         return SKIP
     try:
         line.decode("utf-8")
     except UnicodeDecodeError:
         return "non_utf8"
-    tokens = [t for t in re.split(BLANKS, line) if t]
-    if len(tokens) != 18:
+    tokens = _tokens(line)
+    if len(tokens) < 18 or (len(tokens) > 18 and not wide):
         return "field_count"
+    tokens = tokens[:18]
     if not all(NUMBER.fullmatch(t) for t in tokens):
         return "bad_number"
     v = [float(t) for t in tokens]
@@ -52,6 +73,8 @@ def verdict(line: bytes) -> str | None:
         return "swf_bad_status"
     if not all(x.is_integer() for x in v[11:17]):
         return "swf_fractional_id"
+    if any(Decimal(t.decode()) > ID for t in tokens[11:16]):
+        return "swf_long_id"
     if any((x < 0 and x != -1) or x > lim for x, lim in zip(v, LIMIT, strict=True)):
         return "absurd_value"
     if v[10] in (2, 3, 4):  # a partial execution, folded into its job's summary line
@@ -77,7 +100,7 @@ GARBAGE = st.one_of(
 ).map(lambda s: s.encode())
 ABSURD = st.one_of(
     st.integers(-10**6, -2).map(lambda n: str(n).encode()),
-    st.sampled_from([b"-1.5", b"-0.5", b"99999999999999", b"1e30"]),
+    st.sampled_from([b"-1.5", b"-0.5", b"99999999999999", b"1e30", b"1234567890123456789"]),
 )
 INVALID_UTF8 = st.sampled_from([b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\x80abc"])
 
@@ -118,9 +141,13 @@ def _write(lines: list[bytes], folder: str, crlf: bool) -> Path:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(lines=LOGS, crlf=st.booleans())
-def test_every_line_gets_its_documented_verdict(lines: list[bytes], crlf: bool) -> None:
-    expected = {HEADER_LINES + i + 1: verdict(line) for i, line in enumerate(lines)}
+@given(lines=LOGS, crlf=st.booleans(), tail=st.sampled_from([b"", b" n[1-4] batch", b"\t7"]))
+def test_every_line_gets_its_documented_verdict(lines: list[bytes], crlf: bool,
+                                                tail: bytes) -> None:
+    """``tail``: columns after every data line, as some simulators write (issue 41)."""
+    lines = [ln + tail if _is_row(ln) else ln for ln in lines]
+    wide = extended(lines)
+    expected = {HEADER_LINES + i + 1: verdict(line, wide) for i, line in enumerate(lines)}
     expected = {n: v for n, v in expected.items() if v != SKIP}
     with tempfile.TemporaryDirectory() as folder:
         plan = plan_swf(_write(lines, folder, crlf), IngestConfig(format="swf"))
@@ -131,7 +158,7 @@ def test_every_line_gets_its_documented_verdict(lines: list[bytes], crlf: bool) 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lines=LOGS)
 def test_rows_read_are_kept_plus_rejected(lines: list[bytes]) -> None:
-    verdicts = [verdict(line) for line in lines]
+    verdicts = [verdict(line, extended(lines)) for line in lines]
     rows = [v for v in verdicts if v != SKIP]
     with tempfile.TemporaryDirectory() as folder:
         path = _write(lines, folder, crlf=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.gpu.layouts import ALIBABA_NODES, GPU_LAYOUTS
+from hpcpolicy.ingest.swf.columns import numeric_fields
 
 __all__ = ["BOM", "SACCT_EXPORT", "SUPPORTED", "detect_format", "head_text", "is_gzip"]
 
@@ -20,7 +21,6 @@ BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte order mark."""
 
 _SACCT_KEYS = ("jobid", "jobidraw", "submit", "state", "elapsed", "ncpus", "reqcpus", "timelimit")
-_SWF_DATA = re.compile(r"^\s*-?\d+(\.\d+)?(\s+-?\d+(\.\d+)?){17}\s*$")
 _GPU_MATCH = 3
 """Columns of a GPU-trace layout a header must name for ``auto`` to pick that layout."""
 SACCT_EXPORT = "sacct --allusers --duplicates --parsable2 -S YYYY-MM-DD -E YYYY-MM-DD"
@@ -28,8 +28,8 @@ SACCT_EXPORT = "sacct --allusers --duplicates --parsable2 -S YYYY-MM-DD -E YYYY-
 (alone, sacct lists only the caller's), every record of a requeued job (``--duplicates``) and
 a period (alone, only today's jobs)."""
 SUPPORTED = (
-    "SWF (';' header or 18 numeric fields), Slurm sacct (export with "
-    f"`{SACCT_EXPORT} --format=...`), an Alibaba GPU-trace pod list "
+    "SWF (';' header, or 18 numeric fields and possibly more columns), Slurm sacct (export "
+    f"with `{SACCT_EXPORT} --format=...`), an Alibaba GPU-trace pod list "
     "(openb_pod_list_*.csv), a Helios job log (cluster_log.csv) or a Philly job log as CSV "
     "(see the README's GPU traces); or name it with --format"
 )
@@ -103,7 +103,7 @@ def detect_format(path: Path) -> str:
         )
     lines = [ln for ln in text.splitlines()[:50] if ln.strip()]
     first = lines[0].strip().lower()
-    if first.startswith(";") or any(_SWF_DATA.match(ln) for ln in lines[:5]):
+    if first.startswith(";") or any(numeric_fields(ln) is not None for ln in lines[:5]):
         return "swf"
     # ';' and tabs too: the sacct reader then names the wrong separator and the fix
     header_tokens = {t.strip().strip('"').lower() for t in re.split(r"[|,;\t]", first)}

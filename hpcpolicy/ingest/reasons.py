@@ -30,6 +30,8 @@ REJECT_REASONS: dict[str, str] = {
     "swf_bad_status": "the SWF status field is not a whole number from -1 to 5",
     "swf_fractional_id": "an SWF id field (user, group, executable, queue, partition, "
     "preceding job) is not a whole number",
+    "swf_long_id": "an SWF user, group, executable, queue or partition id has more than 18 "
+    "digits (ids of up to 18 digits are kept exact)",
     "bad_state": "the state, status or phase field is empty or a word the format does not "
     "define",
     "bad_gpu_share": "gpu_milli is outside 0..1000, 0 for a pod that requests GPUs, or above "

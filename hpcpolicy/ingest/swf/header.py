@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from hpcpolicy.ingest.detect import head_text
+from hpcpolicy.ingest.swf.columns import data_lines
 from hpcpolicy.limits import Limits
 
-__all__ = ["NUMERIC_KEYS", "numbered_names", "parse_header_lines", "read_header"]
+__all__ = ["NUMERIC_KEYS", "numbered_names", "parse_header_lines", "read_head", "read_header"]
 
 NUMERIC_KEYS = frozenset({
     "MaxJobs", "MaxRecords", "UnixStartTime", "TimeZone", "MaxNodes", "MaxProcs",
@@ -97,7 +98,17 @@ def parse_header_lines(lines: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 
 def read_header(path: Path, limits: Limits | None = None) -> tuple[dict[str, Any], list[str]]:
-    """Facts and notes from the comment lines at the top of ``path`` (plain or gzipped).
+    """Facts and notes from the comment lines at the top of ``path`` (plain or gzipped), as
+    :func:`read_head` reads them."""
+    facts, notes, _ = read_head(path, limits)
+    return facts, notes
+
+
+def read_head(path: Path, limits: Limits | None = None
+              ) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Facts and notes from the comment lines at the top of ``path`` (plain or gzipped), and
+    its first data lines (:data:`~hpcpolicy.ingest.swf.columns.SAMPLE_LINES` at most, fewer
+    when the text read ends first).
 
     At most :data:`MAX_HEADER_BYTES` and one line more are read, whatever the lines hold (a
     line cut there is longer than the limit): a comment line longer than ``limits.line_bytes``
@@ -125,7 +136,7 @@ def read_header(path: Path, limits: Limits | None = None) -> tuple[dict[str, Any
             break
         lines.append(line)
     facts, parse_notes = parse_header_lines(lines)
-    return facts, notes + parse_notes
+    return facts, notes + parse_notes, data_lines(text.split("\n"))
 
 
 def numbered_names(header: dict[str, Any], key: str) -> dict[str, str]:

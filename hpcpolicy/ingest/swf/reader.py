@@ -23,8 +23,8 @@ Field mapping (SWF field number: name -> job-table column):
                               2, 3, 4 (a partial execution of a checkpointed or swapped job,
                               whose whole job is the line with status 0, 1 or 5) are folded
                               into that job, counted as ``step_folded``, not kept as jobs
-12  user id                   ``user`` (the number as text)
-13  group id                  ``group`` (the number as text)
+12  user id                   ``user`` (the number as text, exact to 18 digits)
+13  group id                  ``group`` (the number as text, exact to 18 digits)
 14  executable number         (no column)
 15  queue number              ``qos``: SWF queues are classes of service on the same
                               machine (batch/interactive by SWF convention, LoadLeveler
@@ -36,6 +36,14 @@ Field mapping (SWF field number: name -> job-table column):
 17  preceding job number      (no column)
 18  think time (s)            (no column)
 ==  ========================  ===============================================================
+
+Ids (fields 12 to 16) are identifiers, not amounts: any whole number of up to 18 digits,
+read exactly (hashed ids of 14 digits and more stay distinct), none larger.
+
+Columns after field 18, which some simulators append (node specification, queue name,
+properties), make an *extended* file when most of its first data lines have the same number
+of them (the rule is in :mod:`hpcpolicy.ingest.swf.columns`): the 18 standard fields are read,
+the extra columns counted (``inferred["extra_columns"]`` and a note) and ignored.
 
 Other columns (array and heterogeneous ids, name, account, eligible time, nodes, GPUs, exit
 code, node list) are null: SWF does not record them.
@@ -53,13 +61,15 @@ Otherwise ``inferred["MaxProcs"]`` holds the size to use and how it was found, f
 applies: ``--procs``; the header's ``MaxNodes`` (before SWF 2.1 added MaxProcs, a node was a
 processor, as in the Lublin model traces); the largest processor count any kept job requested
 or was given (a lower bound on the machine, found by one extra pass over the file).
+Without MaxProcs or MaxNodes a note says that the machine size is unknown and how to give it
+(``--procs N`` here, ``--procs N`` or ``--cluster FILE`` at simulate time).
 ``--procs`` also overrides a header ``MaxProcs`` (with a note).
 
 Cleaning rules (each counted under its code; see :mod:`hpcpolicy.ingest.reasons`):
 
 * rejected lines, first rule that applies: ``non_utf8``, ``field_count``, ``bad_number``,
   ``no_job_id``, ``no_submit_time``, ``swf_bad_status``, ``swf_fractional_id``,
-  ``absurd_value`` (details and limits in :mod:`hpcpolicy.ingest.swf.scan`);
+  ``swf_long_id``, ``absurd_value`` (details and limits in :mod:`hpcpolicy.ingest.swf.scan`);
 * repairs of kept jobs: ``swf_fraction_rounded`` (a fractional time or processor count is
   rounded to the nearest whole number, ties to even), ``swf_zero_request`` (0 requested
   processors or 0 requested time is read as unknown), ``swf_mem_by_alloc`` (memory per
@@ -77,7 +87,8 @@ import polars as pl
 from hpcpolicy.errors import InputFormatError
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.ingest.plan import REPAIR_PREFIX, STEP_FOLDED, PassCheck, ReaderPlan
-from hpcpolicy.ingest.swf.header import numbered_names, read_header
+from hpcpolicy.ingest.swf.columns import extra_columns
+from hpcpolicy.ingest.swf.header import numbered_names, read_head
 from hpcpolicy.ingest.swf.scan import scan_swf
 from hpcpolicy.schema import JOB_COLUMNS, LAST_EPOCH_S, STATE_DTYPE
 
@@ -87,6 +98,8 @@ STATUS_STATES: dict[int, str] = {1: "completed", 0: "failed", 5: "cancelled", -1
 """SWF status -> job state; statuses 2, 3 and 4 mark partial executions (folded)."""
 _PARTIAL = (2.0, 3.0, 4.0)
 _ROUNDED = ("f2", "f3", "f4", "f5", "f8", "f9")
+_GIVE_SIZE = ("give it with --procs N here, or with --procs N or --cluster FILE at simulate "
+              "time")
 
 
 def _known(field: str) -> pl.Expr:
@@ -170,16 +183,16 @@ def _job_table(scan: pl.LazyFrame, origin: int, file: str,
     )
 
 
-def _largest_job(path: Path, cfg: IngestConfig) -> int | None:
+def _largest_job(path: Path, cfg: IngestConfig, extended: bool) -> int | None:
     """The largest processor count a kept job of ``path`` requested or was given."""
-    row = (scan_swf(path, cfg.limits).filter(pl.col("_reason").is_null())
+    row = (scan_swf(path, cfg.limits, extended).filter(pl.col("_reason").is_null())
            .select(pl.max_horizontal(pl.col("f5").max(), pl.col("f8").max()).alias("n"))
            .collect())
     value = row["n"][0]
     return int(value) if value is not None and value >= 1 else None
 
 
-def _machine_size(path: Path, header: dict[str, Any], cfg: IngestConfig,
+def _machine_size(path: Path, header: dict[str, Any], cfg: IngestConfig, extended: bool,
                   notes: list[str]) -> dict[str, Any] | None:
     """``inferred["MaxProcs"]`` (value and how), or None when the header's MaxProcs holds."""
     stated = header.get("MaxProcs")
@@ -198,13 +211,15 @@ def _machine_size(path: Path, header: dict[str, Any], cfg: IngestConfig,
                      "taken from MaxNodes (one processor per node)")
         return {"value": nodes, "how": "header MaxNodes, one processor per node (SWF before "
                 "v2.1 had no MaxProcs)"}
-    largest = _largest_job(path, cfg)
+    largest = _largest_job(path, cfg, extended)
     if largest is None:
+        notes.append(f"{path.name}: no MaxProcs/MaxNodes in the header and no job states a "
+                     f"processor count: the machine size is unknown; {_GIVE_SIZE}")
         return {"value": None, "how": "unknown: no MaxProcs/MaxNodes in the header and no job "
                 "states a processor count; pass --procs"}
-    notes.append(f"{path.name}: no MaxProcs/MaxNodes in the header; machine size inferred as "
-                 f"{largest} processors, the largest job in the log (the machine may be "
-                 "larger; pass --procs to set it)")
+    notes.append(f"{path.name}: no MaxProcs/MaxNodes in the header: the machine size is "
+                 f"unknown, taken as {largest} processors, the largest job in the log (a lower "
+                 f"bound); {_GIVE_SIZE}")
     return {"value": largest, "how": "largest processor count requested or allocated by any "
             "kept job: a lower bound on the machine size"}
 
@@ -229,9 +244,19 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
         >>> plan.header["MaxNodes"], plan.inferred["MaxProcs"]["value"]  # doctest: +SKIP
         (256, 256)
     """
-    header, notes = read_header(path, cfg.limits)
+    header, notes, sample = read_head(path, cfg.limits)
     notes = [f"{path.name}: {n}" for n in notes]
     inferred: dict[str, Any] = {}
+    extra = extra_columns(sample)
+    if extra:
+        inferred["extra_columns"] = {
+            "value": extra,
+            "how": "columns after SWF field 18 on most of the first data lines: the 18 "
+                   "standard fields are read, the others ignored",
+        }
+        notes.append(f"{path.name}: {extra} columns after SWF field 18 on most data lines (an "
+                     "extended SWF); the 18 standard fields are read and the extra columns "
+                     "ignored; a line with fewer than 18 fields is still a field_count reject")
     origin = header.get("UnixStartTime")
     if isinstance(origin, int) and not 0 <= origin <= LAST_EPOCH_S:
         raise InputFormatError(
@@ -246,7 +271,7 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
         }
         notes.append(f"{path.name}: no UnixStartTime in the header; times count from "
                      "1970-01-01 UTC (order and spacing are right, dates are not)")
-    size = _machine_size(path, header, cfg, notes)
+    size = _machine_size(path, header, cfg, extra > 0, notes)
     if size is not None:
         inferred["MaxProcs"] = size
     if cfg.tz != "UTC":
@@ -257,7 +282,7 @@ def plan_swf(path: Path, cfg: IngestConfig) -> ReaderPlan:
         if found:
             notes.append(f"{path.name}: {key.lower()} names from the header: "
                          + ", ".join(f"{number} = {name}" for number, name in found.items()))
-    frame = _job_table(scan_swf(path, cfg.limits), origin, str(path), names).cache()
+    frame = _job_table(scan_swf(path, cfg.limits, extra > 0), origin, str(path), names).cache()
     return ReaderPlan(frame=frame, source_format="swf", header=header, inferred=inferred,
                       notes=notes, after_pass=lambda rows: _record_count(path, header, rows))
 
