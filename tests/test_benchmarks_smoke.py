@@ -10,6 +10,7 @@ keeps it so.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 from pathlib import Path
@@ -103,6 +104,20 @@ def test_every_benchmark_is_listed() -> None:
     listed = set(SMOKE) | set(SLOW) | TRAINED | SLURM | set(NOT_SMOKED)
     assert modules - listed == set(), "benchmarks with no smoke run: list them in SMOKE"
     assert listed - modules == set(), "listed benchmarks that do not exist"
+
+
+def _edits_sys_path(path: Path) -> bool:
+    """Whether the module at ``path`` names ``sys.path`` anywhere."""
+    return any(isinstance(node, ast.Attribute) and node.attr == "path"
+               and isinstance(node.value, ast.Name) and node.value.id == "sys"
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def test_no_benchmark_edits_sys_path() -> None:
+    """The benchmarks are a package: they import one another as ``benchmarks.NAME`` and run
+    as ``python -m benchmarks.NAME``, never by putting a folder on ``sys.path``."""
+    editing = {p.stem for p in (ROOT / "benchmarks").glob("*.py") if _edits_sys_path(p)}
+    assert editing - {name for name, why in NOT_SMOKED.items() if why == _EDITED} == set()
 
 
 @pytest.mark.parametrize("name", [*sorted(SMOKE), *(pytest.param(name, marks=pytest.mark.slow)
