@@ -94,7 +94,7 @@ def main(
 
         hpcpolicy ingest Venus/cluster_log.csv -o venus.parquet
 
-        sacct --allusers --parsable2 --duplicates --format=ALL -S 2024-01-01 > sacct.txt
+        sacct --allusers --duplicates --parsable2 -S 2024-01-01 -E now --format=ALL > sacct.txt
     """
     from rich.table import Table
 

@@ -113,3 +113,11 @@ def test_header_less_export_through_sacct_columns(tmp_path: Path) -> None:
 def test_sacct_columns_must_be_distinct(tmp_path: Path) -> None:
     result = _run(tmp_path, str(DATA / "sacct_quirks.txt"), "--sacct-columns", "JobID,JobID")
     assert result.exit_code == 1 and "distinct" in result.output
+
+
+def test_help_example_exports_every_users_jobs_over_a_period() -> None:
+    """The export example in ``ingest --help`` names all users, every record and a start and
+    an end date: taken literally, ``sacct`` alone exports only the caller's jobs of today."""
+    result = CliRunner().invoke(app, ["ingest", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(result.output.split())
+    assert "sacct --allusers --duplicates --parsable2 -S 2024-01-01 -E now --format=" in text
