@@ -75,6 +75,13 @@ def test_extended_file_still_rejects_short_and_non_numeric_lines(tmp_path: Path)
                               7: "field_count", 8: "bad_number", 9: None}
 
 
+def test_bytes_that_are_not_utf8_in_an_extra_column_lose_no_job(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.swf"
+    path.write_bytes(b"".join(LINE.format(n=n).encode() + b" caf\xe9 batch\n" for n in (1, 2))
+                     + LINE.format(n=3).encode().replace(b" 4 ", b" 4\xe9 ", 1) + b" x y\n")
+    assert _reasons(path) == {1: None, 2: None, 3: "non_utf8"}
+
+
 def test_one_odd_wide_line_in_a_standard_file_stays_a_field_count_reject(tmp_path: Path) -> None:
     path = tmp_path / "odd.swf"
     path.write_text("\n".join([LINE.format(n=1), LINE.format(n=2) + " 7", LINE.format(n=3),

@@ -13,14 +13,15 @@ The scan also judges each line, so that the text of rejected lines is the only t
 
 * blank lines and comment lines (first non-blank character ``;``) are not rows;
 * a data line is rejected, first rule that applies, as ``non_utf8`` (bytes that are not
-  UTF-8), ``field_count`` (not 18 fields; in an extended file, fewer than 18: see
-  :mod:`hpcpolicy.ingest.swf.columns`), ``bad_number`` (one of the first 18 fields is not a
-  plain decimal number: optional sign, digits, optional fraction), ``no_job_id`` (job number
-  -1 or not a whole number), ``no_submit_time`` (submit time -1), ``swf_bad_status`` (status
-  not a whole number from -1 to 5), ``swf_fractional_id`` (user, group, executable, queue,
-  partition or preceding job number not a whole number), ``swf_long_id`` (a user, group,
-  executable, queue or partition id of more than 18 digits), ``absurd_value`` (a value below
-  0 other than -1, or above the field's limit in :data:`FIELD_MAX`).
+  UTF-8; in an extended file, only bytes in the first 18 fields count), ``field_count`` (not
+  18 fields; in an extended file, fewer than 18: see :mod:`hpcpolicy.ingest.swf.columns`),
+  ``bad_number`` (one of the first 18 fields is not a plain decimal number: optional sign,
+  digits, optional fraction), ``no_job_id`` (job number -1 or not a whole number),
+  ``no_submit_time`` (submit time -1), ``swf_bad_status`` (status not a whole number from -1
+  to 5), ``swf_fractional_id`` (user, group, executable, queue, partition or preceding job
+  number not a whole number), ``swf_long_id`` (a user, group, executable, queue or partition
+  id of more than 18 digits), ``absurd_value`` (a value below 0 other than -1, or above the
+  field's limit in :data:`FIELD_MAX`).
 
 Ids are identifiers, not amounts: user, group, executable, queue and partition ids have no
 size limit but the 18 digits an int64 holds, and the kept ones (:data:`ID_FIELDS`) come out
@@ -134,16 +135,17 @@ def _copy_sanitized(buf: npt.NDArray[np.uint8], s: int, e: int, out: npt.NDArray
 
 @nb.njit(cache=True, nogil=True)
 def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int, row: npt.NDArray[np.float64],
-                ints: npt.NDArray[np.int64]) -> tuple[int, int, bool, bool]:
+                ints: npt.NDArray[np.int64]) -> tuple[int, int, bool, bool, bool]:
     """Parse the first 18 fields of the data line starting at ``buf[i]`` into ``row``, and
     their whole parts of up to 18 digits, exact, into ``ints``.
 
     Returns (index of the line's end: its newline or ``n``, number of fields, the first 18
-    fields numeric, all bytes valid UTF-8).
+    fields numeric, their bytes valid UTF-8, the bytes of the fields after them valid UTF-8).
     """
     k = 0
     numeric = True
     utf8 = True
+    tail_utf8 = True
     while i < n:
         c = buf[i]
         if c == 10:
@@ -183,7 +185,8 @@ def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int, row: npt.NDArray[np.
                 if buf[i] >= 0x80:
                     step = valid_len(buf, i, n)
                     if step == 0:
-                        utf8 = False
+                        utf8 = utf8 and k >= _N_FIELDS
+                        tail_utf8 = tail_utf8 and k < _N_FIELDS
                         step = 1
                 i += step
         if k < _N_FIELDS:
@@ -196,7 +199,7 @@ def _parse_line(buf: npt.NDArray[np.uint8], i: int, n: int, row: npt.NDArray[np.
                 whole //= 10
             ints[k] = -whole if neg else whole
         k += 1
-    return i, k, numeric, utf8
+    return i, k, numeric, utf8, tail_utf8
 
 
 @nb.njit(cache=True, nogil=True)
@@ -258,10 +261,10 @@ def _scan_lines(
         while s < n and _is_blank(buf[s]):
             s += 1
         if s < n and buf[s] != 10 and buf[s] != 59:
-            e, k, numeric, utf8 = _parse_line(buf, s, n, row, ints)
+            e, k, numeric, utf8, tail_utf8 = _parse_line(buf, s, n, row, ints)
             row[k:] = np.nan  # a short line leaves the previous line's values behind
             ints[k:] = -1
-            if not utf8:
+            if not utf8 or (not tail_utf8 and not extended):
                 c = 1
             elif k < _N_FIELDS or (k > _N_FIELDS and not extended):
                 c = 2
