@@ -11,14 +11,14 @@ from cli_helpers import invoke
 from job_tables import job_table, write_job_table
 from whatif_jobs import synthetic
 
-ARGS = ("-c", "sjf+easy", "-s", "nodes=+25%", "--bootstrap", "300")
+ARGS = ("-c", "sjf+easy", "-s", "nodes=+25%", "--bootstrap", "100")
 SHOWN = ("report.json", "report.md", "report.html")
 
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Six weeks of a busy 64-processor machine, with logged starts (so fidelity is shown)."""
-    w = synthetic(600, weeks=6)
+    """Four weeks of a busy 64-processor machine, with logged starts (so fidelity is shown)."""
+    w = synthetic(400, weeks=4)
     rows = [{"submit": int(s), "wait": int(ls - s), "run_time_s": int(r), "req_cpus": int(p),
              "req_walltime_s": int(q), "user": f"u{u}", "partition": "batch"}
             for s, ls, r, p, q, u in zip(w.submit, w.logged_start, w.run_time, w.procs,
@@ -49,6 +49,6 @@ def test_a_report_rewritten_without_outcomes_loses_the_old_file(table: Path,
     assert invoke("whatif", str(table), *ARGS, "--outcomes", "-o", str(out)).exit_code == 0
     litter.write_bytes(b"x")
     # the old outcomes describe another run's replays: they go with the report they belong to
-    again = invoke("whatif", str(table), "--bootstrap", "300", "-o", str(out), "--overwrite")
+    again = invoke("whatif", str(table), "--bootstrap", "100", "-o", str(out), "--overwrite")
     assert again.exit_code == 0, again.output
     assert sorted(p.name for p in out.iterdir()) == sorted(SHOWN)
