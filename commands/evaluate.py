@@ -41,6 +41,7 @@ from hpcpolicy.commands._options import (
 
 if TYPE_CHECKING:
     from hpcpolicy.evaluate import Evaluation
+    from hpcpolicy.sim.windows import Replay
 
 __all__ = ["SplitOpt", "TrainFracOpt", "main"]
 
@@ -73,6 +74,12 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1%}"
 
 
+def _folder(ev: Evaluation, run: Replay) -> str:
+    """The run's policy, or the policy folder of a deployed fallback's row."""
+    dep = ev.deployments.get(run.config.policy)
+    return run.config.policy if dep is None else dep.spec
+
+
 def _print(ev: Evaluation) -> None:
     from rich import box
     from rich.table import Table
@@ -87,7 +94,7 @@ def _print(ev: Evaluation) -> None:
     for col in cols:
         text = col in ("policy", "allocator", "backfill")
         table.add_column(col, justify="left" if text else "right")
-    labels, legend = short_names([run.config.policy for run in ev.runs])
+    labels, legend = short_names([_folder(ev, run) for run in ev.runs])
     best = ev.best_heuristics()
     best_util = ev.best_heuristics("gpu_utilization")
     rows: list[list[str | Text]] = []
@@ -96,7 +103,8 @@ def _print(ev: Evaluation) -> None:
         label, backfill = ev.label(run), run.config.backfill
         marks = ("*" if best.get(backfill, ("",))[0] == label else "") + (
             "†" if gpu and best_util.get(backfill, ("",))[0] == label else "")
-        name = Text(labels[run.config.policy] + (f" {marks}" if marks else ""))
+        name = Text(labels[_folder(ev, run)] + (f" {marks}" if marks else "")
+                    + ev.row_note(run))
         bsld = _cell(s["mean_bsld"], spread["mean_bsld"], 2)
         wait = _cell(s["mean_wait_s"], spread["mean_wait_s"], None)
         if not gpu:
@@ -114,6 +122,8 @@ def _print(ev: Evaluation) -> None:
     whole_values(table, rows)
     console.print(table)
     for line in legend:
+        console.print(line, markup=False, soft_wrap=True)
+    for line in ev.guard_notes():
         console.print(line, markup=False, soft_wrap=True)
     if gpu:
         console.print("† best heuristic GPU utilisation; vs best GPU util: change against it "
@@ -171,7 +181,9 @@ def main(
     Each policy runs with each backfilling mode on identical windows of consecutive jobs,
     drawn from the later part of the trace (after the jobs training used). The table gives
     the mean over windows and its spread for bounded slowdown, wait, response time and
-    utilisation, and each trained policy's change against the best heuristic.
+    utilisation, and each trained policy's change against the best heuristic. A policy folder
+    whose model card's guard is active runs as deployed (its fallback heuristic, as simulate,
+    whatif and advise run it) beside the raw learned policy.
 
     Examples:
 

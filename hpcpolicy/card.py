@@ -109,7 +109,7 @@ def compare(workload: Workload, machine: ClusterSpec, policies: tuple[str, ...],
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
 
-    cfg = EvaluateConfig(policies=policies, backfills=(opts.backfill,),
+    cfg = EvaluateConfig(policies=policies, backfills=(opts.backfill,), deployed=False,
                          window_size=opts.window_size, train_frac=opts.train_frac,
                          warm=opts.warm, compat=opts.compat,
                          exclusive_nodes=compat_preset(opts.compat).exclusive_nodes, **windows)

@@ -7,9 +7,17 @@ trained on). Replays, metrics and windows are those of ``hpcpolicy simulate``
 (:func:`hpcpolicy.sim.windows.replay`, :mod:`hpcpolicy.sim.metrics`): each metric is computed
 per window and averaged over windows; the spread over windows (sample standard deviation, min,
 max) says how much one number can be trusted. For every backfilling mode the best heuristic
-(lowest mean bounded slowdown) is named, and each trained policy is compared with it. A
-trained policy runs as itself even when its guard is active (:mod:`hpcpolicy.deploy.guard`):
-this is the measurement the guard is decided on.
+(lowest mean bounded slowdown) is named, and each trained policy is compared with it.
+
+A trained policy folder runs as deployed, as ``simulate``, ``whatif`` and ``advise`` run it:
+when its model card's guard is active (:mod:`hpcpolicy.deploy.guard`), its fallback heuristic
+runs in a row of its own, labelled ``DIR (deployed: fallback NAME)``, beside the raw learned
+policy (the row labelled ``DIR``), so that a reader sees what the guard gave up or saved
+(:meth:`Evaluation.deployed_vs_raw`). With the guard off, or no card, the two are the same
+policy and run once. The rows of a folder never count as the best heuristic.
+``EvaluateConfig(deployed=False)`` runs the raw policy only: the measurement the model card
+records and decides the guard on (:mod:`hpcpolicy.card`), whose figures are therefore the raw
+row's, and whose fallback heuristic's figures are the deployed row's.
 
 On a GPU partition, ``allocators`` adds the placement heuristics as a third axis: every policy
 runs with every allocator, so ``policies=("fcfs", "lcfs", "sjf")`` with
@@ -41,11 +49,12 @@ from hpcpolicy.sim.windows import Replay, WindowConfig, replay
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
+    from hpcpolicy.policies.base import Policy
     from hpcpolicy.site.model import SiteModel
     from hpcpolicy.workload import Workload
 
-__all__ = ["GPU_ALLOCATORS", "GPU_BASELINES", "SPREAD_KEYS", "EvaluateConfig", "Evaluation",
-           "evaluate"]
+__all__ = ["GPU_ALLOCATORS", "GPU_BASELINES", "SPREAD_KEYS", "Deployment", "EvaluateConfig",
+           "Evaluation", "evaluate"]
 
 GPU_ALLOCATORS = ("first-available", "best-fit", "topology-aware")
 """The node-level allocators, in the order the evaluation matrix lists them."""
@@ -93,6 +102,9 @@ class EvaluateConfig(Config):
     """Jobs occupy whole nodes (RLScheduler's machine model)."""
     allocators: tuple[str, ...] = ("first-fit",)
     """Placement rules; every policy runs with each (see the module docstring)."""
+    deployed: bool = True
+    """Run a trained policy folder as deployed (its card's guard applied) beside the raw
+    policy; False runs the raw policy only (what the model card measures)."""
 
     def validate(self) -> None:
         if not self.policies:
@@ -130,6 +142,31 @@ def _spread(values: list[float]) -> dict[str, float | None]:
             "min": min(values), "max": max(values)}
 
 
+@dataclass(frozen=True)
+class Deployment:
+    """What a trained policy folder runs as when deployed (:mod:`hpcpolicy.deploy.guard`)."""
+
+    spec: str
+    """The policy folder, as given."""
+    guard: str
+    """``active`` (the fallback runs in its place), ``off`` (the card deploys the policy), or
+    ``no card``."""
+    fallback: str | None = None
+    """The heuristic an active guard deploys."""
+
+    @property
+    def label(self) -> str:
+        """The policy label of the row that runs the deployed fallback (active guard only)."""
+        return f"{self.spec} (deployed: fallback {self.fallback})"
+
+    def row(self, label: str) -> str:
+        """Which run the row ``label`` of this folder is: ``deployed`` (the fallback),
+        ``raw`` (the policy an active guard replaces), or ``deployed and raw``."""
+        if self.guard != "active":
+            return "deployed and raw"
+        return "deployed" if label == self.label else "raw"
+
+
 @dataclass
 class Evaluation:
     """Every (policy, backfill) replay on the same windows."""
@@ -143,6 +180,65 @@ class Evaluation:
     """Trained policies by spec: algo, reward, k and training data from their manifests."""
     placers: frozenset[str] = frozenset()
     """Trained policies that place GPUs themselves (run once, whatever the allocators)."""
+    deployments: dict[str, Deployment] = field(default_factory=dict)
+    """How each trained policy folder is deployed, by the policy label of each of its rows."""
+
+    def is_trained(self, run: Replay) -> bool:
+        """Whether ``run`` is a row of a trained policy folder (deployed or raw)."""
+        return run.config.policy in self.learned or run.config.policy in self.deployments
+
+    def deployed_vs_raw(self, run: Replay, key: str = "mean_bsld") -> float | None:
+        """For the deployed fallback's row of a folder whose guard is active, the relative
+        change of ``key`` against the raw policy on the same windows and options (mean
+        bounded slowdown: positive means the fallback does worse); None for any other row."""
+        dep = self.deployments.get(run.config.policy)
+        if dep is None or dep.row(run.config.policy) != "deployed":
+            return None
+        raw = next(r for r in self.runs if r.config.policy == dep.spec
+                   and r.config.backfill == run.config.backfill
+                   and r.config.allocator == run.config.allocator)
+        mine, theirs = run.summary[key], raw.summary[key]
+        if mine is None or not theirs:
+            return None
+        return float(mine) / float(theirs) - 1.0
+
+    def row_note(self, run: Replay) -> str:
+        """What a policy folder's row runs, on a line of its own (a table stays narrow):
+        ``(deployed: NAME)`` (the fallback), ``(raw)``, ``(guard off)``, or nothing (a
+        heuristic, or a folder without a card)."""
+        dep = self.deployments.get(run.config.policy)
+        if dep is None or dep.guard == "no card":
+            return ""
+        row = dep.row(run.config.policy)
+        return "\n" + {"deployed": f"(deployed: {dep.fallback})", "raw": "(raw)"}.get(
+            row, "(guard off)")
+
+    def guard_notes(self) -> list[str]:
+        """A line per policy folder whose guard is active and per backfilling mode (and
+        allocator): what runs in its place, and whether it does worse than the raw policy."""
+        lines = []
+        for run in self.runs:
+            change = self.deployed_vs_raw(run)
+            if change is None:
+                continue
+            dep, mine = self.deployments[run.config.policy], float(run.summary["mean_bsld"])
+            figures = (f"on these windows (mean bsld {mine:.2f} against "
+                       f"{mine / (1.0 + change):.2f}, {change:+.1%})")
+            how = (f"does worse than the raw policy {figures}: the guard replaced a policy that "
+                   "did better here" if change > 0 else
+                   f"does no worse than the raw policy {figures}")
+            where = run.config.backfill + ("" if len(self.config.allocators) == 1
+                                           else f" + {run.config.allocator}")
+            lines.append(f"{dep.spec}: its guard is active, so {dep.fallback} runs in its "
+                         f"place; under {where} {dep.fallback} {how}")
+        return lines
+
+    def _deployment(self, run: Replay) -> dict[str, Any] | None:
+        dep = self.deployments.get(run.config.policy)
+        if dep is None:
+            return None
+        return {"policy_dir": dep.spec, "row": dep.row(run.config.policy), "guard": dep.guard,
+                "fallback": dep.fallback, "deployed_vs_raw": self.deployed_vs_raw(run)}
 
     def spread(self, run: Replay) -> dict[str, dict[str, float | None]]:
         """Std (sample), min and max over windows of each of :data:`SPREAD_KEYS`."""
@@ -163,7 +259,7 @@ class Evaluation:
         for run in self.runs:
             value = run.summary[key]
             backfill = run.config.backfill
-            if run.config.policy in self.learned or value is None:
+            if self.is_trained(run) or value is None:
                 continue
             if backfill not in best or sign * value < sign * best[backfill][1]:
                 best[backfill] = (self.label(run), float(value))
@@ -175,7 +271,7 @@ class Evaluation:
         better); None for a heuristic or without one to compare with."""
         best = self.best_heuristics(key).get(run.config.backfill)
         value = run.summary[key]
-        if run.config.policy not in self.learned or best is None or value is None or not best[1]:
+        if not self.is_trained(run) or best is None or value is None or not best[1]:
             return None
         return float(value) / best[1] - 1.0
 
@@ -207,7 +303,8 @@ class Evaluation:
                 "backfill": run.config.backfill,
                 "allocator": ("learned" if run.config.policy in self.placers
                               else run.config.allocator),
-                "kind": "learned" if run.config.policy in self.learned else "heuristic",
+                "kind": "learned" if self.is_trained(run) else "heuristic",
+                "deployment": self._deployment(run),
                 "summary": run.summary,
                 "gpu": run.gpu,
                 "spread": self.spread(run),
@@ -226,6 +323,13 @@ def _manifest_facts(policy: Any) -> dict[str, Any]:
             "reward": manifest.get("reward"), "k": manifest.get("observation", {}).get("k"),
             "training_data": manifest.get("training_data"),
             "backend": "onnx"}  # the one runtime a policy runs with (hpcpolicy.artifact)
+
+
+def _deployment(spec: str) -> Deployment:
+    """How the trained policy folder ``spec`` is deployed, from its model card."""
+    from hpcpolicy.deploy.guard import guard_state
+
+    return Deployment(spec, *guard_state(spec))
 
 
 def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
@@ -256,15 +360,24 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
         -0.12
     """
     from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
-    from hpcpolicy.policies.heuristics import Heuristic
+    from hpcpolicy.policies.heuristics import Heuristic, get_policy
     from hpcpolicy.sim.engine import check_one_engine
 
-    policies = {spec: resolve_policy(spec, guard=False) for spec in cfg.policies}
-    labels = {spec: p.name if isinstance(p, Heuristic) else spec
+    raw = {spec: resolve_policy(spec, guard=False) for spec in cfg.policies}
+    deployments = {spec: _deployment(spec) for spec, p in raw.items()
+                   if cfg.deployed and not isinstance(p, Heuristic)}
+    policies: dict[str, Policy] = {}
+    for spec, p in raw.items():
+        dep = deployments.get(spec)
+        if dep is not None and dep.fallback is not None:  # the fallback's row, then the raw
+            policies[dep.label] = get_policy(dep.fallback)
+            deployments[dep.label] = dep
+        policies[spec] = p
+    labels = {spec: p.name if spec in raw and isinstance(p, Heuristic) else spec
               for spec, p in policies.items()}
     starts = split_starts(len(workload), cfg.split, cfg.train_frac, cfg.window_config())
     placers = frozenset(spec for spec, p in policies.items() if hasattr(p, "bind_placer"))
-    pairs = [(spec, allocator) for allocator in cfg.allocators for spec in cfg.policies
+    pairs = [(spec, allocator) for allocator in cfg.allocators for spec in policies
              if spec not in placers or allocator == cfg.allocators[0]]
     check_one_engine([(f"{spec} (allocator {a})", policies[spec], a) for spec, a in pairs])
     configs = [cfg.sim_config(labels[spec], backfill, allocator)
@@ -277,7 +390,7 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
                   utilization_end=compat_preset(cfg.compat).utilization_end,
                   simulate=policy_simulator({labels[s]: p for s, p in policies.items()}),
                   on_step=on_step)
-    learned = {spec: _manifest_facts(p) for spec, p in policies.items()
+    learned = {spec: _manifest_facts(p) for spec, p in raw.items()
                if not isinstance(p, Heuristic)}
     return Evaluation(config=cfg, starts=starts, runs=runs, learned=learned,
-                      placers=frozenset(labels[s] for s in placers))
+                      placers=frozenset(labels[s] for s in placers), deployments=deployments)

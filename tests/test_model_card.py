@@ -95,14 +95,38 @@ def test_the_cards_numbers_are_what_evaluate_prints(trained: tuple[Path, Path, s
     args = shlex.split(card["test"]["evaluate"])[2:]  # drop "hpcpolicy evaluate"
     result = invoke("evaluate", *args, "--json", str(out))
     assert result.exit_code == 0, result.output
-    doc = json.loads(out.read_text())
+    _same_figures(json.loads(out.read_text()), card, str(policy))
+
+
+def _same_figures(doc: dict[str, Any], card: dict[str, Any], policy: str) -> None:
+    """``evaluate``'s document (of ``policy``) has the card's test figures: the card scores
+    the raw policy, which it decides the guard on; an active guard's deployed row is then the
+    fallback heuristic's, which the card scores among the heuristics."""
     assert doc["windows"]["starts"] == card["test"]["starts"]
     shown = {r["policy"]: {"mean_bsld": r["summary"]["mean_bsld"], **r["spread"]["mean_bsld"]}
              for r in doc["runs"]}
-    assert {s["policy"]: {k: s[k] for k in ("mean_bsld", "std", "min", "max")}
-            for s in card["test"]["scores"]} == shown
+    scores = {s["policy"]: {k: s[k] for k in ("mean_bsld", "std", "min", "max")}
+              for s in card["test"]["scores"]}
+    guard = card["guard"]
+    if guard["active"]:
+        deployed = shown.pop(f"{policy} (deployed: fallback {guard['fallback']})")
+        assert deployed == scores[guard["fallback"]]
+    scores[policy] = scores.pop(card["test"]["scores"][-1]["policy"])  # a copy: its own path
+    assert scores == shown
     assert doc["best_heuristic"]["easy"] == card["test"]["best_heuristic"]
     assert doc["runs"][-1]["bsld_vs_best_heuristic"] == card["test"]["versus_best"]
+
+
+def test_a_guarded_cards_figures_are_evaluates_raw_and_deployed_rows(
+        trained: tuple[Path, Path, str], tmp_path: Path) -> None:
+    _, policy, _ = trained
+    card = _card(policy)
+    guarded = _guarded(policy, tmp_path / "guarded", card["guard"]["fallback"])
+    out = tmp_path / "e.json"
+    args = shlex.split(card["test"]["evaluate"].replace(str(policy), str(guarded)))[2:]
+    result = invoke("evaluate", *args, "--json", str(out))
+    assert result.exit_code == 0, result.output
+    _same_figures(json.loads(out.read_text()), _card(guarded), str(guarded))
 
 
 def _guarded(policy: Path, where: Path, fallback: str, lost: bool = True) -> Path:

@@ -8,7 +8,8 @@ training, and the guard is active unless the policy beat it there with confidenc
 same, decided on the test part). A card is used only when it is bound to the model beside it
 and follows its schema (:mod:`hpcpolicy.deploy.binding`). Wherever a policy directory is resolved
 (:func:`hpcpolicy.deploy.resolve.resolve_policy`: ``simulate``, ``whatif``, ``advise``) an
-active guard deploys that heuristic instead; ``evaluate`` measures the policy itself.
+active guard deploys that heuristic instead; ``evaluate`` shows the deployed heuristic beside
+the raw policy (:func:`guard_state`).
 
 Example:
     >>> active_guard("sjf") is None
@@ -24,7 +25,7 @@ from hpcpolicy.deploy.binding import check_binding
 from hpcpolicy.docload import read_json
 from hpcpolicy.errors import ArtifactError
 
-__all__ = ["active_guard", "guard_note", "read_card"]
+__all__ = ["active_guard", "guard_note", "guard_state", "read_card"]
 
 
 def read_card(spec: str) -> dict[str, Any] | None:
@@ -49,6 +50,20 @@ def read_card(spec: str) -> dict[str, Any] | None:
 def active_guard(spec: str) -> str | None:
     """The heuristic the policy directory ``spec`` deploys in its place, or None."""
     return _fallback(read_card(spec), spec)
+
+
+def guard_state(spec: str) -> tuple[str, str | None]:
+    """The guard of the policy directory ``spec`` and the heuristic it deploys:
+    ``("active", NAME)``, ``("off", None)`` (its card deploys the policy) or
+    ``("no card", None)``.
+
+    Example:
+        >>> guard_state(".")
+        ('no card', None)
+    """
+    card = read_card(spec)
+    fallback = _fallback(card, spec)
+    return ("no card" if card is None else "active" if fallback else "off"), fallback
 
 
 def _fallback(card: dict[str, Any] | None, spec: str) -> str | None:

@@ -69,7 +69,8 @@ class Validation:
         cfg = EvaluateConfig(policies=tuple(policies), backfills=(env.backfill,),
                              window_size=self.window_size, split="all", starts=self.starts,
                              warm=env.warm, compat=env.compat, kill_at_limit=env.kill_at_limit,
-                             exclusive_nodes=env.exclusive_nodes)
+                             exclusive_nodes=env.exclusive_nodes,
+                             deployed=False)  # one run per policy: the raw ones, in order
         runs = evaluate(workload, cluster, cfg, on_step=on_step).runs
         return [math.nan if run.summary["mean_bsld"] is None else float(run.summary["mean_bsld"])
                 for run in runs]
