@@ -277,7 +277,8 @@ class Evaluation:
 
     def to_document(self, *, source: str, workload: Workload,
                     cluster: ClusterSpec) -> dict[str, Any]:
-        """The ``--json`` document (no wall-clock figures: the same inputs give the same one)."""
+        """The ``--json`` document (``schemas/evaluate.schema.json``; no wall-clock figures:
+        the same inputs give the same one)."""
         from hpcpolicy.env.split import part_range
         from hpcpolicy.version import __version__
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import invoke as run_command
@@ -16,6 +17,21 @@ from typer.testing import Result
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_table(tmp_path_factory.mktemp("evaluate") / "jobs.parquet", 300)
+
+
+def check_document(doc: dict[str, Any]) -> None:
+    """The ``evaluate --json`` document ``doc`` follows schemas/evaluate.schema.json (its
+    run summaries: simulate's, schemas/sim_summary.schema.json)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from referencing import Registry, Resource
+
+    from hpcpolicy import schemas
+
+    schema = schemas.load("evaluate")
+    jsonschema.Draft202012Validator.check_schema(schema)
+    registry = Registry().with_resource("urn:hpcpolicy:schema:sim_summary",
+                                        Resource.from_contents(schemas.load("sim_summary")))
+    jsonschema.Draft202012Validator(schema, registry=registry).validate(doc)
 
 
 def invoke(*args: str) -> Result:
@@ -33,6 +49,7 @@ def test_table_and_json(table: Path, tmp_path: Path) -> None:
                if re.match(r"^ ?\S+ \*\s+(none|easy) ", line)]
     assert len(starred) == 2  # one best heuristic per backfilling mode
     doc = json.loads(out.read_text())
+    check_document(doc)
     assert [(r["policy"], r["backfill"]) for r in doc["runs"]] == [
         (p, b) for b in ("none", "easy") for p in ("fcfs", "sjf", "f1")]
     assert all(210 <= s <= 260 for s in doc["windows"]["starts"])

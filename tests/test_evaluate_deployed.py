@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from cli_helpers import invoke
 from env_jobs import CLUSTER, random_workload, write_table
+from test_evaluate_cli import check_document
 
 pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
@@ -68,6 +69,7 @@ def test_a_guarded_folder_shows_the_deployed_fallback_beside_the_raw_policy(
     result = invoke("evaluate", str(table), "-p", f"sjf,{guarded}", *WINDOWS, "--json", str(out))
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
+    check_document(doc)
     rows = {r["policy"]: r for r in doc["runs"]}
     deployed = rows[f"{guarded} (deployed: fallback {fallback})"]
     raw = rows[str(guarded)]
@@ -102,6 +104,7 @@ def test_an_inactive_guard_shows_the_policy_once(setup: tuple[Path, Path, str, P
     result = invoke("evaluate", str(table), "-p", str(off), *WINDOWS, "--json", str(out))
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
+    check_document(doc)
     assert [r["policy"] for r in doc["runs"]] == [str(off)]
     assert doc["runs"][0]["deployment"]["row"] == "deployed and raw"
     assert doc["runs"][0]["deployment"]["guard"] == "off"
