@@ -16,7 +16,7 @@ costs. Best of ``--repeat`` each. Output: JSON (default ``benchmarks/results/cap
 and one line of text.
 
 Usage:
-    python benchmarks/capacity.py [--repeat 5] [--outages 200] [--base /tmp/base]
+    python -m benchmarks.capacity [--repeat 5] [--outages 200] [--base /tmp/base]
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from simulate import ingest_traces  # noqa: E402  (benchmarks/simulate.py)
+from benchmarks._common import RESULTS, ROOT
+from benchmarks.simulate import ingest_traces
 
 PROBE = """
 import json, sys, time
@@ -76,17 +75,17 @@ def probe(tree: Path, table: Path, backfill: str, outages: int, repeat: int,
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "hpcpolicy-bench")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/capacity.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "capacity.json")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--outages", type=int, default=200)
     parser.add_argument("--base", type=Path, default=None,
                         help="a checkout of the code before capacity over time")
     parser.add_argument("--timeout", type=float, default=900.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from hpcpolicy.atomic import write_json
 

@@ -16,29 +16,27 @@ With ``--learned DIR`` (an allocator exported by ``benchmarks/gpu_learned_alloca
 learned allocator is run too (no expected figures: it is not in the paper).
 
 Usage:
-    python benchmarks/gpu_fragmentation.py                       # 10 seeds, 6 allocators
-    python benchmarks/gpu_fragmentation.py --learned benchmarks/results/allocator
-    python benchmarks/gpu_fragmentation.py --seeds 42 --allocators fgd bestfit
+    python -m benchmarks.gpu_fragmentation                       # 10 seeds, 6 allocators
+    python -m benchmarks.gpu_fragmentation --learned benchmarks/results/allocator
+    python -m benchmarks.gpu_fragmentation --seeds 42 --allocators fgd bestfit
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 import polars as pl
 
+from benchmarks._common import DATA, RESULTS, ROOT
 from hpcpolicy.errors import HpcPolicyError
 from hpcpolicy.gpu.allocator_artifact import load_allocator
 from hpcpolicy.gpu.allocators import ALLOCATORS, LEARNED
 from hpcpolicy.gpu.inflation_table import compare_expected, inflation_table, read_expected
 from hpcpolicy.gpu.sharing import read_nodes, read_pods
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 EXPECTED = ROOT / "tests" / "data" / "gpu_sharing" / "expected_allo_openb_default.csv"
 STEPS = list(range(50, 131, 10))
 
@@ -73,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                         choices=ALLOCATORS)
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(42, 52)))
     parser.add_argument("--learned", type=Path, help="also run this exported allocator")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     a = parser.parse_args(argv)
     try:
         nodes = read_nodes(a.nodes)

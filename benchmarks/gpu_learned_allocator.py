@@ -15,15 +15,14 @@
 Writes ``<out>/gpu_learned_allocator.json`` and prints a summary.
 
 Usage:
-    python benchmarks/gpu_learned_allocator.py                          # search, then test
-    python benchmarks/gpu_learned_allocator.py --allocator runs/alloc   # test a saved one
+    python -m benchmarks.gpu_learned_allocator                          # search, then test
+    python -m benchmarks.gpu_learned_allocator --allocator runs/alloc   # test a saved one
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from benchmarks._common import DATA, RESULTS
 from hpcpolicy.errors import HpcPolicyError
 from hpcpolicy.gpu.allocator_artifact import export_allocator, load_allocator, onnx_scorer
 from hpcpolicy.gpu.allocators import N_FEATURES
@@ -40,8 +40,6 @@ from hpcpolicy.gpu.learned_allocator import SearchConfig, search_weights
 from hpcpolicy.gpu.sharing import SharingNodes, SharingPods, read_nodes, read_pod_times, read_pods
 from hpcpolicy.gpu.timed_replay import TimedConfig, timed_replay
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 PERCENTS = np.array([100, 130])
 
 
@@ -101,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test-seeds", nargs="+", type=int, default=list(range(42, 52)))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--population", type=int, default=10)
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--out", type=Path, default=RESULTS)
     a = parser.parse_args(argv)
     if set(a.train_seeds) & set(a.test_seeds):
         print("error: --train-seeds and --test-seeds overlap; keep the test seeds unseen",

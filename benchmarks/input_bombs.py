@@ -38,6 +38,7 @@ from pathlib import Path
 from input_bombs import BOMBS  # PYTHONPATH=tests
 
 from benchmarks._common import RESULTS
+from benchmarks.cli import hpcpolicy_cli
 
 GB = 10**9
 FULL: list[tuple[str, str, int]] = [
@@ -58,10 +59,9 @@ BAR_RSS_KB, BAR_SECONDS, LIMIT_SECONDS = 2 * 10**6, 60.0, 120
 def run(args: list[str]) -> dict[str, object]:
     """Run ``hpcpolicy ARGS`` under ``/usr/bin/time -v``; its exit code, peak RSS, time and
     stderr lines."""
-    hpcpolicy = str(Path(sys.executable).with_name("hpcpolicy"))
     t0 = time.perf_counter()
     try:
-        done = subprocess.run(["/usr/bin/time", "-v", hpcpolicy, *args], capture_output=True,
+        done = subprocess.run(["/usr/bin/time", "-v", *hpcpolicy_cli(), *args], capture_output=True,
                               text=True, timeout=LIMIT_SECONDS)
     except subprocess.TimeoutExpired:
         return {"exit": None, "rss_mb": None, "seconds": LIMIT_SECONDS, "lines": [],
@@ -83,13 +83,13 @@ def passes(result: dict[str, object]) -> bool:
             and rss * 1024 < BAR_RSS_KB and float(str(result["seconds"])) < BAR_SECONDS)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Build and run the bombs; print one line each and write the JSON results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="size factor (1 = full)")
     parser.add_argument("--only", default="", help="comma-separated bomb names")
     parser.add_argument("--out", type=Path, default=RESULTS / "input_bombs.json")
-    opts = parser.parse_args()
+    opts = parser.parse_args(argv)
     chosen = [b for b in FULL if not opts.only or b[0] in opts.only.split(",")]
     results, ok = [], True
     for name, builder, size in chosen:

@@ -18,7 +18,7 @@ repository. Output: JSON (default ``benchmarks/results/simulate.json``) and one 
 Run on a quiet machine: figures taken while other work runs are noisy.
 
 Usage:
-    python benchmarks/simulate.py [--repeat 5] [--no-reference] [--out FILE]
+    python -m benchmarks.simulate [--repeat 5] [--no-reference] [--out FILE]
 """
 
 from __future__ import annotations
@@ -33,16 +33,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from cli import hpcpolicy_cli  # noqa: E402  (benchmarks/cli.py)
+from benchmarks._common import RESULTS, TRACES, ingest_trace, procs_options
+from benchmarks.cli import hpcpolicy_cli
 
-DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
-TRACES = {
-    # name: (file, extra simulate options); RICC's copy has no header: 8,192 cores per PWA
-    "HPC2N": ("HPC2N-2002-2.2-cln.swf.gz", []),
-    "RICC": ("RICC-2010-2.swf.gz", ["--procs", "8192"]),
-}
+STUDIED = ("HPC2N", "RICC")
+"""The traces replayed (RICC's machine size from the trace table)."""
 CASES = [("HPC2N", "fcfs", "none", 0.15), ("HPC2N", "fcfs", "easy", 0.3),
          ("HPC2N", "fcfs", "conservative", 5.0), ("RICC", "fcfs", "easy", 1.0)]
 """(trace, policy, backfill, target seconds from issue 3) for the compiled engine."""
@@ -71,17 +66,10 @@ def ingest_traces(cache: Path) -> dict[str, dict[str, Path]]:
     import polars as pl
 
     from hpcpolicy.atomic import atomic_path
-    from hpcpolicy.ingest import IngestConfig, ingest
 
     tables = {}
-    for name, (file, extra) in TRACES.items():
-        source = DATA / file
-        if not source.exists():
-            raise SystemExit(f"{source} is absent: the benchmark needs ../shared/data")
-        full, small = cache / f"{name}.parquet", cache / f"{name}.1000.parquet"
-        if not full.exists():
-            procs = int(extra[1]) if extra else None
-            ingest([source], full, IngestConfig(procs=procs, overwrite=True))
+    for name in STUDIED:
+        full, small = ingest_trace(name, cache), cache / f"{name}.1000.parquet"
         if not small.exists():
             meta = {k: v for k, v in pl.read_parquet_metadata(full).items()
                     if k.startswith("hpcpolicy.")}
@@ -135,11 +123,11 @@ def _probe(table: Path, procs: str, backfill: str, engine: str,
 
 def run_case(tables: dict[str, dict[str, Path]], trace: str, policy: str, backfill: str,
              engine: str, repeat: int, timeout: float) -> dict[str, Any]:
-    extra = TRACES[trace][1]
-    common = ["-p", policy, "-b", backfill, "--engine", engine, *extra]
+    common = ["-p", policy, "-b", backfill, "--engine", engine, *procs_options(trace)]
     fixed, whole = _best_pair([str(tables[trace]["small"]), *common],
                               [str(tables[trace]["full"]), *common], repeat, timeout)
-    probe = _probe(tables[trace]["full"], extra[1] if extra else "-", backfill, engine, timeout)
+    probe = _probe(tables[trace]["full"], str(TRACES[trace].procs or "-"), backfill, engine,
+                   timeout)
     net = None if whole is None or fixed is None else whole - fixed
     return {
         "trace": trace, "policy": policy, "backfill": backfill, "engine": engine,
@@ -150,11 +138,11 @@ def run_case(tables: dict[str, dict[str, Path]], trace: str, policy: str, backfi
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "hpcpolicy-bench")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/simulate.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "simulate.json")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="give up on one compiled-engine process after this many seconds")
@@ -163,7 +151,7 @@ def main() -> None:
                         "longer than 10 minutes there)")
     parser.add_argument("--no-reference", action="store_true",
                         help="skip the reference (plain Python) engine")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from hpcpolicy.atomic import write_json
 

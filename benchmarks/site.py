@@ -14,13 +14,12 @@ The traces are ingested once into ``--cache``, outside the repository. Output: J
 work runs on the machine are noisy; rerun on a quiet one.
 
 Usage:
-    python benchmarks/site.py [--traces HPC2N,RICC] [--out FILE] [--cache DIR]
+    python -m benchmarks.site [--traces HPC2N,RICC] [--out FILE] [--cache DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -28,33 +27,15 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(os.environ.get("HPCPOLICY_SHARED_DATA", ROOT.parent / "shared" / "data"))
-TRACES = {
-    # name: (file, cores when the header lacks them); RICC's copy has no header (PWA: 8,192)
-    "CTC-SP2": ("CTC-SP2-1996-3.1-cln.swf.gz", None),
-    "KTH-SP2": ("KTH-SP2-1996-2.1-cln.swf.gz", None),
-    "HPC2N": ("HPC2N-2002-2.2-cln.swf.gz", None),
-    "RICC": ("RICC-2010-2.swf.gz", 8192),
-    "Genomique": ("genomique-2026-sacct-format-all.csv", None),
-}
+from benchmarks._common import RESULTS, TRACES, ingest_trace
+
+STUDIED = ("CTC-SP2", "KTH-SP2", "HPC2N", "RICC", "Genomique")
+"""The traces calibrated by default."""
 POLICIES = ("fcfs", "sjf", "f1")
 
 
 def _tables(cache: Path, names: list[str]) -> dict[str, Path]:
-    from hpcpolicy.ingest import IngestConfig, ingest
-
-    out = {}
-    for name in names:
-        file, procs = TRACES[name]
-        source = DATA / file
-        if not source.exists():
-            raise SystemExit(f"{source} is absent: the benchmark needs ../shared/data")
-        table = cache / f"{name}.parquet"
-        if not table.exists():
-            ingest([source], table, IngestConfig(procs=procs, overwrite=True))
-        out[name] = table
-    return out
+    return {name: ingest_trace(name, cache) for name in names}
 
 
 def _ranking(world: Any) -> dict[str, Any]:
@@ -89,7 +70,7 @@ def measure(name: str, table: Path) -> dict[str, Any]:
     tic = time.perf_counter()
     try:
         w = Workload.from_table(table)
-        cluster = resolve_cluster(procs=TRACES[name][1], table=table)
+        cluster = resolve_cluster(procs=TRACES[name].procs, table=table)
         delay = logged_delay(table, w)
         cal = calibrate(w, cluster, delay=delay, source=str(table))
     except HpcPolicyError as exc:
@@ -119,7 +100,7 @@ def _bars(before: dict[str, Any], after: dict[str, Any],
           without: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Issue 42's bars on one trace's out-of-sample figures."""
     def err(part: dict[str, Any]) -> float:
-        return abs(part["mean_wait_rel_error"])
+        return abs(float(part["mean_wait_rel_error"]))
 
     return {
         "both_better": after["spearman"] > before["spearman"] and err(after) < err(before),
@@ -130,12 +111,12 @@ def _bars(before: dict[str, Any], after: dict[str, Any],
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default=",".join(TRACES))
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/site.json")
+    parser.add_argument("--traces", default=",".join(STUDIED))
+    parser.add_argument("--out", type=Path, default=RESULTS / "site.json")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/hpcpolicy-bench-site"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     names = [n for n in args.traces.split(",") if n]
     from hpcpolicy.atomic import write_json
