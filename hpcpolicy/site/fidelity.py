@@ -33,8 +33,8 @@ from hpcpolicy.whatif.fidelity import (
 )
 from hpcpolicy.workload import Workload
 
-__all__ = ["SIZE_CLASSES", "SIZE_NAMES", "FidelityConfig", "Waits", "fidelity_report", "replay_waits",
-           "section", "unchecked"]
+__all__ = ["SIZE_CLASSES", "SIZE_NAMES", "FidelityConfig", "Waits", "fidelity_report",
+           "replay_waits", "section", "unchecked"]
 
 F64 = npt.NDArray[np.float64]
 
