@@ -2,12 +2,9 @@
 
 For each trace: the time of ``calibrate`` (fit on the first 70 %) and of one ``fidelity``
 replay under the fitted model; the out-of-sample fidelity before (FCFS + EASY as the header
-describes the machine) and after (Spearman, mean-wait error, trust); the ablation, and the
-out-of-sample figures of the model without each kept element; the bars of issue 42 (better
-than the plain replay on both figures, fair: Spearman >= 0.3 and |mean-wait error| <= 50 %,
-no kept element that makes the out-of-sample |mean-wait error| worse); and whether the
-ranking of FCFS, SJF and F1 (all with EASY) by mean wait and by mean bounded slowdown
-changes between the uncalibrated and the calibrated world.
+describes the machine) and after (Spearman, mean-wait error, trust); the ablation; and
+whether the ranking of FCFS, SJF and F1 (all with EASY) by mean wait and by mean bounded
+slowdown changes between the uncalibrated and the calibrated world.
 
 The traces are ingested once into ``--cache``, outside the repository. Output: JSON
 (default ``benchmarks/results/site.json``) and one line of text. Timings taken while other
@@ -89,25 +86,8 @@ def measure(name: str, table: Path) -> dict[str, Any]:
         "user_jobs": cal.site.user_jobs, "user_cores": cal.site.user_cores,
         "priority": cal.site.priority, "backfill": cal.site.backfill,
         "before": {k: cal.before[k] for k in keys}, "after": {k: cal.after[k] for k in keys},
-        "outages": len(cal.site.outages), "ablation": cal.ablation, "without": cal.without,
-        "bars": _bars(cal.before, cal.after, cal.without),
-        "ranking_uncalibrated": before, "ranking_calibrated": after,
+        "ablation": cal.ablation, "ranking_uncalibrated": before, "ranking_calibrated": after,
         "ranking_changes": {k: before[k] != after[k] for k in ("by_wait", "by_bsld")},
-    }
-
-
-def _bars(before: dict[str, Any], after: dict[str, Any],
-          without: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Issue 42's bars on one trace's out-of-sample figures."""
-    def err(part: dict[str, Any]) -> float:
-        return abs(float(part["mean_wait_rel_error"]))
-
-    return {
-        "both_better": after["spearman"] > before["spearman"] and err(after) < err(before),
-        "fair": after["spearman"] >= 0.3 and err(after) <= 0.5,
-        "elements_worsening_mean_wait": [k for k, v in without.items()
-                                         if v["mean_wait_rel_error"] is not None
-                                         and err(after) > err(v)],
     }
 
 
@@ -132,9 +112,7 @@ def main(argv: list[str] | None = None) -> None:
                              f"{r['fidelity_s']:.1f} s, rho {r['before']['spearman']:.2f}->"
                              f"{r['after']['spearman']:.2f}, mean err "
                              f"{r['before']['mean_wait_rel_error']:+.0%}->"
-                             f"{r['after']['mean_wait_rel_error']:+.0%}, "
-                             f"both better {r['bars']['both_better']}, "
-                             f"fair {r['bars']['fair']}")
+                             f"{r['after']['mean_wait_rel_error']:+.0%}")
         for r in results))
 
 

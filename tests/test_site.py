@@ -115,14 +115,14 @@ def test_calibrate_finds_an_outage_within_an_hour() -> None:
     w = _workload(2000)
     cluster = ClusterSpec.homogeneous(64)
     # the outage: a whole-machine job (dropped from the log afterwards) that runs 6 hours
-    at = int(w.submit[400])
+    at = int(w.submit[700])
     z = np.zeros(1, dtype=np.int64)
     down = Workload(job_id=np.array(["down"], dtype=object), submit=np.array([at]),
                     run_time=np.array([6 * 3600]), req_walltime=np.array([6 * 3600]),
                     procs=np.array([64]), nodes=z, gpus=z, mem_mib=z,
                     user=np.zeros(1, np.int32), partition=np.zeros(1, np.int32),
                     logged_start=z - 1)
-    both = np.concatenate([np.arange(401), [len(w)], np.arange(401, len(w))])
+    both = np.concatenate([np.arange(701), [len(w)], np.arange(701, len(w))])
     merged = Workload(**{k: np.concatenate([getattr(w, k), getattr(down, k)])[both] for k in (
         "job_id", "submit", "run_time", "req_walltime", "procs", "nodes", "gpus", "mem_mib",
         "user", "partition", "logged_start")}, users=w.users)

@@ -104,9 +104,6 @@ class Calibration:
     ablation: list[dict[str, Any]]
     """Per step of the search: the element tried, kept or not, validation objective and
     out-of-sample figures."""
-    without: dict[str, dict[str, Any]]
-    """Per kept element: the out-of-sample figures of the fitted model without it (against
-    :attr:`after`, what the element adds out of sample)."""
     wall_s: float
     """Time the calibration took."""
 
@@ -268,17 +265,13 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
     site, figures = SiteModel(), base
     steps: list[dict[str, Any]] = []
     # Outages come after the elements that also leave cores idle beside waiting jobs (limits,
-    # pools, holds): they are kept only for what those do not explain. The trial knows only
-    # those of the earlier share, so that the validation slice is replayed as the months
-    # after the fit will be: without knowing its own outages (the availability must stand
-    # for them). Kept, the model gets those of the whole fitted part.
-    early = _outages(workload, cuts[0], cluster.total_cores)
+    # pools, holds): they are kept only for what those do not explain.
     found = _outages(workload, split, cluster.total_cores)
-    outages = [("outages", [ev.Candidate({"outages": early}, f"{len(found)} intervals of an "
+    outages = [("outages", [ev.Candidate({"outages": found}, f"{len(found)} intervals of an "
                                          "hour or more with idle cores beside a waiting job "
                                          "that fitted them (merged, dated, the largest)")])]
     trials = [("capacity", [ev.Candidate({}, "lost capacity tried against the full machine")]),
-              *_candidates(workload, cluster, cuts, delay), *(outages if early else [])]
+              *_candidates(workload, cluster, cuts, delay), *(outages if found else [])]
     for name, alternatives in trials:
         tried = [(c, *search.fit_capacity(replace(site, **c.values))) for c in alternatives]
         cand, trial_site, tfig = max(tried, key=lambda t: objective(t[2]["validation"]))
@@ -298,9 +291,6 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
                       "out_of_sample": _brief(tfig["oos"])})
         if kept:
             site, figures = trial_site, tfig
-            if name == "outages":  # the last trial: its figures measure the model as kept
-                site = replace(site, outages=found)
-                figures = search.parts(site)
             evidence[name] = f"{cand.evidence}; kept: " + (
                 f"the validation slice's score changed by {gain:+.3f}, within the "
                 f"{cfg.order_tolerance} by which the replay may veto an order the log shows"
@@ -332,9 +322,7 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
                   "oos_trust_before": before["trust"], "oos_trust_after": oos["trust"]}
     site = replace(site, evidence=evidence,
                    provenance={k: v for k, v in provenance.items() if v is not None})
-    without = {name: _brief(search.parts(site.without(name))["oos"])
-               for name in site.elements()}
-    return Calibration(site=site, before=before, after=oos, ablation=steps, without=without,
+    return Calibration(site=site, before=before, after=oos, ablation=steps,
                        wall_s=time.perf_counter() - tic)
 
 

@@ -233,7 +233,7 @@ def idle_level(w: Workload, total_cores: int, start: int, end: int) -> int:
     idle = total_cores - busy
     by = np.argsort(idle, kind="stable")
     half = np.searchsorted(np.cumsum(length[by]), (end - start) / 2)
-    return int(idle[by][min(int(half), len(by) - 1)])
+    return int(idle[by][min(half, len(by) - 1)])
 
 
 @njit(cache=True)

@@ -9,7 +9,7 @@ it, in words, which :mod:`hpcpolicy.site.toml_io` writes as comments beside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from hpcpolicy.errors import ConfigError
@@ -146,17 +146,6 @@ class SiteModel:
         }
         return [name for name, used in on.items() if used]
 
-    def without(self, element: str) -> SiteModel:
-        """The model with ``element`` (a name :meth:`elements` gives) set to its off value.
-
-        Example:
-            >>> SiteModel(user_jobs=8, availability=0.9).without("limits").elements()
-            ['capacity']
-        """
-        if element not in _OFF:
-            raise ConfigError(f"site model element {element!r} is not one of {', '.join(_OFF)}")
-        return replace(self, **_OFF[element])
-
     def check_machine(self, total_cores: int) -> None:
         """Refuse pools larger than the machine.
 
@@ -169,15 +158,6 @@ class SiteModel:
                               f"{total_cores:,}; shrink pools.<partition> or replay on a larger "
                               "machine (--cluster/--procs)")
 
-
-_OFF: dict[str, dict[str, Any]] = {
-    "nodes": {"cores_per_node": 0, "whole_node": False, "machine_cores": 0},
-    "pools": {"pools": ()}, "limits": {"user_jobs": 0, "user_cores": 0},
-    "outages": {"outages": ()}, "capacity": {"availability": 1.0},
-    "holds": {"use_eligible": False}, "priority": {"priority": "fcfs"},
-    "cadence": {"interval_s": 0, "backfill": "easy"},
-}
-"""Each element's fields at their off values."""
 
 _KEYS = {"cores_per_node": "nodes.cores_per_node", "machine_cores": "nodes.machine_cores",
          "user_jobs": "limits.user_jobs",
