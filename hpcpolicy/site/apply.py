@@ -4,14 +4,11 @@ Elements are applied where they are exact and cheapest:
 
 * nodes and pools change the machine (node groups; pooled partitions may use only their
   group, the others share the rest);
-* outages (intervals of missing cores, dated) are replayed as unplanned outages of the
-  machine's shared group (:mod:`hpcpolicy.sim.capacity`): the cores go at the start, running
-  jobs finish, and they come back at the end (:func:`site_outages`);
-* missing capacity the outages do not explain (``availability`` a < 1) runs every job 1/a
-  times longer, requests included: the load of a machine with a share a of its cores,
-  spread evenly over time, without stranding jobs as large as the whole machine (which a
-  smaller machine would never start). Waits compare as they are; run times, responses and
-  slowdowns are stretched alike for every policy;
+* missing capacity (``availability`` a < 1) runs every job 1/a times longer, requests
+  included: the load of a machine with a share a of its cores, spread evenly over time,
+  without stranding jobs as large as the whole machine (which a smaller machine would never
+  start). Waits compare as they are; run times, responses and slowdowns are stretched alike
+  for every policy;
 * holds and the scheduler's cadence change when a job becomes visible to the scheduler: its
   submit moves to its eligible time, then up to the next scheduling tick (a workload
   transform: the simulator is unchanged, waits are still measured from the real submit with
@@ -31,7 +28,6 @@ import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.sim.capacity import Outage
 from hpcpolicy.sim.prepare import OTHERS
 from hpcpolicy.sim.types import FairshareConfig, RunLimits, SimConfig
 from hpcpolicy.site.model import SiteModel
@@ -41,7 +37,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 __all__ = ["SHARED", "World", "apply_site", "eligible_delay", "env_options", "load_world",
-           "logged_delay", "site_config", "site_outages", "site_world"]
+           "logged_delay", "site_config", "site_world"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -162,38 +158,9 @@ def apply_site(site: SiteModel, workload: Workload, cluster: ClusterSpec,
     if (seen == workload.submit).all():
         order = np.arange(len(workload), dtype=np.int64)
     shift = (seen - workload.submit)[order]
-    machine = _machine(site, cluster, workload)
-    sim = site_config(site, base)
-    if site.outages and not sim.outages:
-        sim = replace(sim, outages=site_outages(site, workload, machine))
-    return World(site=site, workload=moved, cluster=machine, cfg=sim,
-                 baseline_policy=site.priority, shift=shift, order=order)
-
-
-def site_outages(site: SiteModel, workload: Workload, machine: ClusterSpec) -> tuple[Outage, ...]:
-    """The site's dated outages as the engines replay them: seconds since ``workload``'s
-    origin, in the group the other partitions share (the first group without pools), at most
-    that group's cores; those over before the workload's origin are left out.
-
-    Example:
-        >>> import numpy as np
-        >>> from hpcpolicy.site.model import Outage as Dated
-        >>> z = np.zeros(1, dtype=np.int64)
-        >>> w = Workload(job_id=np.array(["a"], dtype=object), submit=z, run_time=z + 9,
-        ...     req_walltime=z + 9, procs=z + 1, nodes=z, gpus=z, mem_mib=z,
-        ...     user=z.astype(np.int32), partition=z.astype(np.int32), logged_start=z - 1,
-        ...     origin=1000)
-        >>> site = SiteModel(outages=(Dated(start_s=1500, end_s=4000, cores=9),))
-        >>> site_outages(site, w, ClusterSpec.homogeneous(4))
-        (Outage(start=500, end=3000, cores=4, nodes=0, group=''),)
-    """
-    group = SHARED if site.pools else ""
-    size = next((g.count * g.cores for g in machine.groups if g.name == group),
-                machine.groups[0].count * machine.groups[0].cores)
-    origin = int(workload.origin)
-    return tuple(Outage(start=o.start_s - origin, end=o.end_s - origin,
-                        cores=min(o.cores, size), group=group)
-                 for o in site.outages if o.end_s > origin)
+    return World(site=site, workload=moved, cluster=_machine(site, cluster, workload),
+                 cfg=site_config(site, base), baseline_policy=site.priority,
+                 shift=shift, order=order)
 
 
 def site_config(site: SiteModel, cfg: SimConfig) -> SimConfig:

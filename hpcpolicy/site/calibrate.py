@@ -3,22 +3,16 @@
 The search keeps the simulator in the loop. Candidates come from the logged schedule
 (:mod:`hpcpolicy.site.evidence`: node size and machine size, pools, running limits, holds),
 from the order in which it started jobs that waited together (:mod:`hpcpolicy.site.order`:
-multifactor weights), from the scheduler's options (backfilling off) and from the idle cores
-beside waiting jobs (outages: dated intervals of missing cores, merged, at least
-:data:`MIN_OUTAGE_SHARE` of the machine, replayed by the engine as unplanned outages). The
-fitted part is cut in two by time. Each trial's availability (the capacity the outages do not
-explain) is bisected on the earlier share's mean wait, then refined on the later share's; an
-element is kept only where the replay of that later share, the *validation* slice, is closer
-to the log than the model without it on the figures an admin reads (:func:`better_fit`: a
-smaller |mean-wait error|, a Spearman of waits no lower beyond noise, and a score by
-:func:`objective` higher by :attr:`CalibrateConfig.min_gain`). So an element that fits the
-early months but not the following ones is dropped, as it would be out of sample, and none is
-kept that trades a worse mean wait for a better order. The priority order is the exception:
-its evidence is the start order itself, held out on the validation slice, so the replay there
-picks among the weight profiles that order supports and may veto the element only by
-:attr:`CalibrateConfig.order_tolerance`. Fidelity is measured on the part after
-``fit_frac``, which the search never looks at, before and after, with the ablation of each
-element tried.
+multifactor weights) and from the scheduler's options (backfilling off). The fitted part is
+cut in two by time. Each trial's availability is bisected on the earlier share's mean wait,
+then refined on the later share's; an element is kept only where it makes the replay of that
+later share, the *validation* slice, closer to the log than the simpler model without it. So
+an element that fits the early months but not the following ones is dropped, as it would be
+out of sample. The priority order is the exception: its evidence is the start order itself,
+held out on the validation slice, so the replay there picks among the weight profiles that
+order supports and may veto the element only by :attr:`CalibrateConfig.order_tolerance`.
+Fidelity is measured on the part after ``fit_frac``, which the search never looks at, before
+and after, with the ablation of each element tried.
 """
 
 from __future__ import annotations
@@ -35,12 +29,12 @@ from hpcpolicy.errors import ConfigError
 from hpcpolicy.site import evidence as ev
 from hpcpolicy.site.apply import apply_site
 from hpcpolicy.site.fidelity import FidelityConfig, replay_waits, section
-from hpcpolicy.site.model import Outage, SiteModel, merge_outages
+from hpcpolicy.site.model import Outage, SiteModel
 from hpcpolicy.site.order import find_priority
 from hpcpolicy.whatif.fidelity import RELATIVE_ONLY, records_no_starts
 from hpcpolicy.workload import Workload
 
-__all__ = ["CalibrateConfig", "Calibration", "better_fit", "calibrate", "objective"]
+__all__ = ["CalibrateConfig", "Calibration", "calibrate", "objective"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -49,15 +43,7 @@ MIN_AVAILABILITY = 0.5
 REFINE = 0.125
 """Half-width of the availability interval the validation slice refines the fit in."""
 MAX_OUTAGES = 50
-"""Most outage intervals kept (the largest in cores x length)."""
-MIN_OUTAGE_SHARE = 0.02
-"""Smallest outage kept, as a share of the machine's cores."""
-OUTAGE_GAP_S = 3600
-"""Outages less than this apart are merged into one."""
-SPEARMAN_SLACK = 0.02
-"""How much lower the validation slice's Spearman may be under a kept element (whose
-|mean-wait error| must be smaller): a strict rise would refuse the capacity a log lost evenly
-(on a built log lacking 20 %: Spearman 0.937 -> 0.922, |error| 41 % -> 5 %)."""
+"""Most outage intervals written to site.toml (the longest)."""
 
 
 @dataclass(frozen=True)
@@ -72,14 +58,13 @@ class CalibrateConfig:
     """Bisection steps of the availability fit per trial."""
     min_gain: float = 0.01
     """Smallest gain of :func:`objective` on the validation slice for an element to be
-    kept (besides :func:`better_fit`)."""
+    kept."""
     order_tolerance: float = 0.05
     """How much lower the validation slice's score may be with a priority order that the
     log's own start order supports (:mod:`hpcpolicy.site.order`, held out) for it to be kept:
     the score's standard deviation between nearby availabilities near saturation is larger
     (0.06 on KTH-SP2 over 0.825-0.86, 0.08 on CTC-SP2 over 0.94-0.96), while the order rests
-    on thousands of pairs. Without it KTH-SP2 loses its order (validation score -0.004) and
-    its out-of-sample mean-wait error goes from +15 % to +47 % (2026-11-28)."""
+    on thousands of pairs."""
 
     def __post_init__(self) -> None:
         FidelityConfig(self.fit_frac)
@@ -106,28 +91,6 @@ class Calibration:
     out-of-sample figures."""
     wall_s: float
     """Time the calibration took."""
-
-
-def better_fit(trial: dict[str, Any], without: dict[str, Any]) -> bool:
-    """The rule that keeps an element: ``trial``'s |mean-wait error| is smaller than
-    ``without``'s and its Spearman of waits at most :data:`SPEARMAN_SLACK` lower. So no kept
-    element makes the mean wait worse (it cannot overshoot to buy a better order), and none
-    trades away the order for it beyond the noise of the figure.
-
-    Example:
-        >>> better_fit({"spearman": 0.92, "mean_wait_rel_error": 0.05},
-        ...            {"spearman": 0.937, "mean_wait_rel_error": -0.41})
-        True
-        >>> better_fit({"spearman": 0.35, "mean_wait_rel_error": 0.80},
-        ...            {"spearman": 0.23, "mean_wait_rel_error": -0.76})
-        False
-    """
-    if trial["spearman"] is None or trial["mean_wait_rel_error"] is None:
-        return False
-    if without["spearman"] is None or without["mean_wait_rel_error"] is None:
-        return True
-    return bool(trial["spearman"] >= without["spearman"] - SPEARMAN_SLACK
-                and abs(trial["mean_wait_rel_error"]) < abs(without["mean_wait_rel_error"]))
 
 
 def objective(part: dict[str, Any]) -> float:
@@ -264,15 +227,8 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
     evidence: dict[str, str] = {}
     site, figures = SiteModel(), base
     steps: list[dict[str, Any]] = []
-    # Outages come after the elements that also leave cores idle beside waiting jobs (limits,
-    # pools, holds): they are kept only for what those do not explain.
-    found = _outages(workload, split, cluster.total_cores)
-    outages = [("outages", [ev.Candidate({"outages": found}, f"{len(found)} intervals of an "
-                                         "hour or more with idle cores beside a waiting job "
-                                         "that fitted them (merged, dated, the largest)")])]
-    trials = [("capacity", [ev.Candidate({}, "lost capacity tried against the full machine")]),
-              *_candidates(workload, cluster, cuts, delay), *(outages if found else [])]
-    for name, alternatives in trials:
+    trials = [("capacity", [ev.Candidate({}, "lost capacity tried against the full machine")])]
+    for name, alternatives in trials + _candidates(workload, cluster, cuts, delay):
         tried = [(c, *search.fit_capacity(replace(site, **c.values))) for c in alternatives]
         cand, trial_site, tfig = max(tried, key=lambda t: objective(t[2]["validation"]))
         if len(tried) > 1:
@@ -280,32 +236,32 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
                            f"slice preferred it to {len(tried) - 1} other profile(s) the "
                            "order supports)")
         gain = objective(tfig["validation"]) - objective(figures["validation"])
-        if name == "priority":  # the start order is direct evidence: the replay may only veto it
-            kept = gain >= -cfg.order_tolerance and tfig["validation"]["spearman"] is not None
-        else:
-            kept = (gain >= cfg.min_gain
-                    and better_fit(tfig["validation"], figures["validation"])
-                    and (name != "capacity" or trial_site.availability < 1.0))
+        # the start order is direct evidence for the priority: the replay may only veto it
+        need = -cfg.order_tolerance if name == "priority" else cfg.min_gain
+        kept = (gain >= need and tfig["validation"]["spearman"] is not None
+                and (name != "capacity" or trial_site.availability < 1.0))
         steps.append({"element": name, "kept": kept,
                       "objective_validation": objective(tfig["validation"]),
                       "out_of_sample": _brief(tfig["oos"])})
         if kept:
             site, figures = trial_site, tfig
             evidence[name] = f"{cand.evidence}; kept: " + (
+                f"the validation slice's score rose by {gain:.3f}" if gain >= 0 else
                 f"the validation slice's score changed by {gain:+.3f}, within the "
-                f"{cfg.order_tolerance} by which the replay may veto an order the log shows"
-                if name == "priority" else "on the validation slice it made the |mean-wait "
-                f"error| smaller without losing Spearman (score {gain:+.3f})")
+                f"{cfg.order_tolerance} by which the replay may veto an order the log shows")
         elif name != "capacity":
-            evidence[name] = (f"{cand.evidence}; not kept: on the validation slice it did not "
-                              "make the |mean-wait error| smaller without losing Spearman "
-                              f"(score {gain:+.3f})")
+            evidence[name] = (f"{cand.evidence}; not kept: the validation slice's score "
+                              f"changed by {gain:+.3f}")
     oos = figures["oos"]
+    outages = sorted(ev.find_outages(workload, split, cluster.total_cores),
+                     key=lambda o: o[0] - o[1])[:MAX_OUTAGES]
     evidence["capacity"] = (
-        f"{evidence.pop('outages', 'no outage found')}. Availability "
-        f"{site.availability:.3f} for what the outages do not explain: of those that bring "
-        "the earlier fitted jobs' mean wait near the log's, the one whose replay of the later "
-        "fitted jobs scored best (1.0: lost capacity did not bring them closer)")
+        f"availability {site.availability:.3f}: of those that bring the earlier fitted jobs' "
+        "mean wait near the log's, the one whose replay of the later fitted jobs scored best "
+        "(1.0: lost capacity did not bring them closer); "
+        f"{len(outages)} intervals of an hour or more with idle cores beside a "
+        "waiting job that fitted them are listed (the longest; the replay uses the "
+        "availability)")
     for name in ("pools", "limits", "holds", "nodes"):
         evidence.setdefault(name, "no evidence in the fitted part of the log")
     evidence.setdefault("priority", "FCFS: no multifactor order explains the logged start "
@@ -320,19 +276,10 @@ def calibrate(workload: Workload, cluster: ClusterSpec, config: CalibrateConfig 
                   "oos_mean_wait_rel_error_before": before["mean_wait_rel_error"],
                   "oos_mean_wait_rel_error_after": oos["mean_wait_rel_error"],
                   "oos_trust_before": before["trust"], "oos_trust_after": oos["trust"]}
-    site = replace(site, evidence=evidence,
+    site = replace(site, evidence=evidence, outages=tuple(Outage(*o) for o in outages),
                    provenance={k: v for k, v in provenance.items() if v is not None})
     return Calibration(site=site, before=before, after=oos, ablation=steps,
                        wall_s=time.perf_counter() - tic)
-
-
-def _outages(w: Workload, split: int, cores: int) -> tuple[Outage, ...]:
-    """The outages found in the fitted part, dated (Unix seconds), sized by the idle cores
-    that held for most of each (:func:`~hpcpolicy.site.evidence.idle_level`), merged."""
-    found = [(a + w.origin, b + w.origin, ev.idle_level(w, cores, a, b))
-             for a, b, _ in ev.find_outages(w, split, cores)]
-    return merge_outages(found, min_cores=max(1, round(cores * MIN_OUTAGE_SHARE)),
-                         gap_s=OUTAGE_GAP_S, most=MAX_OUTAGES)
 
 
 def _brief(part: dict[str, Any]) -> dict[str, Any]:

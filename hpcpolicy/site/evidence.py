@@ -17,7 +17,7 @@ from numba import njit
 from hpcpolicy.workload import Workload
 
 __all__ = ["Candidate", "find_limits", "find_machine_size", "find_node_size", "find_outages",
-           "find_pools", "idle_level", "running_peaks"]
+           "find_pools", "running_peaks"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -203,37 +203,6 @@ def find_outages(w: Workload, upto: int, total_cores: int,
     found = _idle_beside_waiting(t[order], kind[order], np.tile(np.arange(n), 3)[order], sub,
                                  start, procs, total_cores, min_length_s)
     return [(int(a), int(b), int(c)) for a, b, c in zip(*found, strict=True)]
-
-
-def idle_level(w: Workload, total_cores: int, start: int, end: int) -> int:
-    """The idle cores of the logged schedule that held for at least half of ``[start, end)``
-    (their time-weighted median): an outage's size, which the fewest idle cores understate
-    while the jobs running on its cores drain away at its start.
-
-    Example:
-        >>> import numpy as np
-        >>> z = np.zeros(2, dtype=np.int64)
-        >>> w = Workload(job_id=np.array(["a", "b"], dtype=object), submit=z,
-        ...     run_time=np.array([10, 100]), req_walltime=z + 100, procs=np.array([6, 2]),
-        ...     nodes=z, gpus=z, mem_mib=z, user=z.astype(np.int32),
-        ...     partition=z.astype(np.int32), logged_start=z)
-        >>> idle_level(w, 10, 0, 100)   # 2 idle for 10 s, then 8 for 90 s
-        8
-    """
-    m = np.asarray(w.logged_start) >= 0
-    begin = np.asarray(w.logged_start, dtype=np.int64)[m]
-    finish = begin + np.asarray(w.run_time, dtype=np.int64)[m]
-    procs = np.asarray(w.procs, dtype=np.int64)[m]
-    over = (begin < end) & (finish > start)
-    t = np.concatenate(([start], np.maximum(begin[over], start), np.minimum(finish[over], end)))
-    d = np.concatenate(([0], procs[over], -procs[over]))
-    order = np.lexsort((d, t))  # ends before starts at equal times
-    t, busy = t[order], np.cumsum(d[order])
-    length = np.diff(np.append(t, end))
-    idle = total_cores - busy
-    by = np.argsort(idle, kind="stable")
-    half = np.searchsorted(np.cumsum(length[by]), (end - start) / 2)
-    return int(idle[by][min(half, len(by) - 1)])
 
 
 @njit(cache=True)

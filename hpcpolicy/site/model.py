@@ -15,7 +15,7 @@ from typing import Any
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.types import BACKFILL_MODES
 
-__all__ = ["PRIORITIES", "Outage", "Pool", "SiteModel", "merge_outages"]
+__all__ = ["PRIORITIES", "Outage", "Pool", "SiteModel"]
 
 PRIORITIES = ("fcfs", "fairshare")
 """Priority orders a site model can name: first come first served, or Slurm-style
@@ -24,17 +24,12 @@ multifactor (age, size, fair share with a half-life)."""
 
 @dataclass(frozen=True)
 class Outage:
-    """Cores that were missing over an interval (an outage, a drain, a reservation),
-    replayed as an unplanned outage (:mod:`hpcpolicy.sim.capacity`).
-
-    Times are absolute (Unix seconds, UTC), so that a model fitted on one job table applies
-    to another table of the same machine, whatever its first submit.
-    """
+    """Cores that were missing over an interval (an outage, a drain, a reservation)."""
 
     start_s: int
-    """Start, Unix seconds (UTC)."""
+    """Start, seconds since the workload's origin."""
     end_s: int
-    """End, Unix seconds (UTC)."""
+    """End, seconds since the workload's origin."""
     cores: int
     """Cores missing meanwhile."""
 
@@ -86,9 +81,8 @@ class SiteModel:
     """Share of the machine's cores that was there on average (1 = all); the replay runs
     jobs 1/availability times longer (:mod:`hpcpolicy.site.apply`)."""
     outages: tuple[Outage, ...] = ()
-    """Intervals with cores missing, found in the fitted part of the log, replayed as
-    unplanned outages (:func:`hpcpolicy.site.apply.site_outages`); :attr:`availability`
-    stands for what they do not explain."""
+    """Intervals with cores missing, found in the fitted part of the log (listed; the replay
+    uses :attr:`availability`, see README)."""
     use_eligible: bool = False
     """Schedule a job from its eligible time (holds, dependencies), not its submit."""
     priority: str = "fcfs"
@@ -138,7 +132,6 @@ class SiteModel:
             "nodes": self.cores_per_node > 0 or self.machine_cores > 0,
             "pools": bool(self.pools),
             "limits": self.user_jobs > 0 or self.user_cores > 0,
-            "outages": bool(self.outages),
             "capacity": self.availability < 1.0,
             "holds": self.use_eligible,
             "priority": self.priority != "fcfs",
@@ -162,27 +155,3 @@ class SiteModel:
 _KEYS = {"cores_per_node": "nodes.cores_per_node", "machine_cores": "nodes.machine_cores",
          "user_jobs": "limits.user_jobs",
          "user_cores": "limits.user_cores", "interval_s": "cadence.interval_s"}
-
-
-def merge_outages(found: list[tuple[int, int, int]], *, min_cores: int, gap_s: int,
-                  most: int) -> tuple[Outage, ...]:
-    """Intervals (start, end, cores; Unix seconds) as a short list an admin can read: those
-    less than ``gap_s`` apart merged (the fewest cores of the two kept: what was surely
-    missing throughout), those under ``min_cores`` dropped, then the ``most`` largest (cores x
-    length), in time order.
-
-    Example:
-        >>> merge_outages([(0, 3600, 40), (4000, 9000, 30), (20000, 30000, 2)],
-        ...               min_cores=8, gap_s=3600, most=10)
-        (Outage(start_s=0, end_s=9000, cores=30),)
-    """
-    merged: list[list[int]] = []
-    for a, b, c in sorted(found):
-        if merged and a - merged[-1][1] < gap_s:
-            last = merged[-1]
-            last[1], last[2] = max(last[1], b), min(last[2], c)
-        else:
-            merged.append([a, b, c])
-    kept = [m for m in merged if m[2] >= min_cores]
-    kept = sorted(kept, key=lambda m: -(m[1] - m[0]) * m[2])[:most]
-    return tuple(Outage(a, b, c) for a, b, c in sorted(kept))
