@@ -31,7 +31,13 @@ def expand_hostlist(text: str) -> list[str]:
     if size > MAX_HOSTLIST:
         raise ConfigError(f"hostlist {text[:80]!r}: names {size:,} nodes, more than the "
                           f"{MAX_HOSTLIST:,} read here; is the range a typo?")
-    names: list[str] = []
+    return [name for element in _elements(text) for name in _expand_one(element, text)]
+
+
+def _elements(text: str) -> list[str]:
+    """The comma-separated elements of a hostlist (commas inside brackets kept), blanks left
+    out; unbalanced or nested brackets raise :class:`ConfigError`."""
+    elements: list[str] = []
     depth, start = 0, 0
     for i, ch in enumerate(text + ","):
         depth += {"[": 1, "]": -1}.get(ch, 0)
@@ -39,11 +45,11 @@ def expand_hostlist(text: str) -> list[str]:
             raise ConfigError(f"hostlist {text!r}: unbalanced brackets")
         if ch == "," and depth == 0:
             if text[start:i].strip():
-                names.extend(_expand_one(text[start:i].strip(), text))
+                elements.append(text[start:i].strip())
             start = i + 1
     if depth:
         raise ConfigError(f"hostlist {text!r}: unbalanced brackets")
-    return names
+    return elements
 
 
 def _expand_one(name: str, whole: str) -> list[str]:
@@ -68,20 +74,17 @@ def _expand_one(name: str, whole: str) -> list[str]:
 
 
 def hostlist_size(text: str) -> int:
-    """How many names ``text`` expands to, counted without expanding them (elements that
-    cannot be read count 0: :func:`expand_hostlist` names what is wrong with them).
+    """How many names ``text`` expands to, counted without expanding them (a range that
+    cannot be read counts 0: :func:`expand_hostlist` names what is wrong with it).
+
+    Raises:
+        ConfigError: unbalanced brackets.
 
     Example:
         >>> hostlist_size("r[1-2]n[01-16],login"), hostlist_size("n[1-1000000000]")
         (33, 1000000000)
     """
-    total, depth, start = 0, 0, 0
-    for i, ch in enumerate(text + ","):
-        depth += {"[": 1, "]": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            total += _count_one(text[start:i].strip())
-            start = i + 1
-    return total
+    return sum(_count_one(element) for element in _elements(text))
 
 
 def _count_one(name: str) -> int:
