@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hpcpolicy.env.split import fit_frac
 from hpcpolicy.training.options import TrainOptions
+from hpcpolicy.world.split import fit_frac
 
 __all__ = ["DATA", "FIT_FRAC", "OPENB_NODES", "OPENB_PODS", "RESULTS", "ROOT", "TOOLS", "TRACES",
            "TRAIN_FRAC", "VAL_FRAC", "SharedTrace", "cpu_model", "ingest_trace", "procs_options",

@@ -1,6 +1,6 @@
 """DD-PPO scaling on this machine: environment samples per second with 1 and with N workers.
 
-Runs :func:`hpcpolicy.rl.ddppo.launch` (same per-worker config, ``--updates`` updates each)
+Runs :func:`hpcpolicy.ppo.ddppo.launch` (same per-worker config, ``--updates`` updates each)
 and reads ``metrics.csv``, on the real scheduling environment of a shared trace (``--trace``,
 default lublin_256, episodes of 256 jobs as in training) or on the toy environment of
 ``tests/rl_toy_env.py`` (``--trace toy``, with ``PYTHONPATH=tests`` so that this process and
@@ -60,14 +60,14 @@ def _side_by_side(cfg: Any, factory: str, env_kwargs: dict[str, Any],
                   runs: list[Path]) -> float:
     """Summed steady rate of independent 1-worker trainings in ``runs``, all at once, each
     pinned to one of the CPUs this process may use, in turn."""
-    from hpcpolicy.rl.ddppo import prepare_launch, torchrun_command
+    from hpcpolicy.ppo.ddppo import prepare_launch, torchrun_command
 
     cpus = sorted(os.sched_getaffinity(0))
     procs = []
     for run, cpu in zip(runs, itertools.cycle(cpus)):
         prepare_launch(cfg, factory, run, env_kwargs=env_kwargs)
         procs.append(subprocess.Popen(
-            torchrun_command("hpcpolicy.rl.ddppo", run, 1, False),
+            torchrun_command("hpcpolicy.ppo.ddppo", run, 1, False),
             env={**os.environ, "OMP_NUM_THREADS": "1"},
             preexec_fn=functools.partial(os.sched_setaffinity, 0, {cpu})))
     codes = [p.wait() for p in procs]
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from hpcpolicy.atomic import write_json
-    from hpcpolicy.rl.config import DDPPOConfig
-    from hpcpolicy.rl.ddppo import launch
+    from hpcpolicy.ppo.config import DDPPOConfig
+    from hpcpolicy.ppo.ddppo import launch
 
     factory, env_kwargs, env_name = _environment(args)
     counts = [int(w) for w in args.workers.split(",")]

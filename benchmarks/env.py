@@ -11,7 +11,7 @@ warm-up episode (JIT compilation is not counted). Reported:
 * ``decisions_per_wall_s``: the same over wall time (lower when the machine is shared);
 * with and without the end-of-episode baselines (FCFS, SJF, F1 replayed on each finished
   window to report "bsld vs best heuristic"), and through the trainer's vector of 8
-  environments (:class:`hpcpolicy.rl.vector.SyncEnvs`) as well as one environment alone;
+  environments (:class:`hpcpolicy.ppo.vector.SyncEnvs`) as well as one environment alone;
 * with ``--prior NAME``, also the environment alone with a prior heuristic
   (:mod:`hpcpolicy.env.prior`: its best ``k`` waiting jobs in the slots, scored and sorted at
   every decision), and its rate over the rate without one, measured in the same process.
@@ -76,7 +76,7 @@ def _time_env(make: Any, seconds: float, policy: str, seed: int) -> dict[str, An
 
 def _time_vector(make: Any, seconds: float, num_envs: int, seed: int) -> dict[str, Any]:
     """The trainer's vector of environments, every environment on its slot 0."""
-    from hpcpolicy.rl.vector import SyncEnvs
+    from hpcpolicy.ppo.vector import SyncEnvs
 
     envs = SyncEnvs(make, num_envs, seed)
     envs.reset()

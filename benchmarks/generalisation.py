@@ -55,10 +55,10 @@ from hpcpolicy.atomic import write_json
 from hpcpolicy.card import VALIDATION_WINDOWS
 from hpcpolicy.deploy.resolve import policy_simulator
 from hpcpolicy.env.factory import load
-from hpcpolicy.env.split import split_starts, validation_starts
 from hpcpolicy.evaluate import EvaluateConfig
 from hpcpolicy.policies.heuristics import HEURISTICS
 from hpcpolicy.sim.windows import WindowConfig, replay
+from hpcpolicy.world.split import split_starts, validation_starts
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec

@@ -15,7 +15,7 @@ Per workload (:mod:`gpu_workloads`: ``hpc2n-gpu`` on examples/gpu-partition.toml
 
 Each workload also gets ``util_bound_no_slowdown``: the most GPU utilisation any schedule
 reaches on the test windows while every job runs for its logged time
-(:func:`hpcpolicy.gpu.metrics.gpu_utilization_bound`, averaged over the windows; null when
+(:func:`hpcpolicy.sim.gpu_metrics.gpu_utilization_bound`, averaged over the windows; null when
 GPU speeds differ). A policy above it has slowed jobs down, e.g. by spreading them over nodes.
 
 Writes JSON (default ``benchmarks/results/gpu_quality.json``) and prints one line.
@@ -86,12 +86,12 @@ def _row(ev: Any, run: Any) -> dict[str, Any]:
 
 
 def util_bound(ev: Any, cluster: Any) -> float | None:
-    """Mean over the test windows of :func:`hpcpolicy.gpu.metrics.gpu_utilization_bound`
+    """Mean over the test windows of :func:`hpcpolicy.sim.gpu_metrics.gpu_utilization_bound`
     (the windows' GPU utilisation is a mean too); None when a GPU type's speed is not 1 (a
     faster type could shorten jobs, so the figure would not bound the replays)."""
     import numpy as np
 
-    from hpcpolicy.gpu.metrics import gpu_utilization_bound
+    from hpcpolicy.sim.gpu_metrics import gpu_utilization_bound
 
     if any(g.gpus and g.gpu_speed != 1.0 for g in cluster.groups):
         return None

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     from hpcpolicy.artifact import load_policy
     from hpcpolicy.atomic import write_json
     from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
-    from hpcpolicy.rl.networks import ActorCritic, PolicyScorer
+    from hpcpolicy.learn.networks import ActorCritic, PolicyScorer
 
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         policy_dir = args.policy
         agent = None
         if policy_dir is None:
-            from hpcpolicy.rl.export import export_policy
+            from hpcpolicy.learn.export import export_policy
 
             agent = ActorCritic(len(JOB_FEATURES), len(CLUSTER_FEATURES))
             policy_dir = export_policy(agent, Path(tmp) / "policy", k=args.k, metrics={},

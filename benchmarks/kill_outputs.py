@@ -53,8 +53,8 @@ TINY = ROOT / "tests" / "data" / "stats_tiny.swf"
 
 _EXPORT = """
 import sys, torch
-from hpcpolicy.rl.export import export_policy
-from hpcpolicy.rl.networks import ActorCritic
+from hpcpolicy.learn.export import export_policy
+from hpcpolicy.learn.networks import ActorCritic
 torch.manual_seed(int(sys.argv[2]))
 export_policy(ActorCritic(7, 7), sys.argv[1], k=8, metrics={"mark": float(sys.argv[2])},
               config={"algo": "ppo", "seed": int(sys.argv[2]), "hidden": [64, 64],

@@ -54,8 +54,8 @@ def _stats(samples: list[float]) -> dict[str, float]:
 def _record(policy: Any, workload: Any, cluster: Any) -> tuple[list[Any], list[Any], list[float]]:
     """Replay once; the queue views the selector chose on, the placement views the allocator
     chose on, and the engine's candidate-listing times (ms)."""
-    from hpcpolicy.gpu.engine import GpuEngine
     from hpcpolicy.sim import SimConfig
+    from hpcpolicy.sim.gpu_engine import GpuEngine
 
     queues: list[Any] = []
     places: list[Any] = []

@@ -96,8 +96,8 @@ def validation_starts(n_jobs: int, dataset: Path, a: argparse.Namespace) -> tupl
     first validation window to the train/test cut (jobs no policy trained on)."""
     import numpy as np
 
-    from hpcpolicy.env.split import part_range
     from hpcpolicy.offline.store import load_dataset
+    from hpcpolicy.world.split import part_range
 
     first = min(load_dataset(dataset).manifest["splits"]["validation"]["windows"])
     cut = part_range(n_jobs, "train", TRAIN_FRAC)[1]
@@ -114,8 +114,8 @@ def quality(table: Path, policies: dict[str, str], a: argparse.Namespace,
 
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
-    from hpcpolicy.site.apply import load_world
-    from hpcpolicy.whatif.fidelity import spearman
+    from hpcpolicy.site.measure import spearman
+    from hpcpolicy.world.apply import load_world
 
     workload, machine = load(table)
     heuristics, backfill, world = ["fcfs", "sjf", "f1"], "easy", None

@@ -58,11 +58,11 @@ def measure(name: str, table: Path) -> dict[str, Any]:
     """Calibrate, fidelity before/after and rankings for one trace."""
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.errors import HpcPolicyError
-    from hpcpolicy.site import SiteModel, apply_site
-    from hpcpolicy.site.apply import logged_delay
     from hpcpolicy.site.calibrate import calibrate
     from hpcpolicy.site.fidelity import fidelity_report
     from hpcpolicy.workload import Workload
+    from hpcpolicy.world import SiteModel, apply_site
+    from hpcpolicy.world.apply import logged_delay
 
     tic = time.perf_counter()
     try:

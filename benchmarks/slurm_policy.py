@@ -43,6 +43,7 @@ from hpcpolicy.ingest import IngestConfig, ingest
 from hpcpolicy.sim.engine import simulate
 from hpcpolicy.sim.metrics import outcome_table, summarize
 from hpcpolicy.sim.types import SimConfig, SimResult
+from hpcpolicy.site.measure import fidelity
 from hpcpolicy.slurm.submit import (
     Plan,
     ScaleConfig,
@@ -52,7 +53,6 @@ from hpcpolicy.slurm.submit import (
     wait_finished,
 )
 from hpcpolicy.training.options import TrainOptions
-from hpcpolicy.whatif.fidelity import fidelity
 from hpcpolicy.workload import Workload
 
 CLUSTER = ClusterSpec.homogeneous(64, 4)

@@ -90,7 +90,7 @@ def train_until(table: Path, run: Path, options: TrainOptions, cfg: dict[str, An
                 deadline_s: float | None) -> tuple[Any, float]:
     """DD-PPO on ``table`` into ``run``; at ``deadline_s`` seconds it is asked to stop as a
     Ctrl-C would (the run's STOP file: the workers finish the update, checkpoint and export
-    the policy). The :class:`~hpcpolicy.rl.ppo.TrainResult` and the wall time."""
+    the policy). The :class:`~hpcpolicy.ppo.ppo.TrainResult` and the wall time."""
     start = time.perf_counter()
     timer = None if deadline_s is None else threading.Timer(deadline_s, (run / "STOP").touch)
     if timer is not None:
@@ -195,7 +195,7 @@ def train_run(table: Path, run: Path, options: TrainOptions, cfg: dict[str, Any]
               deadline: float | None) -> dict[str, Any]:
     """One DD-PPO run of ``options.steps`` (stopped at ``deadline`` seconds); its facts and the
     policies it offers to the selection (its snapshots and final policy)."""
-    from hpcpolicy.rl.runs import RunPaths
+    from hpcpolicy.learn.runs import RunPaths
 
     result, wall = train_until(table, run, options, cfg, deadline)
     candidates = sorted((run / "snapshots").glob("update_*"))  # none in a short run
@@ -213,8 +213,8 @@ def select_snapshot(table: Path, candidates: list[Path], backfill: str,
     """The candidate policy with the lowest mean bsld on the latest windows of the training
     part."""
     from hpcpolicy.env.factory import load
-    from hpcpolicy.env.split import latest_starts
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
+    from hpcpolicy.world.split import latest_starts
 
     workload, machine = load(table, options)
     starts = latest_starts(len(workload), "train", a.train_frac, size=a.window_size,

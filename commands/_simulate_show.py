@@ -63,7 +63,7 @@ def render_runs(runs: list[Replay], windowed: bool) -> None:
 
 
 def _render_gpu(runs: list[Replay], box: Any) -> None:
-    """The GPU placement table of the node-level runs (hpcpolicy/gpu/metrics.py)."""
+    """The GPU placement table of the node-level runs (hpcpolicy/sim/gpu_metrics.py)."""
     from rich.table import Table
 
     table = Table(title="GPU placement", title_justify="left", box=box.SIMPLE_HEAD,

@@ -25,7 +25,7 @@ STOPPED = "stopped before the budget was spent; continue with the same command a
 
 def _format(row: Mapping[str, float]) -> str:
     """The metrics of an update's row, or that no episode ended in it (never ``nan``)."""
-    from hpcpolicy.rl.ppo import NO_EPISODE
+    from hpcpolicy.ppo.ppo import NO_EPISODE
 
     if "charts/episodes" in row and not row["charts/episodes"]:
         return NO_EPISODE

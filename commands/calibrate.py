@@ -46,10 +46,10 @@ def main(
     """
     from hpcpolicy.atomic import write_json
     from hpcpolicy.cluster_io import resolve_cluster
-    from hpcpolicy.site import save_site
-    from hpcpolicy.site.apply import logged_delay
     from hpcpolicy.site.calibrate import CalibrateConfig, calibrate
     from hpcpolicy.workload import Workload
+    from hpcpolicy.world import save_site
+    from hpcpolicy.world.apply import logged_delay
 
     with fail_cleanly():
         note_first_compile()

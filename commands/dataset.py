@@ -108,7 +108,7 @@ def build(
     from hpcpolicy.offline.config import DatasetConfig
     from hpcpolicy.offline.dataset import build_dataset
     from hpcpolicy.offline.store import load_dataset, save_dataset
-    from hpcpolicy.site.apply import env_options, load_world
+    from hpcpolicy.world.apply import env_options, load_world
 
     with fail_cleanly():
         note_first_compile()

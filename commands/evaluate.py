@@ -200,7 +200,7 @@ def main(
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import GPU_ALLOCATORS, GPU_BASELINES, EvaluateConfig, evaluate
-    from hpcpolicy.site.apply import load_world
+    from hpcpolicy.world.apply import load_world
 
     with fail_cleanly():
         note_first_compile()

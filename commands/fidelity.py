@@ -89,10 +89,10 @@ def main(
     from hpcpolicy.compat import SLURM_FLAVOUR
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.sim.windows import never_fits_note
-    from hpcpolicy.site import load_site
-    from hpcpolicy.site.apply import eligible_delay
     from hpcpolicy.site.fidelity import FidelityConfig, fidelity_report, unchecked
     from hpcpolicy.workload import Workload
+    from hpcpolicy.world import load_site
+    from hpcpolicy.world.apply import eligible_delay
 
     with fail_cleanly():
         note_first_compile()

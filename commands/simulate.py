@@ -122,8 +122,8 @@ def main(
     from hpcpolicy.policies.heuristics import HEURISTICS
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import replay
-    from hpcpolicy.site.apply import load_world, site_config
     from hpcpolicy.workload import Workload
+    from hpcpolicy.world.apply import load_world, site_config
 
     with fail_cleanly():
         note_first_compile()

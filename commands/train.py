@@ -149,7 +149,7 @@ def main(
     site: SiteOpt = None,
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of algorithm config fields (learning_rate, num_steps, "
-        "gamma, ...; see hpcpolicy.rl.config, offline hpcpolicy.offline.config).",
+        "gamma, ...; see hpcpolicy.ppo.config, offline hpcpolicy.offline.config).",
         callback=a_file)] = None,
     online_finetune: Annotated[bool, typer.Option(
         "--online-finetune", help="Offline only: then continue with PPO in the simulator "

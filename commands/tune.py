@@ -39,8 +39,8 @@ from hpcpolicy.commands._options import (
 from hpcpolicy.commands.evaluate import TrainFracOpt
 
 if TYPE_CHECKING:
-    from hpcpolicy.rl.config import PPOConfig
-    from hpcpolicy.rl.tune import TuneConfig, TuneResult
+    from hpcpolicy.ppo.config import PPOConfig
+    from hpcpolicy.tune import TuneConfig, TuneResult
 
 __all__ = ["main"]
 
@@ -48,7 +48,7 @@ __all__ = ["main"]
 def _base_config(algo: str, config: Path | None, overrides: dict[str, Any]) -> PPOConfig:
     """The members' base config: defaults (learning rate not annealed), --config, flags."""
     from hpcpolicy.errors import ConfigError
-    from hpcpolicy.rl.config import ALGO_CONFIGS, config_from_dict
+    from hpcpolicy.ppo.config import ALGO_CONFIGS, config_from_dict
     from hpcpolicy.training import config_fields
 
     if algo not in ALGO_CONFIGS:
@@ -64,11 +64,11 @@ def _run(cfg: TuneConfig, base: PPOConfig, env: dict[str, Any], out: Path,
     """The tune on its backend, with a live progress line on stderr (none under --quiet)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hpcpolicy.rl.tune import TuneEvent, tune
+    from hpcpolicy.tune import TuneEvent, tune
 
     backend, address, member_cpus = ray
     if backend == "ray":
-        from hpcpolicy.rl.tune.on_ray import tune_on_ray
+        from hpcpolicy.tune.on_ray import tune_on_ray
 
         tune = functools.partial(tune_on_ray, address=address, member_cpus=member_cpus)
     if is_quiet():
@@ -170,7 +170,7 @@ def main(
     compat: CompatOpt = None,
     config: Annotated[Path | None, typer.Option(
         "--config", help="JSON file of PPO / DD-PPO config fields every member starts from "
-        "(see hpcpolicy.rl.config; anneal_lr must stay false).", callback=a_file)] = None,
+        "(see hpcpolicy.ppo.config; anneal_lr must stay false).", callback=a_file)] = None,
     backend: BackendOpt = "local",
     ray_address: RayAddressOpt = None,
     member_cpus: Annotated[float, typer.Option(
@@ -218,8 +218,8 @@ def main(
     from hpcpolicy.env.factory import env_kwargs
     from hpcpolicy.env.scheduling import EPISODE_METRICS
     from hpcpolicy.errors import ConfigError
-    from hpcpolicy.rl.runs import default_run_name
-    from hpcpolicy.rl.tune import TuneConfig
+    from hpcpolicy.learn.runs import default_run_name
+    from hpcpolicy.tune import TuneConfig
 
     with fail_cleanly():
         note_first_compile()

@@ -171,10 +171,10 @@ def main(
         hpcpolicy whatif jobs.parquet --baseline fairshare+easy -c sjf+conservative
     """
     from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
-    from hpcpolicy.site.apply import load_world
     from hpcpolicy.table import open_job_table
     from hpcpolicy.whatif import WhatifConfig, check_report_dir, run_whatif, write_report
     from hpcpolicy.workload import Workload
+    from hpcpolicy.world.apply import load_world
 
     with fail_cleanly():
         note_first_compile()

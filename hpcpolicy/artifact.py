@@ -18,7 +18,7 @@ A policy folder is data, never code. Opening a TorchScript file runs code it car
 so no command loads one: :func:`load_policy` refuses ``*.torchscript.pt`` and every reader
 opens the ONNX graph with onnxruntime, which runs only the operators it knows. Weights to train
 on from (``train --init-from``) are read from the same graph's tensors
-(:mod:`hpcpolicy.rl.warm_start`). The model file is read once; the bytes whose SHA-256 matched
+(:mod:`hpcpolicy.ppo.warm_start`). The model file is read once; the bytes whose SHA-256 matched
 the manifest are the bytes onnxruntime opens; a graph that keeps tensors in other files
 (ONNX "external data", which the manifest's hashes do not cover) is refused; its inputs'
 ranks and feature counts, and the shape of what it returns, are checked.
@@ -26,7 +26,7 @@ ranks and feature counts, and the shape of what it returns, are checked.
 Other kinds of artifact (the two-agent scheduler, the GPU-type chooser) name another
 ``format`` in their manifest, each with its schema (:data:`FORMATS`); they share this
 module's version rule, schema check and model opening (:func:`read_manifest`,
-:func:`open_model`). Writers live with their training code (:mod:`hpcpolicy.rl.export`),
+:func:`open_model`). Writers live with their training code (:mod:`hpcpolicy.learn.export`),
 readers that turn an artifact into a policy in :mod:`hpcpolicy.deploy`.
 
 :func:`load_policy` never unpickles anything: it reads JSON (bounded: :mod:`hpcpolicy.docload`),
@@ -469,8 +469,8 @@ def load_policy(path: str | os.PathLike[str]) -> LoadedPolicy:
 
     Example:
         >>> import tempfile
-        >>> from hpcpolicy.rl.export import export_policy
-        >>> from hpcpolicy.rl.networks import ActorCritic
+        >>> from hpcpolicy.learn.export import export_policy
+        >>> from hpcpolicy.learn.networks import ActorCritic
         >>> d = export_policy(ActorCritic(7, 7), tempfile.mkdtemp() + "/p", k=4, metrics={},
         ...                   config={"algo": "ppo", "seed": 1})
         >>> policy = load_policy(d)

@@ -3,7 +3,7 @@
 After an online run (ppo, ddppo) the card answers two questions on two different periods.
 
 * **Which policy to deploy** is decided on the *validation* part: the last ``val_frac`` of the
-  jobs before the test part, which no training episode used (:func:`hpcpolicy.env.split.
+  jobs before the test part, which no training episode used (:func:`hpcpolicy.world.split.
   validation_starts`). The policy and every registered heuristic replay its latest
   side-by-side windows; the best heuristic there is the guard's fallback, and the policy is
   deployed only when it beats it with confidence on those paired windows
@@ -165,7 +165,7 @@ def _earlier_fallback(workload: Workload, machine: ClusterSpec, opts: TrainOptio
     to choose among (:func:`heuristics_too_close`), their record on the ``val_frac`` of jobs
     just before it (the last training jobs), when that part tells them apart; else None (or
     when it holds no window)."""
-    from hpcpolicy.env.split import fit_frac, validation_range, validation_starts
+    from hpcpolicy.world.split import fit_frac, validation_range, validation_starts
 
     if not heuristics_too_close(validation):
         return None
@@ -188,7 +188,7 @@ def _validation(workload: Workload, machine: ClusterSpec, policy: Path, opts: Tr
     fallback is the best heuristic on the jobs before it (``fallback_chosen_on``), when those
     can."""
     from hpcpolicy.deploy.improvement import decide
-    from hpcpolicy.env.split import validation_range, validation_starts
+    from hpcpolicy.world.split import validation_range, validation_starts
 
     starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
                                size=opts.window_size, count=VALIDATION_WINDOWS)
@@ -219,7 +219,7 @@ def prior_for(workload: Workload, machine: ClusterSpec, opts: TrainOptions,
             there has nothing to learn (:func:`cannot_learn` says why and what to change).
     """
     from hpcpolicy.env.prior import PRIORS
-    from hpcpolicy.env.split import validation_starts
+    from hpcpolicy.world.split import validation_starts
 
     try:
         starts = validation_starts(len(workload), opts.train_frac, opts.val_frac,
@@ -369,7 +369,7 @@ def select_snapshot(table: Path, policy: Path, opts: TrainOptions,
         the snapshot's directory name), or None without snapshots or validation windows.
         (``loaded``: :func:`load_table`'s answer, when the caller has it already.)
     """
-    from hpcpolicy.env.split import validation_starts
+    from hpcpolicy.world.split import validation_starts
 
     folder = policy.parent / "snapshots"
     snaps = sorted(p for p in folder.glob("update_*") if (p / "manifest.json").is_file()) \

@@ -2,7 +2,7 @@
 
 Every policy (a heuristic name, or a trained policy directory) runs with every backfilling mode
 on the same windows of consecutive jobs, drawn from one part of the chronological split
-(:mod:`hpcpolicy.env.split`; by default the *test* part, after every job a policy could have
+(:mod:`hpcpolicy.world.split`; by default the *test* part, after every job a policy could have
 trained on). Replays, metrics and windows are those of ``hpcpolicy simulate``
 (:func:`hpcpolicy.sim.windows.replay`, :mod:`hpcpolicy.sim.metrics`): each metric is computed
 per window and averaged over windows; the spread over windows (sample standard deviation, min,
@@ -42,16 +42,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from hpcpolicy.compat import COMPAT_NAMES, compat_preset
 from hpcpolicy.config import Config, choice
-from hpcpolicy.env.split import SPLITS, split_starts
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.types import ALLOCATORS, BACKFILL_MODES, SimConfig
 from hpcpolicy.sim.windows import Replay, WindowConfig, replay
+from hpcpolicy.world.split import SPLITS, split_starts
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.policies.base import Policy
-    from hpcpolicy.site.model import SiteModel
     from hpcpolicy.workload import Workload
+    from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["GPU_ALLOCATORS", "GPU_BASELINES", "SPREAD_KEYS", "Deployment", "EvaluateConfig",
            "Evaluation", "evaluate"]
@@ -279,8 +279,8 @@ class Evaluation:
                     cluster: ClusterSpec) -> dict[str, Any]:
         """The ``--json`` document (``schemas/evaluate.schema.json``; no wall-clock figures:
         the same inputs give the same one)."""
-        from hpcpolicy.env.split import part_range
         from hpcpolicy.version import __version__
+        from hpcpolicy.world.split import part_range
 
         lo, hi = part_range(len(workload), self.config.split, self.config.train_frac)
         return {
@@ -345,7 +345,7 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
         on_step: Progress callback of :func:`hpcpolicy.sim.windows.replay`.
         site: A site model whose replay options (limits, pools, whole nodes) every run
             takes; ``workload`` and ``cluster`` are then its world's
-            (:func:`hpcpolicy.site.apply.load_world`).
+            (:func:`hpcpolicy.world.apply.load_world`).
 
     Returns:
         The replays, the windows and what the trained policies' manifests say.
@@ -384,7 +384,7 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
     configs = [cfg.sim_config(labels[spec], backfill, allocator)
                for backfill in cfg.backfills for spec, allocator in pairs]
     if site is not None:
-        from hpcpolicy.site.apply import site_config
+        from hpcpolicy.world.apply import site_config
 
         configs = [site_config(site, c) for c in configs]
     runs = replay(workload, cluster, configs, cfg.window_config(starts),

@@ -30,11 +30,11 @@ from hpcpolicy.artifact import load_policy
 from hpcpolicy.deploy.marl import load_marl
 from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.errors import ArtifactError
+from hpcpolicy.learn.export import export_policy
+from hpcpolicy.learn.networks import ActorCritic, PolicyScorer
 from hpcpolicy.marl.artifact import export_marl
 from hpcpolicy.marl.config import MarlConfig
 from hpcpolicy.marl.networks import TwoAgents
-from hpcpolicy.rl.export import export_policy
-from hpcpolicy.rl.networks import ActorCritic, PolicyScorer
 from hpcpolicy.schemas import load as load_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -214,7 +214,8 @@ from hpcpolicy.artifact import load_policy
 p = load_policy({str(exported[1])!r})
 s = p.scores(np.zeros((16, 7)), np.zeros(7), np.arange(16) < 2)
 assert np.isneginf(s[2:]).all()
-print(sorted(m for m in sys.modules if m == "torch" or m.startswith("hpcpolicy.rl")))
+print(sorted(m for m in sys.modules
+             if m == "torch" or m.startswith(("hpcpolicy.learn", "hpcpolicy.ppo"))))
 """
     result = _python(code)
     assert result.returncode == 0, result.stderr
@@ -222,8 +223,8 @@ print(sorted(m for m in sys.modules if m == "torch" or m.startswith("hpcpolicy.r
 
 
 def test_light_imports_do_not_import_torch() -> None:
-    result = _python("import sys, hpcpolicy, hpcpolicy.artifact, hpcpolicy.rl, "
-                     "hpcpolicy.env.spaces, hpcpolicy.rl.config, hpcpolicy.rl.runs; "
+    result = _python("import sys, hpcpolicy, hpcpolicy.artifact, hpcpolicy.learn, hpcpolicy.ppo, "
+                     "hpcpolicy.env.spaces, hpcpolicy.ppo.config, hpcpolicy.learn.runs; "
                      "print('torch' in sys.modules, 'gymnasium' in sys.modules)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "False"]

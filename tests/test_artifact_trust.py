@@ -30,8 +30,8 @@ from env_jobs import write_table
 from hpcpolicy.artifact import load_policy
 from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.errors import ArtifactError
-from hpcpolicy.rl.export import export_policy
-from hpcpolicy.rl.networks import ActorCritic, JobScorer, PolicyScorer
+from hpcpolicy.learn.export import export_policy
+from hpcpolicy.learn.networks import ActorCritic, JobScorer, PolicyScorer
 
 FJ, FC = len(JOB_FEATURES), len(CLUSTER_FEATURES)
 CONFIG = {"algo": "ppo", "seed": 5, "hidden": [32, 16, 8], "activation": "tanh"}
@@ -129,8 +129,8 @@ def test_a_planted_torchscript_never_runs(exported: Path, table: Path, tmp_path:
 @pytest.mark.parametrize("rank_bias", [0.0, 0.7])
 def test_init_from_reads_the_weights_of_the_onnx_file(exported: Path, tmp_path: Path,
                                                       rank_bias: float) -> None:
-    from hpcpolicy.rl.config import PPOConfig
-    from hpcpolicy.rl.warm_start import policy_weights, scorer_weights
+    from hpcpolicy.ppo.config import PPOConfig
+    from hpcpolicy.ppo.warm_start import policy_weights, scorer_weights
 
     weights = scorer_weights(exported, PPOConfig())
     scorer = JobScorer(FJ, FC)
@@ -397,7 +397,7 @@ class _Call:
 
 
 def test_a_checkpoint_that_would_run_code_is_one_line(tmp_path: Path) -> None:
-    from hpcpolicy.rl.runs import load_checkpoint
+    from hpcpolicy.learn.runs import load_checkpoint
 
     path = tmp_path / "last.pt"
     torch.save({"format": "hpcpolicy.rl.checkpoint/1", "call": _Call()}, path)

@@ -77,8 +77,8 @@ def policy_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
     from hpcpolicy.atomic import file_sha256
-    from hpcpolicy.rl.export import export_policy
-    from hpcpolicy.rl.networks import ActorCritic
+    from hpcpolicy.learn.export import export_policy
+    from hpcpolicy.learn.networks import ActorCritic
 
     tmp = tmp_path_factory.mktemp("insample")
     table = write_job_table(tmp / "jobs.parquet", job_table(ROWS), [{"MaxProcs": 4}])

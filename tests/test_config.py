@@ -18,10 +18,11 @@ from hpcpolicy.hetero.config import GpuDqnConfig
 from hpcpolicy.ingest.config import IngestConfig
 from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
 from hpcpolicy.offline.config import DatasetConfig, OfflineConfig
-from hpcpolicy.rl.config import DDPPOConfig, PPOConfig, config_from_dict
-from hpcpolicy.rl.tune.config import TuneConfig
-from hpcpolicy.sim.types import FairshareConfig, SimConfig
+from hpcpolicy.policies.settings import FairshareConfig
+from hpcpolicy.ppo.config import DDPPOConfig, PPOConfig, config_from_dict
+from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.sim.windows import WindowConfig
+from hpcpolicy.tune.config import TuneConfig
 from hpcpolicy.whatif.runner import WhatifConfig
 from hpcpolicy.workload import WorkloadOptions
 

@@ -82,7 +82,7 @@ def test_launch_json_of_another_shape_or_type_is_refused(tmp_path: Path, text: s
                                                          expected: str) -> None:
     pytest.importorskip("torch")
     from hpcpolicy.errors import ConfigError
-    from hpcpolicy.rl.ddppo import LAUNCH_FILE, worker_main
+    from hpcpolicy.ppo.ddppo import LAUNCH_FILE, worker_main
 
     (tmp_path / LAUNCH_FILE).write_text(text)
     with pytest.raises(ConfigError) as info:

@@ -21,8 +21,8 @@ from env_jobs import write_table
 from hpcpolicy.env import EnvConfig
 from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.rl.config import DDPPOConfig
-from hpcpolicy.rl.ddppo import LAUNCH_FILE, prepare_launch, torchrun_command
+from hpcpolicy.ppo.config import DDPPOConfig
+from hpcpolicy.ppo.ddppo import LAUNCH_FILE, prepare_launch, torchrun_command
 
 CFG = DDPPOConfig(total_steps=128, num_envs=2, num_steps=32, num_minibatches=2,
                   update_epochs=1, checkpoint_every=1, seed=3)
@@ -38,7 +38,7 @@ def _hostile_launch(run: Path, marker: Path) -> None:
 
 
 def test_a_worker_refuses_a_foreign_factory_before_joining_the_group(tmp_path: Path) -> None:
-    from hpcpolicy.rl.ddppo import worker_main
+    from hpcpolicy.ppo.ddppo import worker_main
 
     run, marker = tmp_path / "run", tmp_path / "ran"
     _hostile_launch(run, marker)
@@ -51,7 +51,7 @@ def test_a_worker_refuses_a_foreign_factory_before_joining_the_group(tmp_path: P
 def test_torchrun_on_a_hostile_run_folder_runs_nothing(tmp_path: Path) -> None:
     run, marker = tmp_path / "run", tmp_path / "ran"
     _hostile_launch(run, marker)
-    done = subprocess.run(torchrun_command("hpcpolicy.rl.ddppo", run, 1, resume=False),
+    done = subprocess.run(torchrun_command("hpcpolicy.ppo.ddppo", run, 1, resume=False),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and not marker.exists()
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
@@ -62,13 +62,13 @@ def test_torchrun_on_a_hostile_run_folder_runs_nothing(tmp_path: Path) -> None:
 @pytest.mark.slow  # two torchrun starts and a training run: benchmarks' time, not the suite's
 def test_the_readme_recipe_trains_on_the_project_factory(tmp_path: Path) -> None:
     """README "Several machines": prepare_launch with make_env, then torchrun -m
-    hpcpolicy.rl.ddppo RUN (here one node, one worker), then --resume."""
+    hpcpolicy.ppo.ddppo RUN (here one node, one worker), then --resume."""
     table = write_table(tmp_path / "jobs.parquet", 300)
     run = tmp_path / "run"
     prepare_launch(CFG, ENV_FACTORY, run,
                    env_kwargs=env_kwargs(table, EnvConfig(k=8, window_size=40)))
     for resume in (False, True):
-        done = subprocess.run(torchrun_command("hpcpolicy.rl.ddppo", run, 1, resume=resume),
+        done = subprocess.run(torchrun_command("hpcpolicy.ppo.ddppo", run, 1, resume=resume),
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
     assert json.loads((run / "result.json").read_text())["global_step"] == 128
@@ -79,13 +79,13 @@ def test_the_readme_recipe_trains_on_the_project_factory(tmp_path: Path) -> None
 def test_a_factory_named_on_the_command_line_is_trusted(tmp_path: Path) -> None:
     """``launch`` names its factory on the workers' command line, so code that calls it may
     train on a factory of its own (the tests' toy environment)."""
-    from hpcpolicy.rl.ddppo import worker_main
+    from hpcpolicy.ppo.ddppo import worker_main
 
     run = tmp_path / "run"
     prepare_launch(CFG, "rl_toy_env:make_toy_env", run)
     with pytest.raises(ConfigError, match="not an environment factory of hpcpolicy"):
         worker_main(run)
-    command = torchrun_command("hpcpolicy.rl.ddppo", run, 1, resume=False,
+    command = torchrun_command("hpcpolicy.ppo.ddppo", run, 1, resume=False,
                                env_factory="rl_toy_env:make_toy_env")
     assert command[-2:] == ["--env-factory", "rl_toy_env:make_toy_env"]
     tests = str(Path(__file__).resolve().parent)

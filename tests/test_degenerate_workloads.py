@@ -44,7 +44,7 @@ def test_whatif_when_no_job_fits_the_machine(tmp_path: Path) -> None:
 
 
 def test_fidelity_does_not_deny_logged_starts(tmp_path: Path) -> None:
-    from hpcpolicy.whatif.fidelity import fidelity
+    from hpcpolicy.site.measure import fidelity
 
     logged = pl.DataFrame({"submit": [0, 10], "logged_start": [5, 20], "start": [None, None],
                            "wait": [None, None]}, schema_overrides={

@@ -89,8 +89,8 @@ def test_a_learned_policy_is_compared_with_the_best_heuristic(tmp_path: Path) ->
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
     pytest.importorskip("gymnasium")
-    from hpcpolicy.rl.export import export_policy
-    from hpcpolicy.rl.networks import ActorCritic
+    from hpcpolicy.learn.export import export_policy
+    from hpcpolicy.learn.networks import ActorCritic
 
     torch.manual_seed(1)
     path = export_policy(ActorCritic(7, 7), tmp_path / "policy", k=16, metrics={},

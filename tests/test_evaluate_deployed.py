@@ -39,9 +39,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, Pa
 
     from hpcpolicy.card import write_card
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
+    from hpcpolicy.learn.export import export_policy
+    from hpcpolicy.learn.networks import ActorCritic
     from hpcpolicy.policies.heuristics import HEURISTICS
-    from hpcpolicy.rl.export import export_policy
-    from hpcpolicy.rl.networks import ActorCritic
 
     tmp = tmp_path_factory.mktemp("deployed")
     table = write_table(tmp / "jobs.parquet", 300)

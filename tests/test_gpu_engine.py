@@ -122,7 +122,7 @@ def test_kill_at_limit_cuts_slowed_jobs_at_their_request() -> None:
 @given(**REPLAYS)
 def test_no_replay_without_slowdown_passes_the_utilisation_bound(
         w: Workload, scale: int, policy: str, backfill: str, allocator: str) -> None:
-    from hpcpolicy.gpu.metrics import gpu_summary, gpu_utilization_bound
+    from hpcpolicy.sim.gpu_metrics import gpu_summary, gpu_utilization_bound
 
     w = dataclasses.replace(w, gpus=w.gpus * scale)
     cfg = SimConfig(policy=policy, backfill=backfill, allocator=allocator)
@@ -135,7 +135,7 @@ def test_no_replay_without_slowdown_passes_the_utilisation_bound(
 
 
 def test_utilisation_bound_is_reached_and_passed_only_by_slowing_jobs() -> None:
-    from hpcpolicy.gpu.metrics import gpu_summary, gpu_utilization_bound
+    from hpcpolicy.sim.gpu_metrics import gpu_summary, gpu_utilization_bound
 
     # Both start at once on type a (4 GPUs a node); b's 6 GPUs take two nodes of one rack
     # (topology-aware), so the spread penalty slows b but not a, whose end is the span's.
@@ -160,7 +160,7 @@ def test_fractional_gpus_share_a_node() -> None:
 
 
 def test_metrics_report_fragmentation_and_spread() -> None:
-    from hpcpolicy.gpu.metrics import gpu_summary
+    from hpcpolicy.sim.gpu_metrics import gpu_summary
 
     w = workload([(0, 100, 100, 1, 0, 1), (0, 100, 100, 1, 0, 6)])
     r = simulate(w, partition(), SimConfig(allocator="first-available"))

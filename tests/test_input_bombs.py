@@ -157,7 +157,7 @@ def test_a_cluster_spec_file_is_capped_before_it_is_parsed(
 
 
 def _site(path: Path) -> Any:
-    from hpcpolicy.site.toml_io import load_site
+    from hpcpolicy.world.site_toml import load_site
 
     return load_site(path)
 
@@ -188,7 +188,7 @@ def _train_config(path: Path) -> Any:
 
 def _launch(path: Path) -> Any:
     from hpcpolicy.marl.distributed import worker_main
-    from hpcpolicy.rl.ddppo import LAUNCH_FILE
+    from hpcpolicy.ppo.ddppo import LAUNCH_FILE
 
     path.rename(path.with_name(LAUNCH_FILE))
     return worker_main(path.parent)

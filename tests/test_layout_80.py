@@ -18,8 +18,8 @@ ELLIPSIS_IN_NUMBER = re.compile(r"\d[\d,.]*…")
 def long_policy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     torch = pytest.importorskip("torch")
     pytest.importorskip("onnxruntime")
-    from hpcpolicy.rl.export import export_policy
-    from hpcpolicy.rl.networks import ActorCritic
+    from hpcpolicy.learn.export import export_policy
+    from hpcpolicy.learn.networks import ActorCritic
 
     tmp = tmp_path_factory.mktemp("layout")
     torch.manual_seed(0)

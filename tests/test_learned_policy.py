@@ -21,9 +21,9 @@ from hpcpolicy.env.driver import EngineDriver, head_scores  # noqa: E402
 from hpcpolicy.env.observe import Observer  # noqa: E402
 from hpcpolicy.env.scheduling import SchedulingEnv  # noqa: E402
 from hpcpolicy.errors import ArtifactError, ConfigError  # noqa: E402
+from hpcpolicy.learn.export import export_policy  # noqa: E402
+from hpcpolicy.learn.networks import ActorCritic  # noqa: E402
 from hpcpolicy.policies.base import Policy  # noqa: E402
-from hpcpolicy.rl.export import export_policy  # noqa: E402
-from hpcpolicy.rl.networks import ActorCritic  # noqa: E402
 from hpcpolicy.sim.compiled import Stepper  # noqa: E402
 from hpcpolicy.sim.engine import simulate  # noqa: E402
 from hpcpolicy.sim.metrics import outcome_table, summarize  # noqa: E402

@@ -20,10 +20,9 @@ from hpcpolicy.cluster import ClusterSpec, NodeGroup  # noqa: E402
 from hpcpolicy.deploy.marl import MarlPolicy, load_marl  # noqa: E402
 from hpcpolicy.deploy.resolve import resolve_policy  # noqa: E402
 from hpcpolicy.errors import ArtifactError, ConfigError  # noqa: E402
-from hpcpolicy.gpu.engine import GpuEngine  # noqa: E402
-from hpcpolicy.gpu.metrics import gpu_summary  # noqa: E402
 from hpcpolicy.gpu.placer import PlacementView  # noqa: E402
 from hpcpolicy.gpu.topology import Topology  # noqa: E402
+from hpcpolicy.learn.runs import load_checkpoint  # noqa: E402
 from hpcpolicy.marl.artifact import export_marl  # noqa: E402
 from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig  # noqa: E402
 from hpcpolicy.marl.decide import AgentPlacer, AgentScorer, Obs  # noqa: E402
@@ -40,9 +39,10 @@ from hpcpolicy.marl.train import train  # noqa: E402
 from hpcpolicy.marl.warm_start import clone_heuristic  # noqa: E402
 from hpcpolicy.policies import get_policy  # noqa: E402
 from hpcpolicy.policies.base import QueueView  # noqa: E402
-from hpcpolicy.rl.ppo import SingleProcess  # noqa: E402
-from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
+from hpcpolicy.ppo.ppo import SingleProcess  # noqa: E402
 from hpcpolicy.sim import SimConfig, simulate  # noqa: E402
+from hpcpolicy.sim.gpu_engine import GpuEngine  # noqa: E402
+from hpcpolicy.sim.gpu_metrics import gpu_summary  # noqa: E402
 from hpcpolicy.sim.metrics import outcome_table, summarize  # noqa: E402
 from hpcpolicy.workload import Workload  # noqa: E402
 

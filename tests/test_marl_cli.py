@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 from cli_helpers import invoke, one_line_error
 from marl_case import write_case
 
-from hpcpolicy.rl.runs import load_checkpoint
+from hpcpolicy.learn.runs import load_checkpoint
 
 FAST = {"num_steps": 150, "update_epochs": 1, "checkpoint_every": 1}
 

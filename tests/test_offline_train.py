@@ -17,12 +17,12 @@ from env_jobs import CLUSTER
 from offline_jobs import logged_workload
 
 from hpcpolicy.deploy.learned import LearnedPolicy
+from hpcpolicy.learn.networks import MASKED_LOGIT
 from hpcpolicy.offline.config import OFFLINE_ALGOS, DatasetConfig, OfflineConfig
 from hpcpolicy.offline.dataset import build_dataset
 from hpcpolicy.offline.layout import obs_dim, unpack
 from hpcpolicy.offline.store import StoredDataset, load_dataset, save_dataset
 from hpcpolicy.offline.train import SCORER_FILE, train_offline
-from hpcpolicy.rl.networks import MASKED_LOGIT
 from hpcpolicy.sim.engine import simulate
 from hpcpolicy.sim.types import SimConfig
 

@@ -11,8 +11,9 @@ from sim_cases import workload
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.policies import HEURISTICS, Policy, QueueView, ScoreKernel, get_policy, policy_names
+from hpcpolicy.policies.settings import FairshareConfig
 from hpcpolicy.sim.fairshare import DecayedUsage
-from hpcpolicy.sim.types import FairshareConfig, SimConfig
+from hpcpolicy.sim.types import SimConfig
 
 CLUSTER = ClusterSpec.homogeneous(4)
 # (submit, run, req, procs): the S2 jobs of test_sim_scenarios.py without j0.

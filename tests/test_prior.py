@@ -19,8 +19,8 @@ from hpcpolicy.deploy.learned import LearnedPolicy  # noqa: E402
 from hpcpolicy.env import EnvConfig  # noqa: E402
 from hpcpolicy.env.scheduling import SchedulingEnv  # noqa: E402
 from hpcpolicy.errors import ConfigError  # noqa: E402
-from hpcpolicy.rl.export import export_policy  # noqa: E402
-from hpcpolicy.rl.networks import ActorCritic  # noqa: E402
+from hpcpolicy.learn.export import export_policy  # noqa: E402
+from hpcpolicy.learn.networks import ActorCritic  # noqa: E402
 from hpcpolicy.sim.engine import simulate  # noqa: E402
 from hpcpolicy.sim.metrics import outcome_table, summarize  # noqa: E402
 from hpcpolicy.sim.types import SimConfig  # noqa: E402

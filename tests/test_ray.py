@@ -45,7 +45,7 @@ def test_backend_ray_without_ray_is_one_line_naming_the_extra(
 
 
 def test_a_tune_resumes_only_with_the_backend_it_ran_with(tmp_path: Path) -> None:
-    from hpcpolicy.rl.tune.record import TunePaths, TuneRecord
+    from hpcpolicy.tune.record import TunePaths, TuneRecord
 
     table = write_table(tmp_path / "jobs.parquet", 300)
     out = tmp_path / "t"
@@ -137,8 +137,8 @@ class _Trial:
 
 def test_the_ray_recorder_writes_rounds_as_the_serial_loop_does(ray_module: object,
                                                                 tmp_path: Path) -> None:
-    from hpcpolicy.rl.tune.on_ray import _Recorder
-    from hpcpolicy.rl.tune.record import TunePaths, TuneRecord
+    from hpcpolicy.tune.on_ray import _Recorder
+    from hpcpolicy.tune.record import TunePaths, TuneRecord
 
     first = {"learning_rate": 3e-4, "ent_coef": 0.01, "clip_coef": 0.2}
     faster = {**first, "learning_rate": 4e-4}

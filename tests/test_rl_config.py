@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.rl.config import DDPPOConfig, PPOConfig, config_class, config_from_dict
+from hpcpolicy.ppo.config import DDPPOConfig, PPOConfig, config_class, config_from_dict
 
 
 @pytest.mark.parametrize(("field", "value", "fragment"), [

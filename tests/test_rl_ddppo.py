@@ -22,10 +22,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from hpcpolicy.errors import ConfigError  # noqa: E402
-from hpcpolicy.rl.config import DDPPOConfig, PPOConfig  # noqa: E402
-from hpcpolicy.rl.ddppo import launch  # noqa: E402
-from hpcpolicy.rl.ppo import TrainResult, train  # noqa: E402
-from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
+from hpcpolicy.learn.runs import load_checkpoint  # noqa: E402
+from hpcpolicy.ppo.config import DDPPOConfig, PPOConfig  # noqa: E402
+from hpcpolicy.ppo.ddppo import launch  # noqa: E402
+from hpcpolicy.ppo.ppo import TrainResult, train  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 FACTORY = "rl_toy_env:make_rank_toy_env"
@@ -212,7 +212,7 @@ def test_pin_to_own_cpus(monkeypatch: pytest.MonkeyPatch, rank: int, workers: in
                          cpus: list[int], pinned: list[int] | None) -> None:
     import os
 
-    from hpcpolicy.rl.ddppo import pin_to_own_cpus
+    from hpcpolicy.ppo.ddppo import pin_to_own_cpus
 
     calls: list[list[int]] = []
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(cpus), raising=False)
@@ -227,7 +227,7 @@ def test_pin_to_own_cpus(monkeypatch: pytest.MonkeyPatch, rank: int, workers: in
 
 def test_workers_start_from_an_initial_policy(two_workers: tuple[Path, TrainResult],
                                               tmp_path: Path) -> None:
-    from hpcpolicy.rl.warm_start import policy_weights
+    from hpcpolicy.ppo.warm_start import policy_weights
 
     start, _ = two_workers
     cfg = replace(CFG, total_steps=256, learning_rate=1e-12)  # too slow to move the weights

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from hpcpolicy.rl.ppo import compute_gae  # noqa: E402
+from hpcpolicy.ppo.ppo import compute_gae  # noqa: E402
 
 Arr = npt.NDArray[np.float64]
 

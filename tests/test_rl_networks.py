@@ -9,7 +9,7 @@ pytest.importorskip("torch")
 import torch
 
 from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
-from hpcpolicy.rl.networks import ActorCritic, PolicyScorer, ValueNet, slots_in_use
+from hpcpolicy.learn.networks import ActorCritic, PolicyScorer, ValueNet, slots_in_use
 
 FJ, FC = len(JOB_FEATURES), len(CLUSTER_FEATURES)
 

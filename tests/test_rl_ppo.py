@@ -19,9 +19,9 @@ torch = pytest.importorskip("torch")
 from rl_toy_env import ToyQueueEnv, make_toy_env  # noqa: E402
 
 from hpcpolicy.errors import ConfigError  # noqa: E402
-from hpcpolicy.rl.config import PPOConfig  # noqa: E402
-from hpcpolicy.rl.ppo import train  # noqa: E402
-from hpcpolicy.rl.runs import load_checkpoint  # noqa: E402
+from hpcpolicy.learn.runs import load_checkpoint  # noqa: E402
+from hpcpolicy.ppo.config import PPOConfig  # noqa: E402
+from hpcpolicy.ppo.ppo import train  # noqa: E402
 
 SMALL = PPOConfig(total_steps=1024, num_envs=4, num_steps=32, num_minibatches=4,
                   update_epochs=2, checkpoint_every=2, seed=3,
@@ -63,7 +63,7 @@ def test_run_directory_layout(tmp_path: Path) -> None:
 
 
 def test_snapshots_every_n_updates_are_policies_of_that_moment(tmp_path: Path) -> None:
-    from hpcpolicy.rl.warm_start import policy_weights
+    from hpcpolicy.ppo.warm_start import policy_weights
 
     def weights(policy: Path) -> dict[str, Any]:
         return policy_weights(policy)
@@ -171,7 +171,7 @@ def test_resume_checks(tmp_path: Path) -> None:
 def test_setup_objects_are_frozen_only_while_training() -> None:
     import gc
 
-    from hpcpolicy.rl.ppo import setup_objects_frozen
+    from hpcpolicy.ppo.ppo import setup_objects_frozen
 
     before = gc.get_freeze_count()
     with setup_objects_frozen():
@@ -184,8 +184,8 @@ def test_update_on_the_slots_in_use_equals_the_update_on_all() -> None:
 
     import torch
 
-    from hpcpolicy.rl.networks import ActorCritic, slots_in_use
-    from hpcpolicy.rl.ppo import Rollout, SingleProcess, optimise
+    from hpcpolicy.learn.networks import ActorCritic, slots_in_use
+    from hpcpolicy.ppo.ppo import Rollout, SingleProcess, optimise
 
     cfg = PPOConfig(num_envs=2, num_steps=8, num_minibatches=2, update_epochs=2, target_kl=None)
     torch.manual_seed(0)

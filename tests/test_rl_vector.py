@@ -13,7 +13,7 @@ pytest.importorskip("gymnasium")
 from rl_toy_env import ToyQueueEnv, make_toy_env
 
 from hpcpolicy.errors import SimulationError
-from hpcpolicy.rl.vector import Obs, SyncEnvs
+from hpcpolicy.ppo.vector import Obs, SyncEnvs
 
 
 def _valid_actions(obs: Obs, rng: np.random.Generator) -> npt.NDArray[np.int64]:

@@ -20,11 +20,11 @@ from hpcpolicy.policies.base import QueueView
 from hpcpolicy.sim.compiled import Stepper
 from hpcpolicy.sim.engine import simulate
 from hpcpolicy.sim.types import RunLimits, SimConfig
-from hpcpolicy.site import Pool, SiteModel, apply_site, dumps, loads
 from hpcpolicy.site import evidence as ev
 from hpcpolicy.site.calibrate import CalibrateConfig, calibrate
 from hpcpolicy.site.fidelity import fidelity_report
 from hpcpolicy.workload import Workload
+from hpcpolicy.world import Pool, SiteModel, apply_site, dumps, loads
 
 
 def _workload(n: int = 3000, users: int = 12, seed: int = 3, cores: int = 64,

@@ -11,12 +11,13 @@ import numpy as np
 from test_site import _as_logged, _workload
 
 from hpcpolicy.cluster import ClusterSpec
+from hpcpolicy.policies.settings import FairshareConfig
 from hpcpolicy.sim.engine import simulate
-from hpcpolicy.sim.types import FairshareConfig, SimConfig
-from hpcpolicy.site import SiteModel, apply_site
+from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.site.calibrate import CalibrateConfig, calibrate
 from hpcpolicy.site.order import concordance, find_priority, order_pairs
 from hpcpolicy.workload import Workload
+from hpcpolicy.world import SiteModel, apply_site
 
 CUTS = (int(3000 * 0.7 * 0.7), int(3000 * 0.7))
 """Validation slice of a 3000-job log under calibrate's default split."""

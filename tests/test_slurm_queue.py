@@ -86,8 +86,8 @@ def test_a_trained_policy_folder_ranks_the_whole_queue(tmp_path: object) -> None
     pytest.importorskip("onnxruntime")
     from pathlib import Path
 
-    from hpcpolicy.rl.export import export_policy
-    from hpcpolicy.rl.networks import ActorCritic
+    from hpcpolicy.learn.export import export_policy
+    from hpcpolicy.learn.networks import ActorCritic
 
     torch.manual_seed(0)
     folder = export_policy(ActorCritic(7, 7), Path(str(tmp_path)) / "policy", k=4, metrics={},

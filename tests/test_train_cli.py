@@ -100,8 +100,8 @@ def test_resume_continues_to_the_uninterrupted_run(table: Path, tmp_path: Path) 
 
 def test_ddppo_hands_the_env_factory_to_the_workers(table: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from hpcpolicy.rl import ddppo
-    from hpcpolicy.rl.ppo import TrainResult
+    from hpcpolicy.ppo import ddppo
+    from hpcpolicy.ppo.ppo import TrainResult
 
     calls: list[dict[str, Any]] = []
 
@@ -153,7 +153,7 @@ def test_bad_options_are_one_line_errors(table: Path, tmp_path: Path) -> None:
 
 def test_init_from_starts_the_policy_from_another_run(table: Path, tmp_path: Path,
                                                       rollout64: Path) -> None:
-    from hpcpolicy.rl.warm_start import policy_weights
+    from hpcpolicy.ppo.warm_start import policy_weights
 
     first = tmp_path / "first"
     result = invoke("-q", "train", str(table), *TINY, "-o", str(first), "--config",
@@ -203,8 +203,8 @@ def test_site_puts_the_run_in_the_calibrated_world(table: Path, tmp_path: Path,
     """`train --site`: the environment carries the site's limits, its capacity stretches the
     run times the episodes replay, env.json records the model, and offline runs refuse it."""
     from hpcpolicy.env.factory import load, make_env
-    from hpcpolicy.site import SiteModel
-    from hpcpolicy.site.toml_io import save_site
+    from hpcpolicy.world import SiteModel
+    from hpcpolicy.world.site_toml import save_site
 
     site = tmp_path / "site.toml"
     save_site(SiteModel(availability=0.5, user_jobs=2), site)
@@ -248,7 +248,7 @@ def test_progress_says_no_episode_ended_instead_of_nan() -> None:
     import math
 
     from hpcpolicy.commands._train_show import _format
-    from hpcpolicy.rl.ppo import progress_words
+    from hpcpolicy.ppo.ppo import progress_words
 
     quiet = {"charts/episodes": 0.0, "charts/episodic_return": math.nan, "env/bsld": math.nan,
              "env/best_heuristic_bsld": math.nan, "env/bsld_vs_best": math.nan}

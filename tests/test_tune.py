@@ -27,18 +27,18 @@ from rl_toy_env import make_toy_env  # noqa: E402
 from hpcpolicy.env import EnvConfig  # noqa: E402
 from hpcpolicy.env.factory import env_kwargs  # noqa: E402
 from hpcpolicy.errors import ConfigError  # noqa: E402
-from hpcpolicy.rl.config import DDPPOConfig, PPOConfig  # noqa: E402
-from hpcpolicy.rl.ppo import train  # noqa: E402
-from hpcpolicy.rl.runs import RESUMABLE_CHANGES, TUNE_CHANGES, RunPaths, load_checkpoint  # noqa: E402
-from hpcpolicy.rl.tune import TuneConfig, TuneEvent, tune  # noqa: E402
-from hpcpolicy.rl.tune.member import copy_weights  # noqa: E402
-from hpcpolicy.rl.tune.pbt import (  # noqa: E402
+from hpcpolicy.learn.runs import RESUMABLE_CHANGES, TUNE_CHANGES, RunPaths, load_checkpoint  # noqa: E402
+from hpcpolicy.ppo.config import DDPPOConfig, PPOConfig  # noqa: E402
+from hpcpolicy.ppo.ppo import train  # noqa: E402
+from hpcpolicy.tune import TuneConfig, TuneEvent, tune  # noqa: E402
+from hpcpolicy.tune.member import copy_weights  # noqa: E402
+from hpcpolicy.tune.pbt import (  # noqa: E402
     HYPERPARAMETERS,
     exploit_explore,
     initial_hyperparameters,
 )
-from hpcpolicy.rl.tune.record import TunePaths, TuneRecord  # noqa: E402
-from hpcpolicy.rl.tune.validation import carve  # noqa: E402
+from hpcpolicy.tune.record import TunePaths, TuneRecord  # noqa: E402
+from hpcpolicy.tune.validation import carve  # noqa: E402
 
 BASE = {"learning_rate": 3e-4, "ent_coef": 0.01, "clip_coef": 0.2}
 ROLLOUT = {"num_steps": 32, "num_minibatches": 2, "update_epochs": 2, "checkpoint_every": 1}
@@ -285,7 +285,7 @@ def test_ddppo_members_train_through_launch(table: Path, tmp_path: Path,
     """The tune hands DD-PPO members to ``launch`` (workers, resume, the members' environment);
     the fake trains in this process, as one worker would."""
     from hpcpolicy.env.factory import make_env
-    from hpcpolicy.rl import ddppo
+    from hpcpolicy.ppo import ddppo
 
     calls: list[dict[str, Any]] = []
 

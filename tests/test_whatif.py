@@ -17,8 +17,8 @@ from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.metrics import outcome_table, summarize
 from hpcpolicy.sim.types import SimConfig
+from hpcpolicy.site.measure import fidelity, trust
 from hpcpolicy.whatif import breakdowns, compare
-from hpcpolicy.whatif.fidelity import fidelity, trust
 from hpcpolicy.whatif.runner import WhatifConfig, run_whatif
 from hpcpolicy.whatif.scenarios import AS_LOGGED, apply_scenario, parse_scenario
 from hpcpolicy.whatif.spec import parse_run_spec

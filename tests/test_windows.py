@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from hpcpolicy.cluster import ClusterSpec
-from hpcpolicy.env.split import latest_starts, part_range
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.metrics import SUMMARY_KEYS
 from hpcpolicy.sim.types import RunningJobs, SimConfig, SimResult
 from hpcpolicy.sim.windows import WindowConfig, choose_starts, replay, running_at
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.split import latest_starts, part_range
 
 
 class FcfsEngine:

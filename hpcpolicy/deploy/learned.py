@@ -32,11 +32,12 @@ from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
 from hpcpolicy.errors import ArtifactError
 from hpcpolicy.policies.base import QueueView
 from hpcpolicy.sim.prepare import prepare
+from hpcpolicy.sim.types import SimConfig
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.policies.base import ScoreKernel
-    from hpcpolicy.sim.types import SimConfig
+    from hpcpolicy.policies.settings import RunSettings
     from hpcpolicy.workload import Workload
 
 __all__ = ["LearnedPolicy", "LearnedScorer"]
@@ -94,8 +95,12 @@ class LearnedPolicy:
         """Slots the policy sees (from its manifest)."""
         return self.artifact.k
 
-    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> LearnedScorer:
-        """A scorer for one run of ``workload`` on ``cluster``."""
+    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: RunSettings) -> LearnedScorer:
+        """A scorer for one run of ``workload`` on ``cluster``; ``cfg`` is the simulator's
+        configuration (a learned policy observes the machine as the engine prepares it)."""
+        if not isinstance(cfg, SimConfig):
+            raise TypeError(f"a learned policy is bound by the simulator, with a SimConfig, "
+                            f"not {type(cfg).__name__}")
         prep = prepare(workload, cluster, cfg)
         return LearnedScorer(self.artifact, Observer(workload, prep.capacity, self.k),
                              prior_kernel(self.artifact.slot_order, workload, cluster, cfg))

@@ -48,7 +48,7 @@ from hpcpolicy.marl.features import (
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
-    from hpcpolicy.sim.types import SimConfig
+    from hpcpolicy.policies.settings import RunSettings
     from hpcpolicy.workload import Workload
 
 __all__ = ["MarlArtifact", "MarlPolicy", "load_marl"]
@@ -124,7 +124,7 @@ class MarlPolicy:
         self.artifact = load_marl(path)
         self.name = str(path)
 
-    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> AgentScorer:
+    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: RunSettings) -> AgentScorer:
         """The selector for one run of ``workload`` on ``cluster``."""
         topology = Topology.from_cluster(cluster)
         return AgentScorer(SelectorObserver(workload, topology, self.artifact.k,

@@ -17,7 +17,7 @@ Modules:
 * :mod:`~hpcpolicy.env.config`: :class:`EnvConfig`;
 * :mod:`~hpcpolicy.env.observe`: raw features of a decision, shared with learned policies;
 * :mod:`~hpcpolicy.env.rewards`: bounded slowdown, wait, response, utilisation and mixes;
-* :mod:`~hpcpolicy.env.split`: the chronological train/test split;
+* :mod:`~hpcpolicy.world.split`: the chronological train/test split;
 * :mod:`~hpcpolicy.env.driver`: the compiled engine advanced one head choice at a time;
 * :mod:`~hpcpolicy.env.factory`: ``make_env`` (the ``module:function`` factory training
   workers call) and the provenance recorded in a policy's manifest.

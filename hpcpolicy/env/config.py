@@ -10,8 +10,8 @@ from hpcpolicy.config import Config, choice
 from hpcpolicy.env.prior import PRIORS
 from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.env.spaces import DEFAULT_K
-from hpcpolicy.env.split import SPLITS
 from hpcpolicy.sim.types import BACKFILL_MODES, RunLimits, SimConfig
+from hpcpolicy.world.split import SPLITS
 
 __all__ = ["EnvConfig"]
 
@@ -42,7 +42,7 @@ class EnvConfig(Config):
     """Backfilling after each head choice: none, easy or conservative (as in ``simulate``)."""
     split: str = choice("train", SPLITS)
     """Part of the workload episodes are drawn from: train, test or all
-    (:mod:`hpcpolicy.env.split`)."""
+    (:mod:`hpcpolicy.world.split`)."""
     train_frac: float = 0.7
     """Share of the jobs (earliest first) in the training part."""
     warm: bool = False

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.docload import loads_json
 from hpcpolicy.env.config import EnvConfig
-from hpcpolicy.env.split import part_range
+from hpcpolicy.world.split import part_range
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -66,7 +66,7 @@ def _load(table: str, workload_json: str, cluster: str | None, procs: int | None
     jobs = Workload.from_table(table, options=options)
     if site is None:
         return jobs, machine
-    from hpcpolicy.site.apply import load_world
+    from hpcpolicy.world.apply import load_world
 
     world = load_world(site, table, jobs, machine)
     return world.workload, world.cluster
@@ -106,7 +106,7 @@ def make_env(table: str, env: dict[str, Any] | None = None,
         procs: A machine of this many processors.
         max_episode_steps: Wrap the environment in ``TimeLimit`` (truncation) if given.
         site: A site model: the episodes replay in its world (``env`` carries its replay
-            options, :func:`hpcpolicy.site.apply.env_options`).
+            options, :func:`hpcpolicy.world.apply.env_options`).
     """
     import gymnasium as gym
 

@@ -6,7 +6,7 @@ ranked by that heuristic's formula (ties in submit order, as the engine breaks t
 slots hold its ``k`` best, best first, and the jobs after the chosen head follow in its order,
 so backfilling also runs in its order. A policy that always takes slot 0 then schedules
 exactly as the heuristic does, and the network's rank bias
-(:class:`~hpcpolicy.rl.networks.JobScorer`) makes that its starting point: it learns where to
+(:class:`~hpcpolicy.learn.networks.JobScorer`) makes that its starting point: it learns where to
 depart from the heuristic. The heuristic's best jobs are in view even when more than ``k`` wait
 (the newest ones, for LCFS), which the oldest ``k`` would not show.
 

@@ -17,12 +17,12 @@ from hpcpolicy.env.prior import OLDEST, prior_kernel
 from hpcpolicy.env.registration import register
 from hpcpolicy.env.rewards import RewardMeter
 from hpcpolicy.env.spaces import action_space, observation_space
-from hpcpolicy.env.split import window_range
 from hpcpolicy.errors import ConfigError, SimulationError
 from hpcpolicy.sim.metrics import outcome_table, summarize
 from hpcpolicy.sim.types import RunningJobs, SimResult
 from hpcpolicy.sim.windows import WindowConfig, running_at
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.split import window_range
 
 __all__ = ["EPISODE_METRICS", "INVALID_ACTION_REWARD", "SchedulingEnv"]
 
@@ -50,7 +50,7 @@ class SchedulingEnv(gym.Env[Obs, int]):
     simulate``: a trained policy replays there exactly as here.
 
     Windows are drawn uniformly, with ``np_random``, from the configured part of the workload
-    (chronological split, :mod:`hpcpolicy.env.split`); ``reset(options={"window_start": i})``
+    (chronological split, :mod:`hpcpolicy.world.split`); ``reset(options={"window_start": i})``
     replays the window starting at job ``i`` instead.
 
     ## Action Space

@@ -1,7 +1,7 @@
 """Heterogeneous GPUs: learn which GPU type (generation) each job should start on.
 
 The task: jobs start in FCFS order on the node-level GPU engine
-(:class:`~hpcpolicy.gpu.engine.GpuEngine`); when a job can start on several GPU types, a
+(:class:`~hpcpolicy.sim.gpu_engine.GpuEngine`); when a job can start on several GPU types, a
 chooser picks one, and the job runs for its logged time scaled by the speed of the type it
 got. The reward is ADLRO's, -(job completion time + lambda * idle GPU time).
 

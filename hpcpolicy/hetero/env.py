@@ -30,7 +30,6 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec
-from hpcpolicy.env.split import part_range, window_range
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.gpu.placer import PlacementView
 from hpcpolicy.hetero.config import GpuDqnConfig
@@ -46,6 +45,7 @@ from hpcpolicy.hetero.reward import AdlroMeter, AdlroTerms
 from hpcpolicy.hetero.stepping import EngineRun
 from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.split import part_range, window_range
 
 __all__ = ["EPISODE_TRIES", "GpuAssignEnv", "reward_scale"]
 
@@ -70,7 +70,7 @@ class GpuAssignEnv(gym.Env[F32, np.int64]):
 
     An episode replays a window of ``window_size`` consecutive jobs from the training part
     (the first ``train_frac`` of the workload) on the node-level GPU engine
-    (:class:`~hpcpolicy.gpu.engine.GpuEngine`), FCFS with the configured backfilling. Whenever
+    (:class:`~hpcpolicy.sim.gpu_engine.GpuEngine`), FCFS with the configured backfilling. Whenever
     a job is about to start and more than one GPU type can hold it now, the agent picks the
     type; inside it, the most compact candidate placement is taken
     (:func:`~hpcpolicy.hetero.observe.pool_candidate`). Starts with a single possible type

@@ -15,7 +15,7 @@ A policy directory (``runs/NAME/policy/``) holds:
 
 This is another contract than the job scorer's (``scores = f(jobs, cluster, mask)``), hence
 its own ``format``; it is written by the same staging code
-(:func:`hpcpolicy.rl.export.stage_artifact`) and read with the same checks.
+(:func:`hpcpolicy.learn.export.stage_artifact`) and read with the same checks.
 
 Example:
     >>> import tempfile
@@ -39,7 +39,7 @@ from hpcpolicy.artifact import GPU_TYPE_FORMAT
 from hpcpolicy.hetero.config import ALGO
 from hpcpolicy.hetero.observe import feature_names
 from hpcpolicy.hetero.qnet import DeployedQ, PoolQ
-from hpcpolicy.rl.export import Network, finite_metrics, stage_artifact
+from hpcpolicy.learn.export import Network, finite_metrics, stage_artifact
 
 __all__ = ["export_gpu_policy"]
 

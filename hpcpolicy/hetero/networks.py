@@ -30,8 +30,8 @@ from hpcpolicy.errors import ConfigError
 from hpcpolicy.hetero.config import GpuDqnConfig
 from hpcpolicy.hetero.observe import mask_index, n_pools_of
 from hpcpolicy.hetero.qnet import PoolQ
+from hpcpolicy.learn.runs import load_refusal
 from hpcpolicy.offline.quiet import d3rlpy_module
-from hpcpolicy.rl.runs import load_refusal
 
 __all__ = ["MaskedEpsilonGreedy", "PoolQEncoder", "PoolQEncoderFactory", "dqn_algo",
            "load_checkpoint", "pool_q"]

@@ -1,7 +1,7 @@
 """What the GPU-type chooser sees when a job is about to start, and how a type becomes a
 placement.
 
-The engine (:class:`~hpcpolicy.gpu.engine.GpuEngine`) offers a job's candidate placements:
+The engine (:class:`~hpcpolicy.sim.gpu_engine.GpuEngine`) offers a job's candidate placements:
 every pool (GPU type) whose free totals hold it, times the node-level heuristics. The
 chooser picks a *type*; inside the type it always takes the most compact candidate
 (:func:`pool_candidate`), so learning is about the type alone. Actions are the cluster's GPU
@@ -41,9 +41,9 @@ import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.gpu.engine import gpu_prepare, job_shares
 from hpcpolicy.gpu.placer import Candidate, PlacementView
 from hpcpolicy.gpu.topology import MILLI, Topology
+from hpcpolicy.sim.gpu_engine import gpu_prepare, job_shares
 from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.workload import Workload
 

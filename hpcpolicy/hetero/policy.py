@@ -32,7 +32,7 @@ from hpcpolicy.gpu.placer import PlacementView
 from hpcpolicy.hetero.observe import PoolObserver, only_choice
 from hpcpolicy.policies.base import Scorer
 from hpcpolicy.policies.heuristics import get_policy
-from hpcpolicy.sim.types import SimConfig
+from hpcpolicy.policies.settings import RunSettings
 from hpcpolicy.workload import Workload
 
 __all__ = ["RULES", "TypePlacer", "TypePolicy", "rule_policy"]
@@ -95,7 +95,7 @@ class TypePolicy:
         """Shown in reports."""
         return self._name
 
-    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> Scorer:
+    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: RunSettings) -> Scorer:
         """FCFS's scorer."""
         return get_policy("fcfs").bind(workload, cluster, cfg)
 

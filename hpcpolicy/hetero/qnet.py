@@ -3,7 +3,7 @@
 
 An MLP maps the observation (:mod:`hpcpolicy.hetero.observe`) to one Q-value per GPU type.
 The action mask is read from the observation's ``valid`` entries: in training an invalid
-type gets :data:`~hpcpolicy.rl.networks.MASKED_LOGIT` (-1e9), so d3rlpy's greedy action, the
+type gets :data:`~hpcpolicy.learn.networks.MASKED_LOGIT` (-1e9), so d3rlpy's greedy action, the
 max (DQN) and the argmax (double DQN) of its TD targets only ever consider types that can
 hold the job; a terminal step's all-zero next observation has no valid type, and d3rlpy
 multiplies its value by 0. The deployed model puts ``-inf`` there instead.
@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from hpcpolicy.hetero.observe import POOL_FEATURES, mask_index, obs_dim
-from hpcpolicy.rl.networks import MASKED_LOGIT
+from hpcpolicy.learn.networks import MASKED_LOGIT
 
 __all__ = ["DeployedQ", "PoolQ"]
 

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy.gpu.engine import job_shares
 from hpcpolicy.gpu.topology import MILLI
 from hpcpolicy.hetero.observe import QueueTracker
+from hpcpolicy.sim.gpu_engine import job_shares
 from hpcpolicy.workload import Workload
 
 __all__ = ["AdlroMeter", "AdlroTerms", "reward_spec"]

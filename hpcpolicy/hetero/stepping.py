@@ -1,6 +1,6 @@
 """The GPU engine, paused at every placement decision: the environment's view of a replay.
 
-:class:`~hpcpolicy.gpu.engine.GpuEngine` calls its placer from deep inside its event loop
+:class:`~hpcpolicy.sim.gpu_engine.GpuEngine` calls its placer from deep inside its event loop
 and has no stepping interface, so :class:`EngineRun` runs the unchanged engine in a worker
 thread whose placer hands each :class:`~hpcpolicy.gpu.placer.PlacementView` to the caller
 and waits for the answer. Exactly one of the two threads runs at any time (a strict
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcpolicy.cluster import ClusterSpec
-from hpcpolicy.gpu.engine import GpuEngine
 from hpcpolicy.gpu.placer import PlacementView
 from hpcpolicy.policies.heuristics import get_policy
+from hpcpolicy.sim.gpu_engine import GpuEngine
 from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.workload import Workload
 

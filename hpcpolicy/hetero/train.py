@@ -48,7 +48,7 @@ from hpcpolicy.errors import ConfigError
 from hpcpolicy.hetero.config import GpuDqnConfig
 from hpcpolicy.hetero.env import GpuAssignEnv
 from hpcpolicy.hetero.reward import reward_spec
-from hpcpolicy.rl.runs import TrainedRun
+from hpcpolicy.learn.runs import TrainedRun
 from hpcpolicy.workload import Workload
 
 __all__ = ["EPISODE_COLUMNS", "GpuDqnResult", "train_gpu_dqn"]
@@ -190,8 +190,8 @@ def train_gpu_dqn(workload: Workload, cluster: ClusterSpec, cfg: GpuDqnConfig,
         load_checkpoint,
         pool_q,
     )
+    from hpcpolicy.learn.seeding import derive_seed, seed_everything
     from hpcpolicy.offline.quiet import d3rlpy_module
-    from hpcpolicy.rl.seeding import derive_seed, seed_everything
 
     run = Path(run_dir)
     done = _start(run, cfg, resume)

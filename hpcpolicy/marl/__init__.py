@@ -2,7 +2,7 @@
 
 Both agents are small per-option scorers trained together with PPO on one shared reward
 (bounded slowdown and GPU utilisation), in the node-level GPU engine
-(:class:`~hpcpolicy.gpu.engine.GpuEngine`), and exported as one artifact that
+(:class:`~hpcpolicy.sim.gpu_engine.GpuEngine`), and exported as one artifact that
 ``simulate``, ``evaluate`` and ``whatif`` accept as a policy path::
 
     hpcpolicy train gpu.parquet --algo marl --cluster examples/gpu-partition.toml -o runs/m

@@ -12,7 +12,7 @@ Layout of ``runs/<name>/policy/``::
                          cluster context (CONTEXT_FEATURES)
 
 Each agent's directory is an ordinary policy artifact, written by
-:func:`hpcpolicy.rl.export.export_policy`; this module adds the top-level manifest that binds
+:func:`hpcpolicy.learn.export.export_policy`; this module adds the top-level manifest that binds
 the two. :mod:`hpcpolicy.deploy.marl` reads it back (schema, version and SHA-256 checks,
 ONNX with onnxruntime, no pickle, no TorchScript, no training code).
 
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.artifact import MANIFEST_FILE, MARL_FORMAT
+from hpcpolicy.learn.export import export_policy, stage_artifact
 from hpcpolicy.marl.features import VISIBLE, allocator_spec
-from hpcpolicy.rl.export import export_policy, stage_artifact
 
 if TYPE_CHECKING:
     from hpcpolicy.marl.config import MarlConfig

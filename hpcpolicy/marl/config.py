@@ -1,8 +1,8 @@
 """Configuration of the two-agent scheduler: its training (``MarlConfig``) and its episodes
 (``MarlEnvConfig``).
 
-``MarlConfig`` is a :class:`~hpcpolicy.rl.config.DDPPOConfig` (so the DD-PPO worker group,
-:class:`~hpcpolicy.rl.ddppo.TorchDistComm`, takes it as it is) with the fields the second
+``MarlConfig`` is a :class:`~hpcpolicy.ppo.config.DDPPOConfig` (so the DD-PPO worker group,
+:class:`~hpcpolicy.ppo.ddppo.TorchDistComm`, takes it as it is) with the fields the second
 agent and the shared reward add. Both serialise to JSON and are written into the run
 directory; a resumed run must give the same ones.
 
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from hpcpolicy.config import Config, choice
-from hpcpolicy.env.split import SPLITS
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.rl.config import DDPPOConfig
+from hpcpolicy.ppo.config import DDPPOConfig
 from hpcpolicy.sim.types import BACKFILL_MODES, SimConfig
+from hpcpolicy.world.split import SPLITS
 
 __all__ = ["MarlConfig", "MarlEnvConfig"]
 
@@ -156,7 +156,7 @@ class MarlEnvConfig(Config):
     backfill: str = choice("none", BACKFILL_MODES)
     """Backfilling around a head that cannot start: none, easy or conservative."""
     split: str = choice("train", SPLITS)
-    """Part of the workload episodes are drawn from: train or all (:mod:`hpcpolicy.env.split`)."""
+    """Part of the workload episodes are drawn from: train or all (:mod:`hpcpolicy.world.split`)."""
     train_frac: float = 0.7
     """Share of the jobs (earliest first) in the training part."""
     kill_at_limit: bool = False

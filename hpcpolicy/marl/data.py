@@ -64,7 +64,7 @@ class TrainingData:
                 and what :func:`hpcpolicy.env.factory.load` raises.
         """
         from hpcpolicy.env.factory import load
-        from hpcpolicy.env.split import window_range
+        from hpcpolicy.world.split import window_range
 
         if self.env.split == "test":
             raise ConfigError("--split test: train on the train part, or on all jobs; the test "

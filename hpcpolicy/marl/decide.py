@@ -1,6 +1,6 @@
 """One select + allocate decision in the GPU engine, for training and deployment alike.
 
-:class:`~hpcpolicy.gpu.engine.GpuEngine` asks its scorer to rank the waiting jobs at every
+:class:`~hpcpolicy.sim.gpu_engine.GpuEngine` asks its scorer to rank the waiting jobs at every
 scheduling step, and its placer to pick one of the candidate placements of each job about to
 start. :class:`AgentScorer` and :class:`AgentPlacer` turn those two calls into the agents'
 observations (:mod:`hpcpolicy.marl.features`) and hand them to a :data:`Choose` function:

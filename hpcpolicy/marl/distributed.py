@@ -1,7 +1,7 @@
 """The two-agent scheduler's DD-PPO workers under torchrun.
 
-The same scheme as :mod:`hpcpolicy.rl.ddppo`, whose worker group
-(:class:`~hpcpolicy.rl.ddppo.TorchDistComm`: env:// rendezvous, flattened-gradient
+The same scheme as :mod:`hpcpolicy.ppo.ddppo`, whose worker group
+(:class:`~hpcpolicy.ppo.ddppo.TorchDistComm`: env:// rendezvous, flattened-gradient
 ``all_reduce``, rank 0 writes) and checks are reused: every worker reads the run's
 ``launch.json`` (config, training data, provenance), loads the workload itself and runs
 :func:`hpcpolicy.marl.train.run_marl` on its own episodes (windows drawn from ``(seed,
@@ -23,17 +23,17 @@ from typing import Any
 from hpcpolicy.atomic import write_json
 from hpcpolicy.docload import read_json
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.learn.runs import RunPaths
 from hpcpolicy.marl.config import MarlConfig
 from hpcpolicy.marl.data import TrainingData
-from hpcpolicy.rl.ddppo import (
+from hpcpolicy.ppo.ddppo import (
     LAUNCH_FILE,
     TorchDistComm,
     precheck_launch,
     run_workers,
     worker_entry,
 )
-from hpcpolicy.rl.ppo import TrainResult
-from hpcpolicy.rl.runs import RunPaths
+from hpcpolicy.ppo.ppo import TrainResult
 
 __all__ = ["launch", "worker_main"]
 

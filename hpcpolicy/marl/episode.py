@@ -1,7 +1,7 @@
 """Training episodes: the GPU engine run with both agents sampling from their networks.
 
 **Why callbacks, not a steppable environment.** The GPU engine
-(:class:`~hpcpolicy.gpu.engine.GpuEngine`) is a plain-Python event loop that calls its scorer
+(:class:`~hpcpolicy.sim.gpu_engine.GpuEngine`) is a plain-Python event loop that calls its scorer
 and placer whenever a decision is due. An episode therefore runs the engine *once*, from the
 first submit to the last end, with callbacks (:mod:`hpcpolicy.marl.decide`) that build each
 agent's observation, sample an action from that agent's current network and record the
@@ -29,14 +29,14 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from hpcpolicy.env.split import window_range
-from hpcpolicy.gpu.engine import GpuEngine
 from hpcpolicy.gpu.topology import Topology
 from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
 from hpcpolicy.marl.decide import AgentPlacer, AgentScorer
 from hpcpolicy.marl.features import AllocatorObserver, SelectorObserver
 from hpcpolicy.marl.reward import SharedReward
-from hpcpolicy.rl.vector import EpisodeStats
+from hpcpolicy.ppo.vector import EpisodeStats
+from hpcpolicy.sim.gpu_engine import GpuEngine
+from hpcpolicy.world.split import window_range
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec

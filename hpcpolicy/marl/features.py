@@ -20,7 +20,7 @@ jobs fill the slots, and which of them may be chosen, is the ``visible`` rule
   the selector never sees it.
 
 **Allocator.** One row per candidate placement of the job about to start
-(:meth:`hpcpolicy.gpu.engine.GpuEngine.candidates`: every pool whose totals hold the job x
+(:meth:`hpcpolicy.sim.gpu_engine.GpuEngine.candidates`: every pool whose totals hold the job x
 each node-level heuristic's placement there) with :data:`CANDIDATE_FEATURES`, and one
 context vector, :data:`CONTEXT_FEATURES`, about the job and the cluster. Every candidate is
 valid. Declared with :class:`~hpcpolicy.env.spaces.Feature` and normalised by

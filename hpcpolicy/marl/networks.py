@@ -1,7 +1,7 @@
-"""The two agents' networks: one :class:`~hpcpolicy.rl.networks.ActorCritic` each.
+"""The two agents' networks: one :class:`~hpcpolicy.learn.networks.ActorCritic` each.
 
 Both agents score a variable set of options with one small MLP shared by every option, as the
-single-agent policy does (:mod:`hpcpolicy.rl.networks`), and have their own value network:
+single-agent policy does (:mod:`hpcpolicy.learn.networks`), and have their own value network:
 
 * the **selector** scores each visible job slot from ``[job features ‖ cluster features]``
   (:data:`~hpcpolicy.env.spaces.JOB_FEATURES`, :data:`~hpcpolicy.env.spaces.CLUSTER_FEATURES`);
@@ -24,9 +24,9 @@ from __future__ import annotations
 from torch import nn
 
 from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
+from hpcpolicy.learn.networks import ActorCritic
 from hpcpolicy.marl.config import MarlConfig
 from hpcpolicy.marl.features import CANDIDATE_FEATURES, CONTEXT_FEATURES
-from hpcpolicy.rl.networks import ActorCritic
 
 __all__ = ["AGENTS", "TwoAgents"]
 

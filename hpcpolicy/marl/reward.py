@@ -6,7 +6,7 @@ agent), of a *potential* that at the window's last end equals
     ``gpu_util_weight x GPU utilisation - bsld_weight x mean bounded slowdown``
 
 of the window, with the metrics as :mod:`hpcpolicy.sim.metrics` and
-:func:`hpcpolicy.gpu.metrics.gpu_summary` define them. The terms are the single-agent
+:func:`hpcpolicy.sim.gpu_metrics.gpu_summary` define them. The terms are the single-agent
 environment's potentials (:mod:`hpcpolicy.env.rewards`, computed by the same kernel), read
 from the GPU engine's state:
 
@@ -49,7 +49,7 @@ from hpcpolicy.env.rewards import sums_at  # the single-agent reward's kernel, r
 from hpcpolicy.sim.metrics import TAU_S
 
 if TYPE_CHECKING:
-    from hpcpolicy.gpu.engine import GpuEngine
+    from hpcpolicy.sim.gpu_engine import GpuEngine
 
 __all__ = ["SharedReward"]
 
@@ -69,7 +69,7 @@ class SharedReward:
         >>> from hpcpolicy.cluster import ClusterSpec, NodeGroup
         >>> from hpcpolicy.policies import get_policy
         >>> from hpcpolicy.sim import SimConfig
-        >>> from hpcpolicy.gpu.engine import GpuEngine
+        >>> from hpcpolicy.sim.gpu_engine import GpuEngine
         >>> from hpcpolicy.workload import Workload
         >>> z = np.zeros(2, dtype=np.int64)
         >>> w = Workload(job_id=np.array(["a", "b"], dtype=object), submit=z,

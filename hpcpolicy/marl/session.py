@@ -19,7 +19,7 @@ from hpcpolicy.marl.config import MarlConfig
 from hpcpolicy.marl.data import TrainingData
 
 if TYPE_CHECKING:
-    from hpcpolicy.rl.ppo import Progress, TrainResult
+    from hpcpolicy.ppo.ppo import Progress, TrainResult
 
 __all__ = ["TrainingData", "train_table"]  # TrainingData re-exported for its old importers
 

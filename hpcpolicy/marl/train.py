@@ -1,16 +1,16 @@
 """Cooperative PPO of the selector and the allocator on their shared reward.
 
-One update, in every worker (the loop of :mod:`hpcpolicy.rl.ppo`, with two agents):
+One update, in every worker (the loop of :mod:`hpcpolicy.ppo.ppo`, with two agents):
 
 1. anneal both learning rates;
 2. collect a rollout: whole episodes (:func:`hpcpolicy.marl.episode.play`) until the worker
    has at least ``num_steps`` decisions of the two agents together;
-3. compute GAE (:func:`hpcpolicy.rl.ppo.compute_gae`) over that one interleaved sequence of
+3. compute GAE (:func:`hpcpolicy.ppo.ppo.compute_gae`) over that one interleaved sequence of
    decisions, each valued by the critic of the agent that took it: both agents' advantages
    come from the same shared rewards, so a placement is credited with what it does to later
    selections and the other way round (cooperative, not competing);
 4. optimise each agent with PPO's clipped objective on its own decisions (the update of
-   :mod:`hpcpolicy.rl.ppo`, gradients all-reduced over DD-PPO workers, each worker weighted by
+   :mod:`hpcpolicy.ppo.ppo`, gradients all-reduced over DD-PPO workers, each worker weighted by
    its share of that agent's decisions); an agent that some worker saw fewer than
    ``num_minibatches`` times in this rollout is left unchanged for this update;
 5. log one row, checkpoint every ``checkpoint_every`` updates.
@@ -20,10 +20,10 @@ With ``warm_start`` set, a fresh run first fits the selector to a heuristic's ch
 
 Run directories, checkpoints (both agents, both optimisers, counters, every worker's sampling
 generator and window generator), Ctrl-C handling and resumption are those of
-:mod:`hpcpolicy.rl.runs`. Because rollouts are whole episodes, a checkpoint holds no
+:mod:`hpcpolicy.learn.runs`. Because rollouts are whole episodes, a checkpoint holds no
 environment state and a resumed run continues exactly as an uninterrupted one would.
 
-Metrics (``metrics.csv``): the columns of :data:`hpcpolicy.rl.runs.METRICS` that apply
+Metrics (``metrics.csv``): the columns of :data:`hpcpolicy.learn.runs.METRICS` that apply
 (``losses/*`` excepted), then per agent ``selector/<name>`` and ``allocator/<name>`` for
 each loss of the PPO update (policy_loss, value_loss, entropy, old_approx_kl, approx_kl,
 clipfrac, explained_variance, epochs), then ``env/<name>`` for the episode metrics of
@@ -46,6 +46,13 @@ import torch
 
 from hpcpolicy.atomic import write_json
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.learn.runs import (
+    MetricsLog,
+    RunPaths,
+    StopOnSignal,
+    resume_from,
+)
+from hpcpolicy.learn.seeding import derive_seed, seed_everything, worker_generator
 from hpcpolicy.marl.artifact import export_marl
 from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
 from hpcpolicy.marl.episode import (
@@ -60,7 +67,7 @@ from hpcpolicy.marl.networks import AGENTS, TwoAgents
 from hpcpolicy.marl.warm_start import clone_heuristic
 
 # The PPO update and its storage are reused from the single-agent trainer, not copied.
-from hpcpolicy.rl.ppo import (
+from hpcpolicy.ppo.ppo import (
     Comm,
     Progress,
     Rollout,
@@ -73,14 +80,7 @@ from hpcpolicy.rl.ppo import (
     setup_objects_frozen,
     update_row,
 )
-from hpcpolicy.rl.runs import (
-    MetricsLog,
-    RunPaths,
-    StopOnSignal,
-    resume_from,
-)
-from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
-from hpcpolicy.rl.vector import EpisodeStats
+from hpcpolicy.ppo.vector import EpisodeStats
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec

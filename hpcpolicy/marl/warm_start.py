@@ -31,18 +31,18 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from hpcpolicy.gpu.engine import GpuEngine
 from hpcpolicy.marl.decide import AgentScorer, Obs
 from hpcpolicy.marl.episode import EMPTY_WINDOWS
 from hpcpolicy.marl.features import SelectorObserver
 from hpcpolicy.policies.heuristics import get_policy
+from hpcpolicy.sim.gpu_engine import GpuEngine
 
 if TYPE_CHECKING:
     from hpcpolicy.marl.config import MarlConfig
     from hpcpolicy.marl.episode import WindowSource
     from hpcpolicy.marl.networks import TwoAgents
     from hpcpolicy.policies.base import QueueView, Scorer
-    from hpcpolicy.rl.ppo import Comm
+    from hpcpolicy.ppo.ppo import Comm
 
 __all__ = ["clone_heuristic"]
 

@@ -76,7 +76,7 @@ class DatasetConfig(Config):
     """Seed of the random choices."""
     world: dict[str, Any] = field(default_factory=dict)
     """Environment options a site model sets (``--site``: running limits, pools, whole
-    nodes; :func:`hpcpolicy.site.apply.env_options`)."""
+    nodes; :func:`hpcpolicy.world.apply.env_options`)."""
 
     def validate(self) -> None:
         self._at_least(1, "k", "window_size", "max_windows")
@@ -114,7 +114,7 @@ class DatasetConfig(Config):
 class OfflineConfig(Config):
     """An offline RL run: the d3rlpy algorithm, its budget and the scoring network.
 
-    The network is the environment's per-slot scorer (:class:`~hpcpolicy.rl.networks.
+    The network is the environment's per-slot scorer (:class:`~hpcpolicy.learn.networks.
     JobScorer`: the same MLP scores every slot from ``[job features ‖ cluster features]``),
     so the result exports to the same policy artifact as online training.
     """

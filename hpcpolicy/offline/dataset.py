@@ -1,6 +1,6 @@
 """Build a replay dataset: episodes from the log and from rollouts, on chronological windows.
 
-The workload is cut as the environment cuts it (:mod:`hpcpolicy.env.split`): windows of
+The workload is cut as the environment cuts it (:mod:`hpcpolicy.world.split`): windows of
 ``window_size`` consecutive jobs, side by side, in the first ``train_frac`` of the jobs (the
 latest ``val_frac`` of them are the *validation* split, the others *train*) and in the rest
 (*test*). No window straddles the cut, so the test windows are never seen in training. Every
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcpolicy.env.split import part_range
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.offline.config import DatasetConfig
 from hpcpolicy.offline.logged import LOGGED, LoggedDecisions
 from hpcpolicy.offline.rollouts import Rollouts
+from hpcpolicy.world.split import part_range
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec

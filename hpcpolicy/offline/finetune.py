@@ -1,6 +1,6 @@
 """``--online-finetune``: continue an offline-trained policy with PPO in the simulator.
 
-The offline scorer is exactly PPO's policy network (:class:`~hpcpolicy.rl.networks.JobScorer`
+The offline scorer is exactly PPO's policy network (:class:`~hpcpolicy.learn.networks.JobScorer`
 with the same hidden widths and activation, which :class:`~hpcpolicy.offline.config.
 OfflineConfig` shares with PPO's defaults), so PPO starts from its weights
 (``initial_scorer``); the value network, which offline training does not have, starts fresh.
@@ -25,7 +25,7 @@ from hpcpolicy.errors import ArtifactError, ConfigError
 if TYPE_CHECKING:
     from hpcpolicy.offline.config import OfflineConfig
     from hpcpolicy.offline.store import StoredDataset
-    from hpcpolicy.rl.ppo import Progress, TrainResult
+    from hpcpolicy.ppo.ppo import Progress, TrainResult
 
 __all__ = ["FINETUNE_DIR", "finetune"]
 
@@ -43,7 +43,7 @@ def finetune(run_dir: str | Path, dataset: StoredDataset, cfg: OfflineConfig, *,
         dataset: The dataset it learned from (its environment is reused).
         cfg: The offline config (seed, hidden widths, activation).
         steps: Environment steps of PPO.
-        ppo_fields: Further :class:`~hpcpolicy.rl.config.PPOConfig` fields.
+        ppo_fields: Further :class:`~hpcpolicy.ppo.config.PPOConfig` fields.
         progress: Called with each PPO update's metrics row.
 
     Raises:
@@ -55,8 +55,8 @@ def finetune(run_dir: str | Path, dataset: StoredDataset, cfg: OfflineConfig, *,
     from hpcpolicy.env.factory import env_kwargs, load, make_env, provenance
     from hpcpolicy.env.scheduling import EPISODE_METRICS
     from hpcpolicy.offline.train import SCORER_FILE
-    from hpcpolicy.rl.config import PPOConfig
-    from hpcpolicy.rl.ppo import train
+    from hpcpolicy.ppo.config import PPOConfig
+    from hpcpolicy.ppo.ppo import train
     from hpcpolicy.workload import WorkloadOptions
 
     m = dataset.manifest
@@ -91,8 +91,8 @@ def _scorer(path: Path, cfg: OfflineConfig) -> dict[str, Any]:
     """
     import torch
 
-    from hpcpolicy.rl.runs import load_refusal
-    from hpcpolicy.rl.warm_start import shapes_differ
+    from hpcpolicy.learn.runs import load_refusal
+    from hpcpolicy.ppo.warm_start import shapes_differ
 
     try:
         scorer = torch.load(path, map_location="cpu", weights_only=True)

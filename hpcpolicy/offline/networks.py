@@ -2,9 +2,9 @@
 
 d3rlpy has no action masks, and its discrete heads are a linear layer from an encoder's
 features to the actions. Here the encoder *is* the policy network of online training
-(:class:`~hpcpolicy.rl.networks.JobScorer`: one MLP scores every slot from ``[job ‖
+(:class:`~hpcpolicy.learn.networks.JobScorer`: one MLP scores every slot from ``[job ‖
 cluster]``), applied to the flat observation (:mod:`hpcpolicy.offline.layout`), and it
-returns one value per slot with :data:`~hpcpolicy.rl.networks.MASKED_LOGIT` (-1e9) on the
+returns one value per slot with :data:`~hpcpolicy.learn.networks.MASKED_LOGIT` (-1e9) on the
 empty slots, read from the mask carried in the observation. On top of it:
 
 * Q-functions (cql, bcq, dqn) use :class:`SlotQFunctionFactory`: Q(s, ·) *is* the encoder's
@@ -31,9 +31,9 @@ from typing import Any
 
 import torch
 
+from hpcpolicy.learn.networks import MASKED_LOGIT, JobScorer, ValueNet
 from hpcpolicy.offline.layout import FC, FJ, k_of, unpack
 from hpcpolicy.offline.quiet import d3rlpy_module
-from hpcpolicy.rl.networks import MASKED_LOGIT, JobScorer, ValueNet
 
 __all__ = ["SlotQFunctionFactory", "SlotScorerFactory", "SlotScores", "exported_scorer",
            "freeze_heads"]
@@ -53,7 +53,7 @@ class SlotScores(_Encoder):  # type: ignore[misc]
 
     With ``value_hidden``, a dueling head: ``V(s) + A(s, a) - mean over valid slots of A``,
     where A is the per-slot scorer and V the online critic's network
-    (:class:`~hpcpolicy.rl.networks.ValueNet`: slot embeddings pooled over the valid slots).
+    (:class:`~hpcpolicy.learn.networks.ValueNet`: slot embeddings pooled over the valid slots).
     The state's value, which depends on the whole queue, then need not be rebuilt from each
     slot's features alone; the argmax over valid slots is A's, so A is what is exported.
     """

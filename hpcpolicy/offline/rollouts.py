@@ -46,10 +46,10 @@ from hpcpolicy.env.observe import Observer
 from hpcpolicy.env.rewards import RewardMeter
 from hpcpolicy.env.spaces import JOB_FEATURES
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.learn.seeding import derive_seed
 from hpcpolicy.offline.layout import Episode, EpisodeRecorder, Obs
 from hpcpolicy.policies.base import QueueView, ScoreKernel
 from hpcpolicy.policies.heuristics import get_policy, policy_names
-from hpcpolicy.rl.seeding import derive_seed
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec

@@ -33,9 +33,9 @@ from typing import Any
 
 from hpcpolicy.atomic import atomic_path, file_sha256, write_json
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.learn.runs import TrainedRun
 from hpcpolicy.offline.config import OfflineConfig
 from hpcpolicy.offline.store import MANIFEST_FILE, StoredDataset
-from hpcpolicy.rl.runs import TrainedRun
 
 __all__ = ["SCORER_FILE", "OfflineResult", "d3rlpy_config", "train_offline"]
 
@@ -141,10 +141,10 @@ def train_offline(dataset: StoredDataset, cfg: OfflineConfig, run_dir: str | Pat
     """
     import torch
 
+    from hpcpolicy.learn.export import export_policy
+    from hpcpolicy.learn.seeding import seed_everything
     from hpcpolicy.offline.networks import exported_scorer, freeze_heads
     from hpcpolicy.offline.quiet import d3rlpy_module
-    from hpcpolicy.rl.export import export_policy
-    from hpcpolicy.rl.seeding import seed_everything
 
     run = Path(run_dir)
     if (run / "config.json").exists():

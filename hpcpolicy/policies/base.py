@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
-    from hpcpolicy.sim.types import FairshareConfig, SimConfig
+    from hpcpolicy.policies.settings import FairshareConfig, RunSettings
     from hpcpolicy.workload import Workload
 
 __all__ = [
@@ -107,7 +107,7 @@ class Policy(Protocol):
         """Name shown in reports (a registry name, or the artifact's)."""
         ...
 
-    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> Scorer:
+    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: RunSettings) -> Scorer:
         """A scorer for this workload on this cluster."""
         ...
 

@@ -33,7 +33,7 @@ from hpcpolicy.policies.base import ScoreKernel
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
-    from hpcpolicy.sim.types import SimConfig
+    from hpcpolicy.policies.settings import RunSettings
     from hpcpolicy.workload import Workload
 
 __all__ = ["HEURISTICS", "Heuristic", "get_policy", "policy_names"]
@@ -106,7 +106,7 @@ class Heuristic:
     description: str
     """One line for help texts."""
 
-    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig) -> ScoreKernel:
+    def bind(self, workload: Workload, cluster: ClusterSpec, cfg: RunSettings) -> ScoreKernel:
         """Per-job coefficients of this heuristic's formula for ``workload``."""
         users = np.asarray(workload.user, dtype=np.int64)
         submit = np.asarray(workload.submit, dtype=np.int64)

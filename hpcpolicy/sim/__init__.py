@@ -21,13 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hpcpolicy.sim.types import (
-    BACKFILL_MODES,
-    FairshareConfig,
-    RunningJobs,
-    SimConfig,
-    SimResult,
-)
+from hpcpolicy.policies.settings import FairshareConfig
+from hpcpolicy.sim.types import BACKFILL_MODES, RunningJobs, SimConfig, SimResult
 
 if TYPE_CHECKING:
     from hpcpolicy.sim.compiled import Stepper

@@ -98,7 +98,7 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
 
 
 NODE_LEVEL = ("first-available", "best-fit", "topology-aware")
-"""Allocators that place GPUs on nodes, run by :class:`hpcpolicy.gpu.engine.GpuEngine`."""
+"""Allocators that place GPUs on nodes, run by :class:`hpcpolicy.sim.gpu_engine.GpuEngine`."""
 
 
 def check_one_engine(runs: Sequence[tuple[str, Any, str]]) -> None:
@@ -122,7 +122,7 @@ def check_one_engine(runs: Sequence[tuple[str, Any, str]]) -> None:
 
 def _simulate_gpu(workload: Workload, cluster: ClusterSpec, cfg: SimConfig, scorer: Any,
                   placer: Any, running: RunningJobs | None) -> SimResult:
-    from hpcpolicy.gpu.engine import GpuEngine
+    from hpcpolicy.sim.gpu_engine import GpuEngine
 
     if running is not None and len(running):
         raise ConfigError(f"allocator {cfg.allocator!r} starts from an empty machine; a warm "

@@ -196,7 +196,7 @@ class ReferenceEngine:
         self.counts["backfilled"] += int(backfilled)
 
     # ------------------------------------------------------------------ placement hooks
-    # The node-level GPU engine (hpcpolicy.gpu.engine) overrides these four; here a job
+    # The node-level GPU engine (hpcpolicy.sim.gpu_engine) overrides these four; here a job
     # only needs room in its group's totals and runs for its prepared duration.
     def _pick(self, j: int) -> int:
         """The group job ``j`` starts in now, or -1 when it does not fit."""

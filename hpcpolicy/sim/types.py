@@ -11,13 +11,13 @@ import numpy.typing as npt
 from hpcpolicy.compat import COMPAT_NAMES, CompatPreset, compat_preset
 from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.policies.settings import FairshareConfig
 from hpcpolicy.sim.capacity import Outage
 
 __all__ = [
     "ALLOCATORS",
     "BACKFILL_MODES",
     "ENGINES",
-    "FairshareConfig",
     "RunLimits",
     "RunningJobs",
     "SimConfig",
@@ -32,32 +32,6 @@ place GPUs on nodes (:mod:`hpcpolicy.gpu`, a plain-Python engine)."""
 
 I64 = npt.NDArray[np.int64]
 
-
-@dataclass(frozen=True)
-class FairshareConfig(Config):
-    """Parameters of the Slurm-style multifactor priority (policy ``fairshare``).
-
-    priority = ``weight_fairshare`` x 2^(-U/S) + ``weight_age`` x min(wait / ``max_age_s``, 1)
-    + ``weight_size`` x procs / cluster cores, where U is the user's share of the decayed usage
-    of all users and S = 1 / (number of users in the workload): equal shares.
-    """
-
-    label: ClassVar[str] = "fairshare"
-
-    half_life_s: int = 7 * 86400
-    """Half-life of past usage (Slurm ``PriorityDecayHalfLife``, default 7 days)."""
-    max_age_s: int = 7 * 86400
-    """Waiting time at which the age factor saturates (Slurm ``PriorityMaxAge``, 7 days)."""
-    weight_fairshare: float = 10000.0
-    """Weight of the fair-share factor (Slurm ``PriorityWeightFairshare``)."""
-    weight_age: float = 1000.0
-    """Weight of the age factor (Slurm ``PriorityWeightAge``)."""
-    weight_size: float = 1000.0
-    """Weight of the job-size factor, which favours large jobs (``PriorityWeightJobSize``)."""
-
-    def validate(self) -> None:
-        self._at_least(1, "half_life_s", "max_age_s")
-        self._at_least(0, "weight_fairshare", "weight_age", "weight_size")
 
 
 @dataclass(frozen=True)
@@ -229,5 +203,5 @@ class SimResult:
     group: npt.NDArray[np.int64] = field(default_factory=_empty_i64)
     """Index of the node group (ClusterSpec.groups) a job ran in; -1 if never started."""
     placement: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
-    """Per-job facts of a node-level GPU placement (:mod:`hpcpolicy.gpu.engine`): nodes and
+    """Per-job facts of a node-level GPU placement (:mod:`hpcpolicy.sim.gpu_engine`): nodes and
     racks used, GPU distance, run-time factors; empty for the pooled ``first-fit`` allocator."""

@@ -185,7 +185,7 @@ class WindowRun:
     wall_s: float
     """Wall-clock seconds the engine took (for progress output only; never in results)."""
     gpu: dict[str, Any] | None = None
-    """GPU metrics of a node-level replay (:func:`hpcpolicy.gpu.metrics.gpu_summary`); None
+    """GPU metrics of a node-level replay (:func:`hpcpolicy.sim.gpu_metrics.gpu_summary`); None
     under the pooled ``first-fit`` allocator."""
     table: pl.DataFrame | None = None
     """The outcome table without its text columns (``outcome_table(..., identity=False)``)
@@ -364,7 +364,7 @@ def _measured_run(
     summary = metrics.summarize(table, cluster, utilization_end=utilization_end)
     gpu = None
     if res.placement:
-        from hpcpolicy.gpu.metrics import gpu_summary
+        from hpcpolicy.sim.gpu_metrics import gpu_summary
 
         gpu = gpu_summary(jobs, res, cluster)
         summary["gpu_utilization"] = gpu["gpu_utilization"]  # fractions of GPUs too
@@ -388,7 +388,7 @@ def _combine(cfg: SimConfig, runs: list[WindowRun], *, windowed: bool) -> Replay
     gpus = [r.gpu for r in runs if r.gpu is not None]
     gpu = None
     if gpus:
-        from hpcpolicy.gpu.metrics import mean_gpu_summary
+        from hpcpolicy.sim.gpu_metrics import mean_gpu_summary
 
         gpu = mean_gpu_summary(gpus)
     return Replay(config=cfg, windows=runs, summary=metrics.aggregate([r.summary for r in runs]),

@@ -27,12 +27,12 @@ import numpy.typing as npt
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.site import evidence as ev
-from hpcpolicy.site.apply import apply_site
 from hpcpolicy.site.fidelity import FidelityConfig, replay_waits, section
-from hpcpolicy.site.model import Outage, SiteModel
+from hpcpolicy.site.measure import RELATIVE_ONLY, records_no_starts
 from hpcpolicy.site.order import find_priority
-from hpcpolicy.whatif.fidelity import RELATIVE_ONLY, records_no_starts
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.apply import apply_site
+from hpcpolicy.world.site_model import Outage, SiteModel
 
 __all__ = ["CalibrateConfig", "Calibration", "calibrate", "objective"]
 

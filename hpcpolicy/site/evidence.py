@@ -133,7 +133,7 @@ def find_pools(w: Workload, upto: int, total_cores: int) -> Candidate | None:
         return None
     if sum(c for _, c in used) > total_cores:
         return None
-    from hpcpolicy.site.model import Pool
+    from hpcpolicy.world.site_model import Pool
 
     pools = tuple(Pool(name, cores) for name, cores in used)
     text = ", ".join(f"{name} peaked at {cores:,} cores" for name, cores in used)

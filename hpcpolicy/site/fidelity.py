@@ -2,7 +2,7 @@
 
 The log is replayed under the site's priority order and backfilling (FCFS + EASY without a
 site model) and each job's replayed wait is set beside its logged one, with the figures of
-:mod:`hpcpolicy.whatif.fidelity` (Spearman and Pearson on the waits, the relative error of
+:mod:`hpcpolicy.site.measure` (Spearman and Pearson on the waits, the relative error of
 the mean wait, median absolute error, Wasserstein distance, the trust level). They are given
 on the whole log, on the part after ``fit_frac`` (the out-of-sample part a calibration never
 saw), by calendar month, by partition and by job-size class.
@@ -22,9 +22,7 @@ from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.engine import simulate
 from hpcpolicy.sim.windows import Simulate
-from hpcpolicy.site.apply import World, apply_site
-from hpcpolicy.site.model import SiteModel
-from hpcpolicy.whatif.fidelity import (
+from hpcpolicy.site.measure import (
     MIN_JOBS,
     RELATIVE_ONLY,
     records_no_starts,
@@ -32,6 +30,8 @@ from hpcpolicy.whatif.fidelity import (
     wait_figures,
 )
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.apply import World, apply_site
+from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["SIZE_CLASSES", "SIZE_NAMES", "FidelityConfig", "Waits", "fidelity_report",
            "replay_waits", "section", "unchecked"]
@@ -94,7 +94,7 @@ def replay_waits(world: World, policy: str | None = None, *,
 
 def section(logged: F64, simulated: F64) -> dict[str, Any]:
     """The figures of one part of the log (jobs with both waits); ``available`` False when
-    fewer than :data:`~hpcpolicy.whatif.fidelity.MIN_JOBS` jobs have both."""
+    fewer than :data:`~hpcpolicy.site.measure.MIN_JOBS` jobs have both."""
     both = ~(np.isnan(logged) | np.isnan(simulated))
     if both.sum() < MIN_JOBS:
         return {"available": False, "jobs": int(both.sum()), "spearman": None, "pearson": None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpcpolicy.site.model import SiteModel
+from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["CALIBRATE_HINT", "with_site", "world_sentence"]
 

@@ -342,7 +342,7 @@ def watch(cfg: AdviseConfig, every_s: float, report: Callable[[Pass | SlurmError
           env: Mapping[str, str] | None = None, passes: int | None = None) -> None:
     """Run a pass every ``every_s`` seconds until Ctrl-C or SIGTERM (or ``passes`` passes).
 
-    The signals are caught as training catches them (:class:`~hpcpolicy.rl.runs.StopOnSignal`,
+    The signals are caught as training catches them (:class:`~hpcpolicy.learn.runs.StopOnSignal`,
     installed explicitly, so that a watch started in the background, where the shell leaves
     SIGINT ignored, or stopped by a service manager, with SIGTERM, stops all the same): the
     pass under way finishes, then the function returns; a second Ctrl-C does not wait. A
@@ -352,7 +352,7 @@ def watch(cfg: AdviseConfig, every_s: float, report: Callable[[Pass | SlurmError
     Raises:
         KeyboardInterrupt: a second Ctrl-C during a pass.
     """
-    from hpcpolicy.rl.runs import StopOnSignal
+    from hpcpolicy.learn.runs import StopOnSignal
 
     count = 0
     with StopOnSignal() as stop:

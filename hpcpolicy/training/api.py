@@ -35,7 +35,7 @@ def train(source: str | Path, *, algo: str = "ppo",
         source: A job table written by ``hpcpolicy ingest`` (online, marl, dqn with a cluster of
             GPU types) or a replay dataset directory (offline: cql, bcq, bc, dqn).
         algo: ppo, ddppo, cql, bcq, bc, dqn or marl.
-        config: Algorithm config fields (:mod:`hpcpolicy.rl.config`,
+        config: Algorithm config fields (:mod:`hpcpolicy.ppo.config`,
             :mod:`hpcpolicy.offline.config`, ...), as a mapping or a JSON file.
         out: The run directory; default ``runs/train__ALGO__SEED__TIMESTAMP``.
         options: Run and environment options (:class:`TrainOptions`).
@@ -56,7 +56,7 @@ def train(source: str | Path, *, algo: str = "ppo",
         PosixPath('runs/small/policy')
     """
     from hpcpolicy.offline.config import OFFLINE_ALGOS
-    from hpcpolicy.rl.config import ALGO_CONFIGS
+    from hpcpolicy.ppo.config import ALGO_CONFIGS
     from hpcpolicy.training import routes
 
     opts, hooks = options or TrainOptions(), hooks or Hooks()
@@ -85,7 +85,7 @@ def train(source: str | Path, *, algo: str = "ppo",
 def _check_input(source: Path, algo: str) -> None:
     """Refuse a job table for an offline algorithm, a dataset for an online one."""
     from hpcpolicy.offline.config import OFFLINE_ALGOS
-    from hpcpolicy.rl.config import ALGO_CONFIGS
+    from hpcpolicy.ppo.config import ALGO_CONFIGS
 
     if algo not in OFFLINE_ALGOS and algo not in ALGO_CONFIGS and algo != MARL:
         raise ConfigError(f"unknown --algo {algo!r}; valid: online "

@@ -88,7 +88,7 @@ class Trained:
     policy: Path
     """The deployable policy directory (the fine-tuned one, after fine-tuning)."""
     result: Any
-    """The trainer's own result: a :class:`~hpcpolicy.rl.ppo.TrainResult` (online, marl), an
+    """The trainer's own result: a :class:`~hpcpolicy.ppo.ppo.TrainResult` (online, marl), an
     :class:`~hpcpolicy.offline.train.OfflineResult` or a
     :class:`~hpcpolicy.hetero.train.GpuDqnResult`."""
     evaluate: str

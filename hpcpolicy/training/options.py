@@ -146,7 +146,7 @@ def run_dir(out: Path | None, resume: bool, algo: str, seed: int) -> Path:
     Raises:
         ConfigError: ``resume`` without ``out``.
     """
-    from hpcpolicy.rl.runs import default_run_name
+    from hpcpolicy.learn.runs import default_run_name
 
     if resume and out is None:
         raise ConfigError("--resume needs --out: the run directory to continue")

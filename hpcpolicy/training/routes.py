@@ -21,8 +21,8 @@ from hpcpolicy.training.options import MARL, TrainOptions, config_fields, run_di
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.env import EnvConfig
-    from hpcpolicy.rl.config import PPOConfig
-    from hpcpolicy.rl.ppo import TrainResult
+    from hpcpolicy.ppo.config import PPOConfig
+    from hpcpolicy.ppo.ppo import TrainResult
     from hpcpolicy.training.hooks import PriorChooser
     from hpcpolicy.workload import Workload
 
@@ -102,9 +102,9 @@ def offline(source: Path, algo: str, config: Config, out: Path | None, opts: Tra
 def marl(table: Path, config: Config, out: Path | None, opts: TrainOptions,
          hooks: Hooks) -> Trained:
     """The two-agent scheduler on a job table (DD-PPO with ``opts.workers`` > 1)."""
+    from hpcpolicy.learn.runs import RunPaths
     from hpcpolicy.marl.config import MarlConfig, MarlEnvConfig
     from hpcpolicy.marl.session import TrainingData, train_table
-    from hpcpolicy.rl.runs import RunPaths
 
     opts.refuse(NOT_MARL, "not an option of --algo marl (its reward weights are the config "
                 "fields bsld_weight and gpu_util_weight; set them with --config)")
@@ -182,9 +182,9 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
     """PPO in the simulator on a job table: in this process, or in torchrun workers (ddppo)."""
     from hpcpolicy.env.factory import ENV_FACTORY
     from hpcpolicy.env.scheduling import EPISODE_METRICS
+    from hpcpolicy.learn.runs import RunPaths
     from hpcpolicy.offline.config import OFFLINE_ALGOS
-    from hpcpolicy.rl.config import config_from_dict
-    from hpcpolicy.rl.runs import RunPaths
+    from hpcpolicy.ppo.config import config_from_dict
 
     if opts.finetune_steps is not None:
         raise ConfigError(f"--online-finetune continues an offline run; --algo {algo} "
@@ -195,7 +195,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
     cfg = config_from_dict({**given, **{k: v for k, v in flags.items() if v is not None},
                             "algo": algo})
     if "snapshot_every" not in given and opts.split == "train" and opts.val_frac > 0:
-        from hpcpolicy.rl.runs import default_snapshot_every
+        from hpcpolicy.learn.runs import default_snapshot_every
 
         # snapshots for the card to choose among on validation (card.select_snapshot)
         cfg = config_from_dict({**cfg.to_dict(), "snapshot_every": default_snapshot_every(
@@ -212,7 +212,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
     kwargs, facts, describe = _environment(table, opts, hooks.choose_prior)
     initial = None
     if opts.init_from is not None:
-        from hpcpolicy.rl.warm_start import scorer_weights
+        from hpcpolicy.ppo.warm_start import scorer_weights
 
         initial = scorer_weights(opts.init_from, cfg)
         facts["initialised_from"] = str(opts.init_from.resolve())
@@ -220,7 +220,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
     record_environment(run, ENV_FACTORY, kwargs, opts.resume)
     hooks.start(run, f"{describe}; run {run}", True)
     if algo == "ddppo":
-        from hpcpolicy.rl.ddppo import launch
+        from hpcpolicy.ppo.ddppo import launch
 
         result = launch(cfg, ENV_FACTORY, run, workers=opts.workers,  # type: ignore[arg-type]
                         env_kwargs=kwargs, provenance=facts, resume=opts.resume,
@@ -242,9 +242,9 @@ def _environment(table: Path, opts: TrainOptions,
     from hpcpolicy.env.factory import env_kwargs, load, provenance
     from hpcpolicy.env.prior import PRIORS
     from hpcpolicy.env.spaces import DEFAULT_K
-    from hpcpolicy.env.split import fit_frac, validation_range, window_range
-    from hpcpolicy.site.apply import env_options
-    from hpcpolicy.site.toml_io import load_site
+    from hpcpolicy.world.apply import env_options
+    from hpcpolicy.world.site_toml import load_site
+    from hpcpolicy.world.split import fit_frac, validation_range, window_range
 
     if opts.prior not in ("none", "auto", *PRIORS):
         raise ConfigError(f"--prior {opts.prior!r} is not a heuristic a policy can start from; "
@@ -324,7 +324,7 @@ def _in_process(cfg: PPOConfig, kwargs: dict[str, Any], run: Path, resume: bool,
                 hooks: Hooks) -> TrainResult:
     """PPO in this process, from the scorer weights ``initial`` if given."""
     from hpcpolicy.env.factory import make_env
-    from hpcpolicy.rl.ppo import train
+    from hpcpolicy.ppo.ppo import train
 
     return train(cfg, functools.partial(make_env, **kwargs), run, resume=resume,
                  provenance=facts, initial_scorer=initial,

@@ -22,9 +22,9 @@ import numpy as np
 
 from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError, SimulationError
+from hpcpolicy.site.measure import RELATIVE_ONLY, fidelity, records_no_starts
 from hpcpolicy.site.report import with_site, world_sentence
 from hpcpolicy.whatif import breakdowns, compare, verdicts
-from hpcpolicy.whatif.fidelity import RELATIVE_ONLY, fidelity, records_no_starts
 from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
 from hpcpolicy.whatif.spec import RunSpec, parse_run_spec
 from hpcpolicy.whatif.store import OutcomeStore
@@ -36,9 +36,9 @@ if TYPE_CHECKING:
 
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.policies.base import Policy
-    from hpcpolicy.site.apply import World
-    from hpcpolicy.site.model import SiteModel
     from hpcpolicy.workload import Workload
+    from hpcpolicy.world.apply import World
+    from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "offered_load",
            "run_whatif"]
@@ -201,7 +201,7 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
     from hpcpolicy.sim.metrics import identity_columns
     from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import backfill_note, never_fits_note, replay
-    from hpcpolicy.site.apply import site_config
+    from hpcpolicy.world.apply import site_config
 
     w, c = apply_scenario(scenario, workload, cluster)
     configs = [SimConfig(policy=s.policy, backfill=s.backfill, allocator=s.allocator)
@@ -408,7 +408,7 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         source: the job table's path, as the report names it.
         source_format: the log's format (from the table's metadata), if known.
         on_step: ``on_step(label, done, total)`` before each replay, for progress output.
-        site: the site model's world (:func:`hpcpolicy.site.apply.site_world`): baseline and
+        site: the site model's world (:func:`hpcpolicy.world.apply.site_world`): baseline and
             candidates are replayed in it, scenarios change it; None replays the log header's
             machine as it is.
         site_path: the site model's file, as the report names it.

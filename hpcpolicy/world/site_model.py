@@ -4,7 +4,7 @@ A :class:`SiteModel` holds the elements ``hpcpolicy calibrate`` fits to a log (n
 partitions with their own nodes, running limits, capacity that was missing, holds, the
 priority order and the scheduler's cadence). Each element is optional: ``None`` (or its
 "off" value) leaves the replay as it was. Every element carries the evidence that supports
-it, in words, which :mod:`hpcpolicy.site.toml_io` writes as comments beside it.
+it, in words, which :mod:`hpcpolicy.world.site_toml` writes as comments beside it.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class SiteModel:
     """Most running cores per user; 0 = no limit."""
     availability: float = 1.0
     """Share of the machine's cores that was there on average (1 = all); the replay runs
-    jobs 1/availability times longer (:mod:`hpcpolicy.site.apply`)."""
+    jobs 1/availability times longer (:mod:`hpcpolicy.world.apply`)."""
     outages: tuple[Outage, ...] = ()
     """Intervals with cores missing, found in the fitted part of the log (listed; the replay
     uses :attr:`availability`, see README)."""

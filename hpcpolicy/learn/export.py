@@ -14,7 +14,7 @@ Importing this module does not import torch.
 
 Example:
     >>> import tempfile
-    >>> from hpcpolicy.rl.networks import ActorCritic
+    >>> from hpcpolicy.learn.networks import ActorCritic
     >>> d = export_policy(ActorCritic(7, 7), tempfile.mkdtemp() + "/policy", k=8,
     ...                   config={"algo": "ppo", "seed": 1, "hidden": [32, 16, 8],
     ...                           "activation": "tanh"}, metrics={})
@@ -51,7 +51,7 @@ from hpcpolicy.version import __version__
 if TYPE_CHECKING:
     import torch
 
-    from hpcpolicy.rl.networks import ActorCritic, JobScorer
+    from hpcpolicy.learn.networks import ActorCritic, JobScorer
 
 __all__ = ["Network", "export_policy", "finite_metrics", "stage_artifact"]
 
@@ -151,8 +151,8 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
     (format ``hpcpolicy.policy``, through :func:`stage_artifact`).
 
     Args:
-        agent: A trained :class:`~hpcpolicy.rl.networks.ActorCritic` (its ``scorer`` is
-            exported) or a :class:`~hpcpolicy.rl.networks.JobScorer`.
+        agent: A trained :class:`~hpcpolicy.learn.networks.ActorCritic` (its ``scorer`` is
+            exported) or a :class:`~hpcpolicy.learn.networks.JobScorer`.
         out_dir: The policy directory, usually ``runs/<name>/policy``.
         config: The training config's ``to_dict()`` (must name ``algo`` and ``seed``).
         metrics: Final training metrics.
@@ -171,7 +171,7 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
     import torch
 
     from hpcpolicy.env.spaces import feature_spec
-    from hpcpolicy.rl.networks import JobScorer, PolicyScorer
+    from hpcpolicy.learn.networks import JobScorer, PolicyScorer
 
     scorer_net = agent if isinstance(agent, JobScorer) else agent.scorer
     scorer = PolicyScorer(copy.deepcopy(scorer_net).cpu()).eval()

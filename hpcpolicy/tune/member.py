@@ -1,11 +1,11 @@
 """One member's round of training, shared by both backends of ``hpcpolicy tune``.
 
-A member is an ordinary run directory (:mod:`hpcpolicy.rl.runs`) marked with
+A member is an ordinary run directory (:mod:`hpcpolicy.learn.runs`) marked with
 ``tune_member.json``, which lets its learning rate, entropy and clip coefficients change when
 it resumes. Each round continues it to the round's step budget with the hyperparameters that
-population-based training chose for it, with :func:`hpcpolicy.rl.ppo.train` in this process
-or :func:`hpcpolicy.rl.ddppo.launch` with ``workers`` torchrun processes. The serial loop
-(:mod:`hpcpolicy.rl.tune.runner`) and each Ray trial (:mod:`hpcpolicy.rl.tune.on_ray`) call
+population-based training chose for it, with :func:`hpcpolicy.ppo.ppo.train` in this process
+or :func:`hpcpolicy.ppo.ddppo.launch` with ``workers`` torchrun processes. The serial loop
+(:mod:`hpcpolicy.tune.runner`) and each Ray trial (:mod:`hpcpolicy.tune.on_ray`) call
 :func:`train_round`, so a member learns the same way under either backend.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcpolicy.atomic import write_json
-from hpcpolicy.rl.config import DDPPOConfig, PPOConfig
-from hpcpolicy.rl.runs import RunPaths, load_checkpoint, save_checkpoint
+from hpcpolicy.learn.runs import RunPaths, load_checkpoint, save_checkpoint
+from hpcpolicy.ppo.config import DDPPOConfig, PPOConfig
 
 __all__ = ["MemberRound", "copy_weights", "train_round"]
 
@@ -87,7 +87,7 @@ def train_round(base: PPOConfig, member: MemberRound, env: Mapping[str, Any],
                                     "validation_jobs": list(member.validation_jobs)}}
     if isinstance(cfg, DDPPOConfig):
         from hpcpolicy.env.factory import ENV_FACTORY
-        from hpcpolicy.rl.ddppo import launch
+        from hpcpolicy.ppo.ddppo import launch
 
         result = launch(cfg, ENV_FACTORY, run.root, workers=member.workers, env_kwargs=env,
                         provenance=facts, resume=resume)
@@ -95,7 +95,7 @@ def train_round(base: PPOConfig, member: MemberRound, env: Mapping[str, Any],
             on_update(result.global_step)
         return result.interrupted
     from hpcpolicy.env.factory import make_env
-    from hpcpolicy.rl.ppo import train
+    from hpcpolicy.ppo.ppo import train
 
     report = None if on_update is None else (lambda row: on_update(int(row["global_step"])))
     return train(cfg, functools.partial(make_env, **env), run.root, resume=resume,

@@ -3,7 +3,7 @@
 
 Every worker is one process started by ``torchrun`` (``torch.distributed.run``). It reads the
 run's ``launch.json``, builds its own environments, collects its own rollouts and runs the PPO
-loop of :mod:`hpcpolicy.rl.ppo`. There is no parameter server:
+loop of :mod:`hpcpolicy.ppo.ppo`. There is no parameter server:
 
 * all workers seed torch with the run seed, so they build identical initial weights, and rank
   0's parameters are broadcast once more to be sure;
@@ -29,7 +29,7 @@ the cut depends on timing, results are no longer bit-reproducible; with ``sync_f
 default) they are.
 
 Example:
-    >>> from hpcpolicy.rl.config import DDPPOConfig
+    >>> from hpcpolicy.ppo.config import DDPPOConfig
     >>> cfg = DDPPOConfig(total_steps=4096, num_envs=2, num_steps=64)
     >>> launch(cfg, "rl_toy_env:make_toy_env", "runs/toy", workers=2)  # doctest: +SKIP
 """
@@ -60,10 +60,10 @@ from hpcpolicy.atomic import write_json
 from hpcpolicy.config import read_json_object
 from hpcpolicy.env.factory import ENV_FACTORY
 from hpcpolicy.errors import ConfigError, HpcPolicyError
-from hpcpolicy.rl.config import DDPPOConfig, config_from_dict
-from hpcpolicy.rl.ppo import TrainResult, progress_words, run_training
-from hpcpolicy.rl.runs import RunPaths, StopOnSignal, check_resume_config, load_checkpoint
-from hpcpolicy.rl.warm_start import scorer_weights
+from hpcpolicy.learn.runs import RunPaths, StopOnSignal, check_resume_config, load_checkpoint
+from hpcpolicy.ppo.config import DDPPOConfig, config_from_dict
+from hpcpolicy.ppo.ppo import TrainResult, progress_words, run_training
+from hpcpolicy.ppo.warm_start import scorer_weights
 
 __all__ = ["LAUNCH_FILE", "PROJECT_ENV_FACTORIES", "TorchDistComm", "launch", "precheck_launch",
            "prepare_launch", "run_workers", "torchrun_command", "worker_entry", "worker_main"]
@@ -74,11 +74,11 @@ PIN_CPUS_ENV = "HPCPOLICY_PIN_CPUS"
 LAUNCH_FILE = "launch.json"
 """What every worker reads: config, environment factory and its arguments, provenance."""
 
-log = logging.getLogger("hpcpolicy.rl.ddppo")
+log = logging.getLogger("hpcpolicy.ppo.ddppo")
 
 
 class TorchDistComm:
-    """The :class:`~hpcpolicy.rl.ppo.Comm` of a torchrun worker (env:// rendezvous).
+    """The :class:`~hpcpolicy.ppo.ppo.Comm` of a torchrun worker (env:// rendezvous).
 
     Reads ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` as set by
     torchrun, and joins the default process group.
@@ -218,7 +218,7 @@ def _trusted_factory(path: Path, ref: object, named: str | None) -> Callable[...
             f"{path}: env_factory {ref!r} is not an environment factory of hpcpolicy "
             f"({', '.join(sorted(PROJECT_ENV_FACTORIES))}), and a run folder cannot choose the "
             "code its workers run; to train on a factory of your own, name it where the "
-            f"workers start: torchrun ... -m hpcpolicy.rl.ddppo {path.parent} --env-factory "
+            f"workers start: torchrun ... -m hpcpolicy.ppo.ddppo {path.parent} --env-factory "
             "MODULE:FUNCTION")
     return _resolve_factory(ref)
 
@@ -237,9 +237,9 @@ def prepare_launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *,
             (``--env-factory``).
         run_dir: The run directory (on a file system every node sees).
         env_kwargs: JSON-ready keyword arguments of the factory.
-        provenance: Recorded in the policy manifest (see :func:`hpcpolicy.rl.ppo.train`).
+        provenance: Recorded in the policy manifest (see :func:`hpcpolicy.ppo.ppo.train`).
         initial_policy: A policy directory whose scorer every worker starts from (see
-            :mod:`hpcpolicy.rl.warm_start`); checked here, before any worker starts.
+            :mod:`hpcpolicy.ppo.warm_start`); checked here, before any worker starts.
 
     Returns:
         The path of ``launch.json``.
@@ -345,7 +345,7 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
             the checkpoint has the weights).
 
     Returns:
-        The :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 recorded.
+        The :class:`~hpcpolicy.ppo.ppo.TrainResult` rank 0 recorded.
 
     Raises:
         ConfigError: Bad factory, existing run without ``resume``, or a mismatching resume.
@@ -356,7 +356,7 @@ def launch(cfg: DDPPOConfig, env_factory: str, run_dir: str | Path, *, workers: 
     prepare_launch(cfg, env_factory, run_dir, env_kwargs=env_kwargs, provenance=provenance,
                    initial_policy=None if resume else initial_policy)
     (paths.root / "result.json").unlink(missing_ok=True)
-    return run_workers("hpcpolicy.rl.ddppo", paths, workers, cfg, resume, "DD-PPO",
+    return run_workers("hpcpolicy.ppo.ddppo", paths, workers, cfg, resume, "DD-PPO",
                        env_factory=None if env_factory in PROJECT_ENV_FACTORIES else env_factory)
 
 
@@ -409,7 +409,7 @@ def run_workers(module: str, paths: RunPaths, workers: int, cfg: DDPPOConfig, re
                 what: str, env_factory: str | None = None) -> TrainResult:
     """``torchrun --standalone`` of ``python -m MODULE RUN_DIR [--resume]`` on ``workers``
     processes (``cfg.torch_threads`` threads each, pinned under ``cfg.pin_cpus``), and the
-    :class:`~hpcpolicy.rl.ppo.TrainResult` rank 0 wrote. ``env_factory``: a factory besides
+    :class:`~hpcpolicy.ppo.ppo.TrainResult` rank 0 wrote. ``env_factory``: a factory besides
     the project's that the workers may build (see :func:`torchrun_command`).
 
     Raises:
@@ -489,9 +489,9 @@ def worker_entry(module: str, description: str, main: Callable[..., Any],
 
 
 def _main(argv: list[str] | None = None) -> None:
-    """``python -m hpcpolicy.rl.ddppo RUN_DIR [--resume] [--env-factory MODULE:FUNCTION]``: one
+    """``python -m hpcpolicy.ppo.ddppo RUN_DIR [--resume] [--env-factory MODULE:FUNCTION]``: one
     worker, started by torchrun."""
-    worker_entry("hpcpolicy.rl.ddppo", "One DD-PPO worker; start it with torchrun.",
+    worker_entry("hpcpolicy.ppo.ddppo", "One DD-PPO worker; start it with torchrun.",
                  worker_main, argv, env_factory_option=True)
 
 

@@ -5,9 +5,9 @@ Layout of ``runs/<name>/``::
     config.json            the training config (written when the run starts)
     metrics.csv            one row per update; columns in METRICS (+ env/<name>)
     checkpoints/last.pt    model, optimiser, counters, per-worker RNG and environment states
-    policy/                the deployable artifact (hpcpolicy.rl.export, hpcpolicy.artifact)
+    policy/                the deployable artifact (hpcpolicy.learn.export, hpcpolicy.artifact)
     snapshots/update_N/    the policy after update N, every ``snapshot_every`` updates (if set)
-    tune_member.json       only in a member of a population-based tune (hpcpolicy.rl.tune)
+    tune_member.json       only in a member of a population-based tune (hpcpolicy.tune)
     STOP                   a request to stop: any worker that sees it stops the run after the
                            current update, as on Ctrl-C; removed when the run has stopped
 
@@ -36,8 +36,8 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from hpcpolicy.atomic import atomic_path, write_json
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ArtifactError, ConfigError
-from hpcpolicy.rl.config import PPOConfig
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -147,7 +147,7 @@ class RunPaths:
         member's directory :data:`TUNE_CHANGES` too."""
         return RESUMABLE_CHANGES + (TUNE_CHANGES if self.tune_member.is_file() else ())
 
-    def write_config(self, cfg: PPOConfig) -> None:
+    def write_config(self, cfg: Config) -> None:
         """Write ``config.json`` atomically."""
         write_json(self.config, cfg.to_dict())
 
@@ -202,7 +202,7 @@ def load_refusal(exc: BaseException) -> str:
     return (said[0] if said else type(exc).__name__)[:200]
 
 
-def check_resume_config(saved: dict[str, Any], cfg: PPOConfig,
+def check_resume_config(saved: dict[str, Any], cfg: Config,
                         allowed: tuple[str, ...] = RESUMABLE_CHANGES) -> None:
     """Check that ``cfg`` may continue a run trained with ``saved`` (its ``to_dict()``).
 
@@ -236,7 +236,7 @@ class Resumed:
     wall_time_s: float
 
 
-def resume_from(paths: RunPaths, cfg: PPOConfig, world_size: int, rank: int) -> Resumed:
+def resume_from(paths: RunPaths, cfg: Config, world_size: int, rank: int) -> Resumed:
     """The run's last checkpoint, checked against ``cfg`` and the number of workers.
 
     Raises:

@@ -28,10 +28,11 @@ import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.policies.settings import FairshareConfig
 from hpcpolicy.sim.prepare import OTHERS
-from hpcpolicy.sim.types import FairshareConfig, RunLimits, SimConfig
-from hpcpolicy.site.model import SiteModel
+from hpcpolicy.sim.types import RunLimits, SimConfig
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.site_model import SiteModel
 
 if TYPE_CHECKING:
     import polars as pl
@@ -200,7 +201,7 @@ def load_world(path: str | Path, table: str | Path, workload: Workload,
                cluster: ClusterSpec) -> World:
     """The world of the site model at ``path`` (a command's ``--site``) for ``workload``
     read from ``table``; replay options follow with :func:`site_config`."""
-    from hpcpolicy.site.toml_io import load_site
+    from hpcpolicy.world.site_toml import load_site
 
     return site_world(load_site(path), table, workload, cluster, SimConfig())
 

@@ -1,6 +1,6 @@
 """The validation part a tune scores its members on, carved from the end of the training part.
 
-The chronological split (:mod:`hpcpolicy.env.split`) has a training part and a test part.
+The chronological split (:mod:`hpcpolicy.world.split`) has a training part and a test part.
 Choosing between members on the test part would leak it into the choice, so a tune cuts the
 training part once more: members train on its first ``1 - val_frac`` (the environment's
 ``train_frac`` becomes ``train_frac * (1 - val_frac)``, to 12 decimals), and the jobs from
@@ -12,7 +12,7 @@ unseen, for ``hpcpolicy evaluate``.
 
 Example:
     >>> from hpcpolicy.env.config import EnvConfig
-    >>> from hpcpolicy.rl.tune.config import TuneConfig
+    >>> from hpcpolicy.tune.config import TuneConfig
     >>> v = carve(1000, EnvConfig(window_size=50), TuneConfig(val_window_size=50, val_windows=2))
     >>> v.jobs, v.train_frac, all(560 <= s <= 700 - 50 for s in v.starts)
     ((560, 700), 0.56, True)
@@ -26,15 +26,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hpcpolicy.env.split import part_range
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.evaluate import EvaluateConfig, evaluate
 from hpcpolicy.sim.windows import WindowConfig, choose_starts
+from hpcpolicy.world.split import part_range
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
     from hpcpolicy.env.config import EnvConfig
-    from hpcpolicy.rl.tune.config import TuneConfig
+    from hpcpolicy.tune.config import TuneConfig
     from hpcpolicy.workload import Workload
 
 __all__ = ["Validation", "carve"]
@@ -93,7 +93,7 @@ def carve(n_jobs: int, env: EnvConfig, cfg: TuneConfig) -> Validation:
     Raises:
         ConfigError: A split other than train, or a validation part too small for a window.
     """
-    from hpcpolicy.rl.seeding import derive_seed
+    from hpcpolicy.learn.seeding import derive_seed
 
     if env.split != "train":
         raise ConfigError(f"a tune trains on the train part, not split {env.split!r}: the "

@@ -7,7 +7,7 @@ optimise the clipped surrogate objective, the (clipped) value loss and the entro
 KL exceeds ``target_kl``; log one row of metrics; checkpoint every ``checkpoint_every`` updates
 and, if asked, export a snapshot of the policy every ``snapshot_every``.
 
-The same loop runs DD-PPO (:mod:`hpcpolicy.rl.ddppo`): everything that differs between one
+The same loop runs DD-PPO (:mod:`hpcpolicy.ppo.ddppo`): everything that differs between one
 process and many is behind the small :class:`Comm` interface, which :class:`SingleProcess`
 implements trivially here.
 
@@ -32,17 +32,17 @@ from torch import nn
 
 from hpcpolicy.atomic import write_json
 from hpcpolicy.env.prior import OLDEST
-from hpcpolicy.rl.config import PPOConfig
-from hpcpolicy.rl.networks import ActorCritic, slots_in_use
-from hpcpolicy.rl.runs import (
+from hpcpolicy.learn.networks import ActorCritic, slots_in_use
+from hpcpolicy.learn.runs import (
     MetricsLog,
     RunPaths,
     StopOnSignal,
     resume_from,
     save_checkpoint,
 )
-from hpcpolicy.rl.seeding import derive_seed, seed_everything, worker_generator
-from hpcpolicy.rl.vector import EpisodeStats, Obs, SyncEnvs
+from hpcpolicy.learn.seeding import derive_seed, seed_everything, worker_generator
+from hpcpolicy.ppo.config import PPOConfig
+from hpcpolicy.ppo.vector import EpisodeStats, Obs, SyncEnvs
 
 __all__ = ["NO_EPISODE", "Comm", "Rollout", "SingleProcess", "TrainResult", "compute_gae",
            "episode_stats", "optimise", "progress_words", "run_training", "save_run_checkpoint",
@@ -452,7 +452,7 @@ def run_training(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, comm
                  progress: Progress | None = None,
                  initial_scorer: Mapping[str, torch.Tensor] | None = None) -> TrainResult:
     """The training loop shared by PPO and DD-PPO; :func:`train` is the public entry point."""
-    from hpcpolicy.rl.export import export_policy
+    from hpcpolicy.learn.export import export_policy
 
     paths = RunPaths(run_dir)
     writer = comm.rank == 0
@@ -502,7 +502,7 @@ def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: 
         provenance: Recorded in the policy manifest: ``reward`` (name or weights) and
             ``training_data`` (``{"path", "sha256"}``), and any other JSON-ready keys.
         progress: Called with each update's metrics row.
-        initial_scorer: Start the policy from these :class:`~hpcpolicy.rl.networks.JobScorer`
+        initial_scorer: Start the policy from these :class:`~hpcpolicy.learn.networks.JobScorer`
             weights (e.g. an offline-trained policy) instead of a random initialisation; the
             value network starts fresh. Ignored on resume.
 

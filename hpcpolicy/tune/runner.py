@@ -3,13 +3,13 @@
 Round ``r`` (1-based) of a population of ``P`` members:
 
 1. every member trains until ``min(r * interval, total_steps)`` environment steps, continuing
-   its own run directory with the ordinary resume machinery (:func:`hpcpolicy.rl.ppo.train`,
-   or :func:`hpcpolicy.rl.ddppo.launch` with ``workers`` processes), with its current
+   its own run directory with the ordinary resume machinery (:func:`hpcpolicy.ppo.ppo.train`,
+   or :func:`hpcpolicy.ppo.ddppo.launch` with ``workers`` processes), with its current
    learning rate, entropy and clip coefficients (their change on resume is allowed in a tune
-   member's directory, see :meth:`hpcpolicy.rl.runs.RunPaths.resumable_changes`);
+   member's directory, see :meth:`hpcpolicy.learn.runs.RunPaths.resumable_changes`);
 2. every member's exported policy is replayed on the validation windows
-   (:mod:`hpcpolicy.rl.tune.validation`) and scored by mean bounded slowdown;
-3. except after the last round, :func:`~hpcpolicy.rl.tune.pbt.exploit_explore` decides who
+   (:mod:`hpcpolicy.tune.validation`) and scored by mean bounded slowdown;
+3. except after the last round, :func:`~hpcpolicy.tune.pbt.exploit_explore` decides who
    copies whom; the decisions are recorded, then each copying member's checkpoint gets the
    model and optimiser state of the member it copies (:func:`copy_weights`).
 
@@ -21,7 +21,7 @@ record and policy as one run in a single go.
 Example:
     >>> from hpcpolicy.env import EnvConfig
     >>> from hpcpolicy.env.factory import env_kwargs
-    >>> from hpcpolicy.rl.config import PPOConfig
+    >>> from hpcpolicy.ppo.config import PPOConfig
     >>> result = tune(TuneConfig(population=4, total_steps=100_000, interval=10_000),
     ...               PPOConfig(anneal_lr=False), env_kwargs("jobs.parquet", EnvConfig()),
     ...               "runs/tune-x")  # doctest: +SKIP
@@ -41,19 +41,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.rl.config import DDPPOConfig, PPOConfig
-from hpcpolicy.rl.runs import RunPaths, StopOnSignal
-from hpcpolicy.rl.seeding import derive_seed
-from hpcpolicy.rl.tune.config import TuneConfig
-from hpcpolicy.rl.tune.member import MemberRound, copy_weights, train_round
-from hpcpolicy.rl.tune.pbt import (
+from hpcpolicy.learn.runs import RunPaths, StopOnSignal
+from hpcpolicy.learn.seeding import derive_seed
+from hpcpolicy.ppo.config import DDPPOConfig, PPOConfig
+from hpcpolicy.tune.config import TuneConfig
+from hpcpolicy.tune.member import MemberRound, copy_weights, train_round
+from hpcpolicy.tune.pbt import (
     check_hyperparameters,
     exploit_explore,
     initial_hyperparameters,
     ranking,
 )
-from hpcpolicy.rl.tune.record import TunePaths, TuneRecord
-from hpcpolicy.rl.tune.validation import Validation, carve
+from hpcpolicy.tune.record import TunePaths, TuneRecord
+from hpcpolicy.tune.validation import Validation, carve
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
@@ -258,7 +258,7 @@ def tune(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any], out_dir: str 
     Args:
         cfg: Population, budget, rounds, selection rule, validation windows and seed.
         base: The config every member starts from (``anneal_lr`` false; a
-            :class:`~hpcpolicy.rl.config.DDPPOConfig` trains members with DD-PPO). Each member
+            :class:`~hpcpolicy.ppo.config.DDPPOConfig` trains members with DD-PPO). Each member
             gets its own seed, budget and explored hyperparameters.
         env: Keyword arguments of :func:`hpcpolicy.env.factory.make_env`
             (:func:`~hpcpolicy.env.factory.env_kwargs`), split ``train``; its ``train_frac``
@@ -314,7 +314,7 @@ def open_tune(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any], out_dir:
     """
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.env.factory import load, provenance
-    from hpcpolicy.env.split import window_range
+    from hpcpolicy.world.split import window_range
 
     _check_base(cfg, base)
     paths = TunePaths(out_dir)

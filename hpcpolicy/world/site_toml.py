@@ -1,4 +1,4 @@
-"""site.toml: read and write a :class:`~hpcpolicy.site.model.SiteModel`.
+"""site.toml: read and write a :class:`~hpcpolicy.world.site_model.SiteModel`.
 
 The file is meant for an admin to read and edit: one table per element, each preceded by
 comments stating the evidence the log gave for it. Reading is strict: an unknown table or
@@ -14,7 +14,7 @@ from typing import Any
 from hpcpolicy.atomic import write_text
 from hpcpolicy.docload import loads_toml, read_toml
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.site.model import Outage, Pool, SiteModel
+from hpcpolicy.world.site_model import Outage, Pool, SiteModel
 
 __all__ = ["dumps", "load_site", "loads", "save_site"]
 

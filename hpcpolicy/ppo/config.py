@@ -77,7 +77,7 @@ class PPOConfig(Config):
     """Activation of both networks: tanh or relu."""
     rank_bias: float = 1.0
     """With a prior heuristic ordering the slots (``train --prior``): logit subtracted per slot
-    rank, so the policy starts as that heuristic (:class:`~hpcpolicy.rl.networks.JobScorer`).
+    rank, so the policy starts as that heuristic (:class:`~hpcpolicy.learn.networks.JobScorer`).
     Unused without a prior."""
     device: str = choice("cpu", _DEVICES)
     """cpu or cuda (DD-PPO uses cuda:LOCAL_RANK)."""

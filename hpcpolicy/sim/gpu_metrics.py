@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from hpcpolicy.cluster import ClusterSpec
-from hpcpolicy.gpu.engine import gpu_prepare, job_shares
 from hpcpolicy.gpu.topology import MILLI, Topology
+from hpcpolicy.sim.gpu_engine import gpu_prepare, job_shares
 from hpcpolicy.sim.types import SimConfig, SimResult
 from hpcpolicy.workload import Workload
 

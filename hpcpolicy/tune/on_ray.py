@@ -3,13 +3,13 @@
 
 Each member is one trial, holding ``--member-cpus`` cores. A trial continues its member's run
 directory (``members/NAME``) one round at a time with the same trainer and environment as
-the serial loop (:func:`hpcpolicy.rl.tune.member.train_round`), replays the member's policy on
+the serial loop (:func:`hpcpolicy.tune.member.train_round`), replays the member's policy on
 the validation windows, and reports its mean bounded slowdown as the metric ``val_bsld`` with a
 Ray checkpoint: the member's ``last.pt`` and a note naming the member and round. Ray's PBT
 runs asynchronously, as Ray runs it by default: when a member reports a round and ranks in
 the bottom quantile of the latest scores, it restarts from the checkpoint of a member of the
 top quantile, delivered by Ray, takes its model and optimiser state
-(:func:`~hpcpolicy.rl.tune.member.copy_weights`) and keeps its own seed, counters, rounds and
+(:func:`~hpcpolicy.tune.member.copy_weights`) and keeps its own seed, counters, rounds and
 episode stream, as in the serial loop. (Synchronous PBT would stop and restart every trial
 after every round, and Ray starts a new process for some of them each time, which on a small
 machine costs more than the round: see BENCHMARKS.md.) A trial that Ray restarts from its own
@@ -47,14 +47,14 @@ from ray.tune.schedulers import PopulationBasedTraining
 from hpcpolicy.atomic import write_json
 from hpcpolicy.config import read_json_object
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.rl.config import PPOConfig
-from hpcpolicy.rl.runs import RunPaths, load_checkpoint, save_checkpoint
-from hpcpolicy.rl.seeding import derive_seed
-from hpcpolicy.rl.tune.config import TuneConfig
-from hpcpolicy.rl.tune.member import MemberRound, copy_weights, train_round
-from hpcpolicy.rl.tune.pbt import HYPERPARAMETERS, clamp, ranking
-from hpcpolicy.rl.tune.record import TunePaths, TuneRecord
-from hpcpolicy.rl.tune.runner import RAY_DIR, Progress, TuneEvent, TuneResult, name_best, open_tune
+from hpcpolicy.learn.runs import RunPaths, load_checkpoint, save_checkpoint
+from hpcpolicy.learn.seeding import derive_seed
+from hpcpolicy.ppo.config import PPOConfig
+from hpcpolicy.tune.config import TuneConfig
+from hpcpolicy.tune.member import MemberRound, copy_weights, train_round
+from hpcpolicy.tune.pbt import HYPERPARAMETERS, clamp, ranking
+from hpcpolicy.tune.record import TunePaths, TuneRecord
+from hpcpolicy.tune.runner import RAY_DIR, Progress, TuneEvent, TuneResult, name_best, open_tune
 
 __all__ = ["tune_on_ray"]
 
@@ -130,7 +130,7 @@ def _member(config: dict[str, Any], setup: _Setup) -> None:
 
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.env.factory import load
-    from hpcpolicy.rl.tune.validation import carve
+    from hpcpolicy.tune.validation import carve
 
     torch.set_num_threads(max(1, int(setup.member_cpus)))
     name = config["member"]
@@ -267,7 +267,7 @@ def tune_on_ray(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any],
                 out_dir: str | Path, *, resume: bool = False, address: str | None = None,
                 member_cpus: float = 1.0, progress: Progress | None = None) -> TuneResult:
     """Population-based training on Ray Tune; arguments and result as
-    :func:`hpcpolicy.rl.tune.tune`, plus:
+    :func:`hpcpolicy.tune.tune`, plus:
 
     Args:
         address: A Ray cluster's address (``HOST:PORT`` of ``ray start --head``); None starts
@@ -275,7 +275,7 @@ def tune_on_ray(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any],
         member_cpus: Cores each member's trial holds (its torch threads).
 
     Raises:
-        ConfigError: As :func:`~hpcpolicy.rl.tune.tune`; no Ray cluster at ``address``; a
+        ConfigError: As :func:`~hpcpolicy.tune.tune`; no Ray cluster at ``address``; a
             member that failed more often than Ray retries it.
     """
     from hpcpolicy.ray_support import connect

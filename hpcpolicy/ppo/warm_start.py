@@ -15,9 +15,9 @@ transposed) followed by an ``Add`` of a tensor the exporter keeps under the laye
 
 Example:
     >>> import tempfile
-    >>> from hpcpolicy.rl.export import export_policy
-    >>> from hpcpolicy.rl.config import PPOConfig
-    >>> from hpcpolicy.rl.networks import ActorCritic
+    >>> from hpcpolicy.learn.export import export_policy
+    >>> from hpcpolicy.ppo.config import PPOConfig
+    >>> from hpcpolicy.learn.networks import ActorCritic
     >>> from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
     >>> d = export_policy(ActorCritic(len(JOB_FEATURES), len(CLUSTER_FEATURES)),
     ...                   tempfile.mkdtemp() + "/p", k=4, metrics={},
@@ -40,12 +40,12 @@ if TYPE_CHECKING:
     import torch
 
     from hpcpolicy.artifact import LoadedPolicy
-    from hpcpolicy.rl.config import PPOConfig
+    from hpcpolicy.ppo.config import PPOConfig
 
 __all__ = ["policy_weights", "scorer_weights", "shapes_differ"]
 
 _PREFIX = "scorer."
-"""The exported module's name for the scorer (:class:`~hpcpolicy.rl.networks.PolicyScorer`)."""
+"""The exported module's name for the scorer (:class:`~hpcpolicy.learn.networks.PolicyScorer`)."""
 
 
 def _graph_weights(file: Path, data: bytes) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def _graph_weights(file: Path, data: bytes) -> dict[str, Any]:
 
 
 def policy_weights(path: str | os.PathLike[str]) -> dict[str, torch.Tensor]:
-    """The :class:`~hpcpolicy.rl.networks.JobScorer` weights (its ``state_dict``) held by the
+    """The :class:`~hpcpolicy.learn.networks.JobScorer` weights (its ``state_dict``) held by the
     ONNX model of the policy at ``path``, read as data.
 
     Raises:
@@ -99,7 +99,7 @@ def _weights_of(policy: LoadedPolicy) -> dict[str, torch.Tensor]:
 
 
 def scorer_weights(path: str | os.PathLike[str], cfg: PPOConfig) -> dict[str, torch.Tensor]:
-    """The :class:`~hpcpolicy.rl.networks.JobScorer` weights of the policy at ``path``, checked
+    """The :class:`~hpcpolicy.learn.networks.JobScorer` weights of the policy at ``path``, checked
     against the network of the run they start.
 
     Args:
@@ -140,12 +140,12 @@ def scorer_weights(path: str | os.PathLike[str], cfg: PPOConfig) -> dict[str, to
 
 def shapes_differ(weights: Mapping[str, Any], hidden: Sequence[int],
                   activation: str) -> str | None:
-    """How ``weights`` differ from a :class:`~hpcpolicy.rl.networks.JobScorer` state dict of
+    """How ``weights`` differ from a :class:`~hpcpolicy.learn.networks.JobScorer` state dict of
     this version's features and ``hidden`` widths (``"have shapes {...}"``), or None when they
     match: names, tensors and shapes.
 
     Example:
-        >>> from hpcpolicy.rl.networks import JobScorer
+        >>> from hpcpolicy.learn.networks import JobScorer
         >>> shapes_differ(JobScorer(7, 7, (8,)).state_dict(), (8,), "tanh") is None
         True
         >>> shapes_differ({"mlp.0.weight": "x"}, (8,), "tanh")
@@ -154,7 +154,7 @@ def shapes_differ(weights: Mapping[str, Any], hidden: Sequence[int],
     import torch
 
     from hpcpolicy.env.spaces import CLUSTER_FEATURES, JOB_FEATURES
-    from hpcpolicy.rl.networks import JobScorer
+    from hpcpolicy.learn.networks import JobScorer
 
     wanted = {k: list(v.shape) for k, v in JobScorer(
         len(JOB_FEATURES), len(CLUSTER_FEATURES), tuple(hidden), activation).state_dict().items()}

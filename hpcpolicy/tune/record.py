@@ -6,7 +6,7 @@ Layout of ``runs/tune-NAME/``::
                    members (seed, current hyperparameters), every round (scores,
                    hyperparameters, exploit events), the best member, status
     tune.csv       one row per round and member: score, rank, hyperparameters, copied member
-    members/m0..   ordinary run directories (hpcpolicy.rl.runs), marked as tune members
+    members/m0..   ordinary run directories (hpcpolicy.learn.runs), marked as tune members
     policy/        the best member's policy, copied when the tune ends
     ray/s0..       with --backend ray: Ray Tune's experiment of each session (checkpoints)
 
@@ -33,7 +33,7 @@ from typing import Any
 from hpcpolicy.atomic import write_json, write_text
 from hpcpolicy.config import read_json_object
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.rl.tune.pbt import HYPERPARAMETERS
+from hpcpolicy.tune.pbt import HYPERPARAMETERS
 
 __all__ = ["TUNE_FORMAT", "TunePaths", "TuneRecord"]
 
@@ -74,7 +74,7 @@ class TuneRecord:
     """Everything a tune has decided so far (the content of tune.json)."""
 
     config: dict[str, Any]
-    """The :class:`~hpcpolicy.rl.tune.config.TuneConfig`."""
+    """The :class:`~hpcpolicy.tune.config.TuneConfig`."""
     base: dict[str, Any]
     """The PPO / DD-PPO config every member derives its own from."""
     env: dict[str, Any]
