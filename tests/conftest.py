@@ -40,6 +40,15 @@ def _ci() -> bool:
             or os.environ.get("HPCPOLICY_REQUIRE_SHARED_DATA") == "1")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (the README runs ``-n 2 --dist loadgroup``), every test of the one
+    real Slurm runs on the same worker: the cluster has fixed ports and one state folder."""
+    for item in items:
+        if (item.get_closest_marker("slurm") is not None
+                or "slurm_cluster" in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[object]:
     """The real test Slurm of ``tests/slurm/cluster.py``, up for the session with an empty
