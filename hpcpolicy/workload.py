@@ -215,9 +215,17 @@ class Workload:
     gpu_type: I32 | None = None
     """Logged GPU type of each job, an index into :attr:`gpu_types`, -1 where unknown; None
     when the log names no type."""
+    account: I32 | None = None
+    """Account (bank) code of each job, an index into :attr:`accounts`; None when the log
+    names no account. Read by the Slurm world's fair share and limits."""
+    qos: I32 | None = None
+    """QOS code of each job, an index into :attr:`qos_names`; None when the log names no
+    QOS."""
     users: tuple[str, ...] = ()
     partitions: tuple[str, ...] = ()
     gpu_types: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    qos_names: tuple[str, ...] = ()
     origin: int = 0
     """Epoch seconds of t = 0."""
     notes: tuple[str, ...] = field(default=())
@@ -237,7 +245,8 @@ class Workload:
         gpu: dict[str, Any] = {name: None if getattr(self, name) is None
                                else getattr(self, name)[idx] for name in _GPU_FIELDS}
         return Workload(**cols, **gpu, users=self.users, partitions=self.partitions,
-                        gpu_types=self.gpu_types, origin=self.origin, notes=self.notes,
+                        gpu_types=self.gpu_types, accounts=self.accounts,
+                        qos_names=self.qos_names, origin=self.origin, notes=self.notes,
                         dropped=self.dropped, options=self.options)
 
     @classmethod
@@ -287,11 +296,12 @@ class Workload:
 
 _ARRAY_FIELDS = ("job_id", "submit", "run_time", "req_walltime", "procs", "nodes", "gpus",
                  "mem_mib", "user", "partition", "logged_start")
-_GPU_FIELDS = ("gpu_share", "gpu_type")
+_GPU_FIELDS = ("gpu_share", "gpu_type", "account", "qos")
+"""Optional per-job arrays (None when the log lacks the column)."""
 _REQUIRED = ("job_id", "submit_time", "run_time_s")
 _OPTIONAL = ("req_cpus", "alloc_cpus", "req_nodes", "alloc_nodes", "req_gpus", "alloc_gpus",
              "req_mem_mib", "req_walltime_s", "user", "partition", "start_time", "wait_time_s",
-             "req_gpu_type", "req_gpu_milli")
+             "req_gpu_type", "req_gpu_milli", "account", "qos")
 
 
 def _scan(source: str | Path | pl.DataFrame | pl.LazyFrame) -> tuple[pl.LazyFrame, str]:
@@ -378,6 +388,7 @@ def _resolve(frame: pl.LazyFrame, opts: WorkloadOptions) -> pl.LazyFrame:
         pl.col("req_gpu_type").cast(pl.String).alias("gpu_type"),
         pl.col("user").cast(pl.String).fill_null("(unknown)"),
         pl.col("partition").cast(pl.String).fill_null("(none)"),
+        pl.col("account").cast(pl.String), pl.col("qos").cast(pl.String),
         logged.alias("logged"),
     ).with_columns(reason.alias("reason"))
 
@@ -476,6 +487,13 @@ def _codes(values: pl.Series) -> tuple[I32, tuple[str, ...]]:
     return codes.astype(np.int32), tuple(names)
 
 
+def _optional_codes(values: pl.Series) -> tuple[I32 | None, tuple[str, ...]]:
+    """Codes of an optional text column (nulls as ``(none)``), or None when all are null."""
+    if values.null_count() == len(values):
+        return None, ()
+    return _codes(values.fill_null("(none)"))
+
+
 def _split(table: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, tuple[str, ...]]]:
     """The kept jobs, and the dropped jobs' ids by reason (reasons in alphabetical order)."""
     import polars as pl
@@ -529,6 +547,8 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         gpu_type = np.full(kept.height, -1, dtype=np.int32)
         gpu_type[kept["gpu_type"].is_not_null().to_numpy()] = codes
 
+    account, accounts = _optional_codes(kept["account"])
+    qos, qos_names = _optional_codes(kept["qos"])
     return cls(
         job_id=JobIds(kept["job_id"]),
         submit=i64(kept["submit"] - origin),
@@ -546,6 +566,10 @@ def _assemble(cls: type[Workload], table: pl.DataFrame, label: str,
         users=user_names,
         partitions=part_names,
         gpu_types=gpu_types,
+        account=account,
+        qos=qos,
+        accounts=accounts,
+        qos_names=qos_names,
         origin=origin,
         notes=tuple(notes),
         dropped=dropped,
