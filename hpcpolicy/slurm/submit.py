@@ -76,6 +76,9 @@ class JobSpec:
     """Submitted held (``--hold``); a ``release`` control lets it run."""
     het: tuple[tuple[int, int], ...] = ()
     """Further components of a heterogeneous job as (cpus, nodes)."""
+    user: str | None = None
+    """The Unix user it is submitted as (``setpriv``, so the submitter must be root); None:
+    the submitter."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,9 @@ class ScaleConfig(Config):
     """Nodes of the second partition (a job sent there fits in them)."""
     accounts: tuple[str, ...] = ("physics", "biology")
     """Jobs go to these accounts by user."""
+    users: tuple[str, ...] = ()
+    """Unix users the trace's users map to (trace user modulo their count; each keeps one
+    account when their count is a multiple of the accounts'); empty: the submitter."""
     name_prefix: str = "j"
 
     def validate(self) -> None:
@@ -162,6 +168,8 @@ class ScaleConfig(Config):
                       "need 1 <= min_run_s <= max_run_s")
         self._at_least(1, "cores_per_node", "nodes", "short_nodes")
         self._at_least(0, "trace_procs")
+        self._require(not self.users or len(self.users) % len(self.accounts) == 0, "users",
+                      "give a multiple of len(accounts) users, so each keeps one account")
 
 
 def scale_window(workload: Workload, cfg: ScaleConfig) -> Plan:
@@ -197,7 +205,8 @@ def scale_window(workload: Workload, cfg: ScaleConfig) -> Plan:
             name=f"{cfg.name_prefix}{i}", run_s=run, limit_min=limit, cpus=cpus,
             nodes=math.ceil(cpus / cfg.cores_per_node), partition=part,
             account=cfg.accounts[user % len(cfg.accounts)],
-            submit_s=(int(workload.submit[i]) - t0) * arrivals))
+            submit_s=(int(workload.submit[i]) - t0) * arrivals,
+            user=cfg.users[user % len(cfg.users)] if cfg.users else None))
     return Plan(tuple(jobs))
 
 
@@ -210,7 +219,9 @@ class _Run:
 
 
 def _sbatch(run: _Run, job: JobSpec) -> str:
-    args = ["sbatch", "--parsable", f"--job-name={job.name}", f"--partition={job.partition}",
+    args = [] if job.user is None else ["setpriv", f"--reuid={job.user}",
+                                        f"--regid={job.user}", "--clear-groups"]
+    args += ["sbatch", "--parsable", f"--job-name={job.name}", f"--partition={job.partition}",
             f"--account={job.account}", f"--output={run.out_dir}/%x-%j.out"]
     if job.array:
         args.append(f"--array={job.array}")
@@ -249,7 +260,8 @@ def submit_plan(plan: Plan, work_dir: Path, env: Mapping[str, str] | None = None
 
     Args:
         plan: the jobs and controls.
-        work_dir: where the job script and the jobs' output files go (must be writable).
+        work_dir: where the job script and the jobs' output files go (must be writable; made
+            writable by everyone, sticky, when a job is submitted as another user).
         env: environment for the Slurm commands (e.g. with ``SLURM_CONF``); None: this one.
 
     Raises:
@@ -259,6 +271,8 @@ def submit_plan(plan: Plan, work_dir: Path, env: Mapping[str, str] | None = None
     script = work_dir / "hpcpolicy-sleep.sh"
     script.write_text(_SCRIPT)
     script.chmod(0o755)
+    if any(j.user is not None for j in plan.jobs):  # other users' jobs write their output here
+        work_dir.chmod(0o1777)
     run = _Run(script, work_dir, env)
     events: list[tuple[float, int, JobSpec | Control]] = [
         (j.submit_s, i, j) for i, j in enumerate(plan.jobs)]

@@ -96,6 +96,9 @@ class LocalSlurm:
     cpus_per_node: int = 16
     mem_per_node_mib: int = 16000
     host: str = field(default_factory=lambda: socket.gethostname().split(".")[0])
+    conf_text: str | None = None
+    """A slurm.conf to run instead of the one written here (:meth:`use_conf` sets it);
+    None: :meth:`default_conf`."""
 
     @property
     def conf(self) -> Path:
@@ -212,6 +215,14 @@ class LocalSlurm:
         self._spawn("slurmctld", ["slurmctld", "-D", "-i"])
         self._wait("slurmctld after restart", self.nodes_ready, daemon="slurmctld")
 
+    def use_conf(self, text: str | None) -> None:
+        """Run the cluster under slurm.conf ``text`` (None: :meth:`default_conf`): write it
+        and restart slurmctld, which reads every key again (a reconfigure cannot change
+        PriorityType or AccountingStorageEnforce); jobs and accounting are kept."""
+        self.conf_text = text
+        self._write_configs()
+        self.restart_slurmctld()
+
     def _stop(self, name: str, timeout: float = 20.0) -> None:
         pid = self.pid(name)
         if pid is not None:
@@ -283,8 +294,10 @@ class LocalSlurm:
                 self._run(["sacctmgr", "-i", "add", "user", "root", f"account={acct}",
                            f"cluster={CLUSTER}"])
 
-    def _write_configs(self) -> None:
-        r, etc = self.root, self.root / "etc"
+    def default_conf(self) -> str:
+        """The cluster's own slurm.conf (FIFO priority, backfill, accounting without
+        enforcement)."""
+        r = self.root
         # cred_expire is also how long a requeued job waits before it may start again
         auth = f"AuthInfo=socket={r}/munge/munge.socket,cred_expire=10"
         nodes = self.node_names
@@ -295,7 +308,7 @@ class LocalSlurm:
         parts = [f"PartitionName=batch Nodes={PARTITIONS['batch']} Default=YES "
                  "MaxTime=INFINITE State=UP",
                  f"PartitionName=short Nodes={PARTITIONS['short']} MaxTime=10 State=UP"]
-        slurm_conf = f"""\
+        return f"""\
 # written by tests/slurm/cluster.py; rewritten at every `up`
 ClusterName={CLUSTER}
 SlurmctldHost={self.host}(127.0.0.1)
@@ -338,6 +351,9 @@ JobCompType=jobcomp/none
 {node_line}
 {chr(10).join(parts)}
 """
+
+    def _write_configs(self) -> None:
+        r, etc = self.root, self.root / "etc"
         dbd_conf = f"""\
 # written by tests/slurm/cluster.py
 AuthInfo=socket={r}/munge/munge.socket
@@ -355,7 +371,7 @@ StorageUser=slurm
 StoragePass=slurm
 StorageLoc=slurm_acct_db
 """
-        (etc / "slurm.conf").write_text(slurm_conf)
+        (etc / "slurm.conf").write_text(self.conf_text or self.default_conf())
         dbd = etc / "slurmdbd.conf"
         dbd.write_text(dbd_conf)
         dbd.chmod(0o600)

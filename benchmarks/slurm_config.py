@@ -1,0 +1,150 @@
+"""Slurm configuration changes proved on the real Slurm (issue 40, item 5): the same scaled
+window of KTH-SP2 (200 jobs) runs on the test Slurm under a multifactor baseline and under
+four candidate changes of different kinds, several times each; the measured change of mean
+wait and mean bounded slowdown is set beside the what-if's prediction (the Slurm world's
+replay of the baseline log under the baseline and under the candidate).
+
+    PYTHONPATH=tests python -m benchmarks.slurm_config --runs 3 [--out DIR]
+    PYTHONPATH=tests python -m benchmarks.slurm_config --out DIR --no-collect   # replay only
+
+Collecting needs the test Slurm (root and Debian's slurm packages; tests/slurm/cluster.py
+starts it) and runs in real time, about three minutes a run; the runs go round by round
+(baseline, then each candidate), so a drift of the shared machine's load reaches every
+configuration alike. A run whose ``sacct.txt`` is already in DIR is kept, so an interrupted
+collection resumes, and ``--no-collect`` only reads and replays what DIR holds. DIR gets
+``table.md`` and ``table.json``.
+
+The window (KTH-SP2 from job 20000): runs x 0.005 clipped to 2-12 s, sizes x 64/100 cores,
+the 200 submissions spread over 80 s, so the work asks for about 1.3 times what the 64 cores
+give while jobs arrive (load > 1: a queue forms, and the order the knobs choose matters);
+four Unix users, two per account.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import DATA, RESULTS, TRACES
+from hpcpolicy.errors import HpcPolicyError
+from hpcpolicy.ingest import IngestConfig, ingest
+from hpcpolicy.slurm.submit import Plan, ScaleConfig, scale_window
+from hpcpolicy.workload import Workload
+
+CANDIDATES = {
+    "age-weight": "PriorityWeightAge=10000",
+    "favor-small": "PriorityFavorSmall=YES",
+    "qos-max-jobs": "qos normal MaxJobsPerUser=2",
+    "bf-max-job-test": "bf_max_job_test=3",
+}
+"""The changes: a priority weight, the job size factor, a QOS per-user limit and a backfill
+parameter."""
+TRACE, FIRST, JOBS = "KTH-SP2", 20000, 200
+
+
+def proof_plan(jobs: int = JOBS, arrivals_s: float = 80.0) -> Plan:
+    """The scaled window every configuration runs (see the module docstring)."""
+    from slurm.proof import USERS
+
+    with tempfile.TemporaryDirectory(prefix="slurm-config-") as tmp:
+        table = Path(tmp) / "trace.parquet"
+        ingest([DATA / TRACES[TRACE].file], table, IngestConfig(overwrite=True))
+        whole = Workload.from_table(table)
+    window = whole.take(range(FIRST, FIRST + jobs))
+    return scale_window(window, ScaleConfig(
+        time_factor=0.005, min_run_s=2, max_run_s=12, arrivals_s=arrivals_s,
+        partitions=("batch",), users=USERS, trace_procs=int(whole.procs.max())))
+
+
+def collect(out: Path, runs: int, plan: Plan) -> None:
+    """Run every configuration ``runs`` times on the test Slurm into ``out/NAME/runK``."""
+    from slurm.cluster import started
+    from slurm.proof import add_users, prepare, restored, run_setup
+
+    slurm = started()
+    setups = prepare(slurm, out, CANDIDATES)
+    add_users(slurm)
+    with restored(slurm):
+        for k in range(runs):
+            for setup in setups:
+                folder = out / setup.name / f"run{k}"
+                if (folder / "sacct.txt").exists():
+                    continue
+                run_setup(slurm, setup, plan, folder)
+                print(f"{setup.name} run {k}: {folder}", flush=True)
+
+
+def _cell(x: float | bool | None, fmt: str = "{:+.2f}") -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return "yes" if x else "NO"
+    return fmt.format(x)
+
+
+def table(out: Path) -> dict[str, Any]:
+    """The measured figures, the predictions where the Slurm world replays, and the bars;
+    written to ``out/table.json`` and ``out/table.md``."""
+    from hpcpolicy.slurm.config_proof import (
+        BASELINE,
+        judge,
+        measured,
+        predicted,
+        real_start_errors,
+        world_start_errors,
+    )
+
+    runs = measured(out, [BASELINE, *CANDIDATES])
+    doc: dict[str, Any] = {"candidates": CANDIDATES, "runs": runs,
+                           "real_run_to_run_median_abs_start_error_s": real_start_errors(out)}
+    try:
+        prediction: dict[str, dict[str, float]] | None = predicted(out, list(CANDIDATES))
+        doc["world_median_abs_start_error_s"] = world_start_errors(out)
+    except HpcPolicyError as exc:
+        prediction, doc["prediction_error"] = None, str(exc)
+    doc["judged"] = [j.row() for j in judge(runs, prediction)]
+    lines = ["| candidate | change | figure | baseline runs | candidate runs | measured "
+             "change (mean +- std) | outside spread | predicted | sign | within 2 std |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for j in doc["judged"]:
+        m = j["metric"]
+        base = ", ".join(f"{f[m]:.2f}" for f in runs[BASELINE])
+        cand = ", ".join(f"{f[m]:.2f}" for f in runs[j["candidate"]])
+        lines.append(f"| {j['candidate']} | `{CANDIDATES[j['candidate']]}` | {m} | {base} | "
+                     f"{cand} | {j['measured_mean']:+.2f} +- {j['measured_std']:.2f} | "
+                     f"{_cell(j['outside_spread'])} | {_cell(j['predicted'])} | "
+                     f"{_cell(j['sign_ok'])} | {_cell(j['within_2std'])} |")
+    lines.append("")
+    lines.append("Median |start error| (s), real run to run: " + ", ".join(
+        f"{x:.1f}" for x in doc["real_run_to_run_median_abs_start_error_s"]))
+    if "world_median_abs_start_error_s" in doc:
+        lines.append("Median |start error| (s), the Slurm world on each baseline run: "
+                     + ", ".join(f"{x:.1f}" for x in doc["world_median_abs_start_error_s"]))
+    else:
+        lines.append(f"No prediction: {doc['prediction_error']}")
+    (out / "table.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=3, help="real runs per configuration")
+    ap.add_argument("--jobs", type=int, default=JOBS)
+    ap.add_argument("--out", type=Path, default=RESULTS / "slurm_config")
+    ap.add_argument("--no-collect", action="store_true",
+                    help="only replay and compare the runs already in --out")
+    args = ap.parse_args(argv)
+    if not args.no_collect:
+        collect(args.out, args.runs, proof_plan(args.jobs))
+    table(args.out)
+    print((args.out / "table.md").read_text(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
