@@ -56,7 +56,7 @@ def build(jobs: int = 600, seed: int = 7) -> tuple[dict[str, Any], pl.DataFrame]
     comparisons = [_comparison(frames[0], frames[i], runs[0], runs[i]) for i in (1, 2)]
     comparisons.append(_comparison(frames[3], frames[4], runs[3], runs[4]))
     doc = {
-        "schema_version": "1.1",
+        "schema_version": "1.2",
         "kind": "hpcpolicy.whatif",
         "title": "What-if: SDSC-like & <test> log.parquet",
         "verdict": _verdict(comparisons[0]),

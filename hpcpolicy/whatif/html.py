@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.atomic import write_text
 from hpcpolicy.textfmt import time_unit, visible
+from hpcpolicy.whatif import slurm_section
 from hpcpolicy.whatif.plots import (
     draw_plots,
     metric_info,
@@ -127,6 +128,7 @@ def _context(doc: dict[str, Any], outcomes: Outcomes) -> dict[str, Any]:
         "affected": _affected_jobs(runs, best[0]) if best else None,
         "plots": draw_plots(doc, runs),
         "windows": max((c["windows"] for c in doc["comparisons"]), default=0),
+        "slurm": slurm_section.html_context(doc),
     }
 
 

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from hpcpolicy.textfmt import duration, signed_percent, visible
+from hpcpolicy.whatif import slurm_section
 from hpcpolicy.whatif.compare import get_metric
 from hpcpolicy.whatif.verdicts import (
     format_value,
@@ -163,6 +164,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines += ["## Comparisons", ""]
     for c in doc["comparisons"]:
         lines += _comparison(c, cfg["confidence"], cfg["metric"])
+    lines += slurm_section.markdown(doc, escape, code_span)
     lines += _fidelity(doc["fidelity"])
     if doc["notes"]:
         lines += ["## Notes", "", *[f"- {escape(n)}" for n in doc["notes"]], ""]
