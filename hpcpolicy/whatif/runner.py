@@ -26,7 +26,15 @@ from hpcpolicy.site.measure import RELATIVE_ONLY, fidelity, records_no_starts
 from hpcpolicy.site.report import with_site, world_sentence
 from hpcpolicy.whatif import breakdowns, compare, verdicts
 from hpcpolicy.whatif.scenarios import AS_LOGGED, Scenario, apply_scenario, parse_scenario
-from hpcpolicy.whatif.spec import RunSpec, parse_run_spec
+from hpcpolicy.whatif.slurm_candidates import (
+    SlurmSite,
+    check_slurm_scenarios,
+    open_slurm_site,
+    slurm_config,
+    slurm_simulator,
+)
+from hpcpolicy.whatif.slurm_section import slurm_section
+from hpcpolicy.whatif.spec import RunSpec, parse_specs
 from hpcpolicy.whatif.store import OutcomeStore
 from hpcpolicy.whatif.timeseries import bin_width, binned_mean
 from hpcpolicy.whatif.training import training_notes
@@ -43,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["SCHEMA_VERSION", "WhatifConfig", "WhatifResult", "WhatifRun", "offered_load",
            "run_whatif"]
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 """Version of ``schemas/whatif.schema.json`` that :func:`run_whatif` writes."""
 
 MAX_WINDOWS = 20_000
@@ -77,6 +85,11 @@ class WhatifConfig(Config):
     """Seed of the bootstrap; the same seed gives the same report."""
     max_bins: int = 400
     """Most bins of the utilisation and queue-length time series."""
+    slurm_conf: str | None = None
+    """The site's slurm.conf: the baseline is it, replayed in the Slurm world, and a
+    candidate may change it (:mod:`hpcpolicy.whatif.slurm_candidates`)."""
+    sacctmgr: str | None = None
+    """With ``slurm_conf``: the folder of its ``sacctmgr show qos/assoc -P`` dumps."""
 
     def validate(self) -> None:
         if not self.candidates:
@@ -89,8 +102,7 @@ class WhatifConfig(Config):
 
     def run_specs(self) -> tuple[RunSpec, list[RunSpec]]:
         """The parsed baseline and candidates (a candidate equal to the baseline is refused)."""
-        base = parse_run_spec(self.baseline)
-        cands = [parse_run_spec(c) for c in self.candidates]
+        base, cands = parse_specs(self.baseline, self.candidates, self.slurm_conf)
         for c in cands:
             if c.text == base.text:
                 raise ConfigError(f"candidate {c.text} is the baseline itself; compare it with "
@@ -107,15 +119,16 @@ class WhatifConfig(Config):
             if s.id in {x.id for x in found}:
                 raise ConfigError(f"scenario {text!r} is given twice (or is the log as it was)")
             found.append(s)
-        return found
+        return check_slurm_scenarios(found, self.slurm_conf)
 
     def to_dict(self) -> dict[str, Any]:
         """The config as the report records it."""
-        return {"baseline": parse_run_spec(self.baseline).text,
-                "candidates": [parse_run_spec(c).text for c in self.candidates],
+        base, cands = parse_specs(self.baseline, self.candidates, self.slurm_conf)
+        return {"baseline": base.text, "candidates": [c.text for c in cands],
                 "scenarios": [s.id for s in self.scenario_list()[1:]],
                 "period_s": self.period_s, "metric": self.metric, "bootstrap": self.bootstrap,
-                "confidence": self.confidence, "seed": self.seed}
+                "confidence": self.confidence, "seed": self.seed,
+                **slurm_config(self.slurm_conf, self.sacctmgr)}
 
 
 @dataclass
@@ -186,6 +199,7 @@ def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
     from hpcpolicy.deploy.resolve import resolve_policy
     from hpcpolicy.sim.engine import check_one_engine
 
+    specs = [s for s in specs if s.change is None]  # the others replay in the Slurm world
     policies = {s.policy: resolve_policy(s.policy) for s in specs}
     check_one_engine([(s.text, policies[s.policy], s.allocator) for s in specs])
     return policies
@@ -193,7 +207,7 @@ def _resolve_policies(specs: list[RunSpec]) -> dict[str, Policy]:
 
 def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpec,
                      specs: list[RunSpec], policies: dict[str, Policy], store: OutcomeStore,
-                     step: Step, site: SiteModel | None = None,
+                     step: Step, site: SiteModel | None = None, slurm: SlurmSite | None = None,
                      ) -> tuple[list[WhatifRun], Workload, ClusterSpec, list[str]]:
     import polars as pl
 
@@ -214,7 +228,8 @@ def _replay_scenario(scenario: Scenario, workload: Workload, cluster: ClusterSpe
     identity = store.put(pl.DataFrame(identity_columns(w)))
     # one replay at a time, its outcome table straight to disk: memory holds one run
     for i, (spec, config) in enumerate(zip(specs, configs, strict=True)):
-        rep = replay(w, c, [config], None, simulate=policy_simulator(policies),
+        rep = replay(w, c, [config], None,
+                     simulate=slurm_simulator(slurm, spec, policy_simulator(policies)),
                      on_step=lambda label, _d, _t: step(f"{scenario.id}: {label}", 0, 0),
                      keep_tables=True)[0]
         ids = rep.never_fits()
@@ -438,9 +453,13 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
     model = None
     if site is not None:
         workload, cluster, model = site.workload, site.cluster, site.site
+    slurm = None if cfg.slurm_conf is None else open_slurm_site(
+        cfg.slurm_conf, cfg.sacctmgr, [s.change for s in cand_specs if s.change])
+    if slurm is not None:  # the machine is slurm.conf's nodes
+        cluster = slurm.machine
     for scenario in scenarios:
         s_runs, w, c, said = _replay_scenario(scenario, workload, cluster, specs, policies,
-                                              store, step, model)
+                                              store, step, model, slurm)
         runs += s_runs
         overloads += said
         load = offered_load(w, c)
@@ -487,5 +506,6 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
                                                         "wait"), workload.origin, runs[0].id),
                               model, site_path),
         "notes": [*overloads, *workload.notes, *cluster.notes],
+        **slurm_section(slurm, runs),
     }
     return WhatifResult(doc=doc, runs=runs)
