@@ -3,10 +3,10 @@ months, scored on the test months (issue 27: "the deployed policy is never worse
 heuristic").
 
 When a trained policy does not beat the heuristics on the validation part, its guard runs a
-heuristic in its place (:mod:`hpcpolicy.card`), chosen there and then, before the months it
-will run on. Whatever the policy, the deployed score is then that heuristic's, so this part of
-the bar needs no training to measure: the guard's choice holds only as far as the best
-heuristic before the test part is still the best in it.
+heuristic in its place (:mod:`hpcpolicy.training.card`), chosen there and then, before
+the months it will run on. Whatever the policy, the deployed score is then that heuristic's,
+so this part of the bar needs no training to measure: the guard's choice holds only as far as
+the best heuristic before the test part is still the best in it.
 
 For each shared trace with requested times (those of ``generalisation.py``, with its machine
 options) x backfilling, every registered heuristic replays

@@ -6,7 +6,8 @@ HPC2N, KTH-SP2, RICC) x backfilling (``--backfills``: easy, none) x seed (``--se
 
 1. ``hpcpolicy train TABLE --algo ddppo --workers 2 --steps N --seed S [--backfill easy]``,
    the README recipe with its defaults: episodes from the first 60 % of the jobs, the next
-   10 % validate (snapshot choice and guard, :mod:`hpcpolicy.card`), the last 30 % are left;
+   10 % validate (snapshot choice and guard, :mod:`hpcpolicy.training.card`), the last 30 %
+   are left;
 2. ``hpcpolicy evaluate`` of the policy and every heuristic on ``--windows`` windows of
    ``--window-size`` jobs of the last 30 %, same backfilling; the *deployed* policy is what
    its guard runs (the fallback heuristic when active, as ``simulate``, ``whatif`` and
@@ -52,12 +53,12 @@ from benchmarks._common import (
 )
 from benchmarks.cli import hpcpolicy_cli
 from hpcpolicy.atomic import write_json
-from hpcpolicy.card import VALIDATION_WINDOWS
 from hpcpolicy.deploy.resolve import policy_simulator
 from hpcpolicy.env.factory import load
 from hpcpolicy.evaluate import EvaluateConfig
 from hpcpolicy.policies.heuristics import HEURISTICS
 from hpcpolicy.sim.windows import WindowConfig, replay
+from hpcpolicy.training.validation import VALIDATION_WINDOWS
 from hpcpolicy.world.split import split_starts, validation_starts
 
 if TYPE_CHECKING:

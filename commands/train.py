@@ -3,7 +3,6 @@ replay dataset (:func:`hpcpolicy.train`); this module parses the options and pri
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,7 +14,6 @@ from hpcpolicy.commands._console import (
     fail_cleanly,
     is_quiet,
     note_first_compile,
-    with_progress,
 )
 from hpcpolicy.commands._options import (
     BackfillOpt,
@@ -49,18 +47,13 @@ _D = TrainOptions()
 
 
 def _train(source: Path, algo: str, config: Path | None, out: Path | None,
-           options: TrainOptions, force: bool) -> Trained:
+           options: TrainOptions) -> Trained:
     """:func:`hpcpolicy.train` with the start line and a progress line (none under --quiet).
 
     The first Ctrl-C stops training after the update, with a checkpoint and a policy; a second
-    one stops it at once: then say what is left and exit with 130. ``force``: train even
-    where the heuristics tie (:func:`hpcpolicy.card.prior_for`'s ``refuse_tie``).
+    one stops it at once: then say what is left and exit with 130.
     """
-    from hpcpolicy.card import prior_for
     from hpcpolicy.training import Hooks, train
-
-    # --prior auto compares the heuristics first: where they tie, stop before training
-    choose = functools.partial(prior_for, refuse_tie=not force)
 
     started: list[TrainStart] = []
 
@@ -72,8 +65,7 @@ def _train(source: Path, algo: str, config: Path | None, out: Path | None,
     with ProgressLine(enabled=not is_quiet()) as line:
         try:
             return train(source, algo=algo, config=config, out=out, options=options,
-                         hooks=Hooks(on_start=start, progress=line.update,
-                                     choose_prior=choose))
+                         hooks=Hooks(on_start=start, progress=line.update))
         except KeyboardInterrupt:
             if not started or not started[0].resumable:
                 raise
@@ -164,7 +156,7 @@ def main(
     force: Annotated[bool, typer.Option(
         "--force", help="Train even where the heuristics tie on the validation part and on "
         "the jobs before it (--prior auto compares them first; a tie there leaves nothing to "
-        "learn, and train stops saying what to change).")] = False,
+        "learn, and train stops saying what to change).")] = _D.force,
     idle_weight: Annotated[float | None, typer.Option(
         "--lambda", help="dqn on a job table: weight of idle GPU time in the ADLRO reward "
         "-(job completion time + lambda x idle GPU time); default 1.",
@@ -215,17 +207,13 @@ def main(
         procs=procs, procs_from=procs_from, walltime_fallback=walltime_fallback, compat=compat,
         site=site,
         finetune_steps=finetune_steps if online_finetune else None, init_from=init_from,
-        idle_weight=idle_weight)
-    from hpcpolicy.card import model_card
-
+        idle_weight=idle_weight, force=force)
     with fail_cleanly():
         note_first_compile()
-        trained = _train(table, algo, config, out, options, force)
-        card = with_progress(lambda step: model_card(trained, table, options, step),
-                             "model card: validation and test")
+        trained = _train(table, algo, config, out, options)
     if is_quiet():
         console.print(str(trained.policy), markup=False)
         return
     SUMMARIES[trained.route](trained)
-    if card is not None:
-        show_card(card)
+    if trained.card is not None:
+        show_card(trained.card)

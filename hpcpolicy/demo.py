@@ -167,8 +167,7 @@ def _train(ctx: DemoContext) -> Any:
         raise ConfigError("the demo's training step needs the rl extra: pip install "
                           "torch==2.13.0 && pip install -e '.[rl]' (or skip it with "
                           "--train-steps 0)")
-    from hpcpolicy.card import prior_for
-    from hpcpolicy.training import Hooks, TrainOptions, train
+    from hpcpolicy.training import TrainOptions, train
 
     cfg = ctx.cfg
     run = cfg.out_dir / "run"
@@ -179,7 +178,7 @@ def _train(ctx: DemoContext) -> Any:
     trained = train(ctx.files["jobs"], algo="ppo", out=run, options=TrainOptions(
         steps=cfg.train_steps, seed=cfg.seed, k=TRAIN_K, backfill="easy",
         window_size=min(TRAIN_WINDOW, max(8, cfg.jobs // 4)),
-        walltime_fallback=str(_OPTIONS.walltime_fallback)), hooks=Hooks(choose_prior=prior_for))
+        walltime_fallback=str(_OPTIONS.walltime_fallback)))
     ctx.files["policy"] = trained.policy
     return trained.result
 

@@ -16,8 +16,8 @@ policy (the row labelled ``DIR``), so that a reader sees what the guard gave up 
 (:meth:`Evaluation.deployed_vs_raw`). With the guard off, or no card, the two are the same
 policy and run once. The rows of a folder never count as the best heuristic.
 ``EvaluateConfig(deployed=False)`` runs the raw policy only: the measurement the model card
-records and decides the guard on (:mod:`hpcpolicy.card`), whose figures are therefore the raw
-row's, and whose fallback heuristic's figures are the deployed row's.
+records and decides the guard on (:mod:`hpcpolicy.training.card`), whose figures are
+therefore the raw row's, and whose fallback heuristic's figures are the deployed row's.
 
 On a GPU partition, ``allocators`` adds the placement heuristics as a third axis: every policy
 runs with every allocator, so ``policies=("fcfs", "lcfs", "sjf")`` with

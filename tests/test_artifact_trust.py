@@ -260,7 +260,7 @@ def _card(fallback: str = "sjf", active: Any = True) -> dict[str, Any]:
 
 @pytest.fixture()
 def carded(exported: Path, tmp_path: Path) -> Path:
-    from hpcpolicy.card import write_card
+    from hpcpolicy.training.card import write_card
 
     policy = _copy(exported, tmp_path / "carded")
     write_card(policy, _card())
@@ -334,7 +334,7 @@ def test_sign_then_verify(carded: Path, key: Path) -> None:
 
 def test_a_forged_card_with_recomputed_hashes_fails_the_signature(
         carded: Path, key: Path, table: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hpcpolicy.card import write_card
+    from hpcpolicy.training.card import write_card
 
     assert invoke("sign", str(carded), "--key", str(key)).exit_code == 0
     card = json.loads((carded / "card.json").read_text())

@@ -37,11 +37,11 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, Pa
     heuristic that does worst against the policy on the evaluated windows (and inactive)."""
     import torch
 
-    from hpcpolicy.card import write_card
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
     from hpcpolicy.learn.export import export_policy
     from hpcpolicy.learn.networks import ActorCritic
     from hpcpolicy.policies.heuristics import HEURISTICS
+    from hpcpolicy.training.card import write_card
 
     tmp = tmp_path_factory.mktemp("deployed")
     table = write_table(tmp / "jobs.parquet", 300)

@@ -29,15 +29,16 @@ placed on its own; the longest listed prefix decides):
 7. ``env``;
 8. the learners' base, ``learn`` (run folders, seeding, networks, export), below the
    learners: ``ppo``, ``offline``, ``marl``, ``hetero``;
-9. ``training``: the one entry point that routes to them (``hpcpolicy.train``);
-10. ``deploy``: an artifact back into the simulator;
-11. using policies: ``evaluate``, ``card`` (the model card ``train`` writes: an evaluation on
-    the test part), ``whatif``, ``site`` (fitting a world to a log and measuring a replay's
+9. ``deploy``: an artifact back into the simulator;
+10. using policies: ``evaluate``, ``training`` (``hpcpolicy.train``, the one entry point that
+    routes to the learners and finishes a run as a whole: the prior, the snapshot and the
+    guard chosen on the validation part and the model card, each an evaluation, so it sits
+    beside ``evaluate``), ``whatif``, ``site`` (fitting a world to a log and measuring a replay's
     fidelity), ``tune`` (population-based training that validates every candidate with
     ``evaluate``), ``slurm`` (``advise``: a policy ranks the live queue), ``sweep`` (a grid of
     what-if reports) and ``ray_support`` (Ray, the optional backend of ``tune`` and
     ``sweep``);
-12. the front end: ``demo`` (the whole pipeline on a synthetic log), ``commands``, and the
+11. the front end: ``demo`` (the whole pipeline on a synthetic log), ``commands``, and the
     package root ``hpcpolicy`` itself, whose public names (``hpcpolicy.train``) come from
     below; it stands for its ``__init__`` only, not for the modules under it.
 
@@ -84,9 +85,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("hpcpolicy.env",),
     ("hpcpolicy.learn",),
     ("hpcpolicy.ppo", "hpcpolicy.offline", "hpcpolicy.marl", "hpcpolicy.hetero"),
-    ("hpcpolicy.training",),
     ("hpcpolicy.deploy",),
-    ("hpcpolicy.evaluate", "hpcpolicy.card", "hpcpolicy.whatif", "hpcpolicy.tune",
+    ("hpcpolicy.evaluate", "hpcpolicy.training", "hpcpolicy.whatif", "hpcpolicy.tune",
      "hpcpolicy.slurm", "hpcpolicy.site", "hpcpolicy.sweep", "hpcpolicy.ray_support"),
     ("hpcpolicy.demo", "hpcpolicy.commands", "hpcpolicy"),
 )

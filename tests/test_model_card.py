@@ -15,7 +15,7 @@ from env_jobs import CORES, write_table
 from job_tables import write_job_table
 
 from hpcpolicy import schemas
-from hpcpolicy.card import write_card
+from hpcpolicy.training.card import write_card
 
 pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
@@ -71,7 +71,7 @@ def test_the_card_follows_its_schema_and_names_the_training_period(
     assert [s["policy"] for s in test["scores"]] == [*HEURISTICS, str(policy)]
     lost = test["versus_best"] > 0
     guard = card["guard"]  # decided on validation, whatever the test part says
-    from hpcpolicy.card import fallback_of, heuristics_too_close
+    from hpcpolicy.training.validation import fallback_of, heuristics_too_close
 
     assert guard == {"fallback": fallback_of(val),
                      "rule": "beats-best-on-validation",
@@ -224,7 +224,7 @@ def test_the_guard_ignores_the_test_part(trained: tuple[Path, Path, str],
     """Jobs of the test part changed: the test figures move, the validation and guard do not."""
     import polars as pl
 
-    from hpcpolicy.card import build_card
+    from hpcpolicy.training.card import build_card
     from hpcpolicy.training.options import TrainOptions
 
     table, policy, _ = trained
@@ -246,7 +246,7 @@ def test_a_quiet_validation_part_leaves_the_fallback_to_the_jobs_before_it(
     so."""
     import polars as pl
 
-    from hpcpolicy.card import build_card
+    from hpcpolicy.training.card import build_card
     from hpcpolicy.training.options import TrainOptions
 
     table, policy, _ = trained
@@ -310,14 +310,15 @@ def test_prior_auto_starts_from_the_best_heuristic_on_validation(tmp_path: Path)
     assert f"starts from {prior} (--prior auto: best on validation)" in text
     assert f"starting from {prior} (--prior)" in text
 
-    # the library's train has no card layer below it: without the hook, auto says it is none
+    # the library's train resolves auto itself, with no hook: the same prior, and its card
     from hpcpolicy.training import Hooks, TrainOptions, TrainStart, train
 
     starts: list[TrainStart] = []
-    train(table, algo="ppo", config=ROLLOUT, out=tmp_path / "lib", hooks=Hooks(
+    trained = train(table, algo="ppo", config=ROLLOUT, out=tmp_path / "lib", hooks=Hooks(
         on_start=starts.append), options=TrainOptions(steps=128, num_envs=2, window_size=40,
                                                       k=8, seed=3, backfill="easy",
                                                       val_frac=0.3))
-    assert "no prior (--prior auto needs Hooks.choose_prior" in starts[0].description
+    assert f"starts from {prior} (--prior auto: best on validation)" in starts[0].description
     order = json.loads((tmp_path / "lib" / "policy" / "manifest.json").read_text())
-    assert order["observation"]["slot_order"] == "oldest"
+    assert order["observation"]["slot_order"] == prior
+    assert trained.card == _card(tmp_path / "lib" / "policy") and trained.card["prior"] == prior

@@ -20,6 +20,7 @@ from env_jobs import write_table
 import hpcpolicy
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.training import Hooks, TrainOptions, TrainProgress, TrainStart
+from hpcpolicy.training.hooks import CARD_PHASE
 
 TINY = TrainOptions(steps=128, num_envs=2, window_size=40, k=8, seed=3, backfill="easy")
 ROLLOUT = {"num_steps": 32, "num_minibatches": 2, "update_epochs": 1, "checkpoint_every": 2}
@@ -62,9 +63,12 @@ def test_the_library_run_is_the_command_run(table: Path, tmp_path: Path) -> None
     assert start.run == tmp_path / "lib" and start.resumable
     assert start.description.startswith(f"{table}: 300 jobs; episodes from jobs 0..179 (train; "
                                          "180..209 validate)")
-    assert [(r.phase, r.done, r.total) for r in reports] == [("training", 64, 128),
-                                                             ("training", 128, 128)]
-    assert reports[-1].row is not None and "charts/episodic_return" in reports[-1].row
+    training = [r for r in reports if r.phase == "training"]
+    assert [(r.phase, r.done, r.total) for r in training] == [("training", 64, 128),
+                                                              ("training", 128, 128)]
+    assert training[-1].row is not None and "charts/episodic_return" in training[-1].row
+    # then the model card replays its windows, reported under a phase of its own
+    assert reports[:2] == training and {r.phase for r in reports[2:]} == {CARD_PHASE}
 
     config = tmp_path / "ppo.json"
     config.write_text(json.dumps(ROLLOUT))

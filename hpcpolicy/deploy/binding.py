@@ -1,7 +1,7 @@
 """A model card bound to the model it describes (``card.json``'s ``binding``).
 
-The card (:mod:`hpcpolicy.card`) carries the figures a report quotes and the guard that decides
-what is deployed; the manifest and the ONNX model are what runs. ``binding`` ties them:
+The card (:mod:`hpcpolicy.training.card`) carries the figures a report quotes and the guard
+that decides what is deployed; the manifest and the ONNX model are what runs. ``binding`` ties them:
 
 * ``manifest_sha256``: the SHA-256 of ``manifest.json`` as it was when the card was written;
 * ``model_sha256``: the SHA-256 of the ONNX model (``files.onnx`` of that manifest);

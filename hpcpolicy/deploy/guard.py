@@ -1,9 +1,9 @@
 """A trained policy's guard: the heuristic deployed in its place when its card says it lost.
 
-``hpcpolicy train`` writes a model card into the policy directory (:mod:`hpcpolicy.card`)
-with ``guard = {"fallback": NAME, "rule": RULE, "active": BOOL}``. Rule
-``beats-best-on-validation``: NAME is the best heuristic on the validation part kept out of
-training, and the guard is active unless the policy beat it there with confidence
+``hpcpolicy train`` writes a model card into the policy directory
+(:mod:`hpcpolicy.training.card`) with ``guard = {"fallback": NAME, "rule": RULE, "active":
+BOOL}``. Rule ``beats-best-on-validation``: NAME is the best heuristic on the validation part
+kept out of training, and the guard is active unless the policy beat it there with confidence
 (:mod:`hpcpolicy.deploy.improvement`). Cards written before it carry ``lost-on-test`` (the
 same, decided on the test part). A card is used only when it is bound to the model beside it
 and follows its schema (:mod:`hpcpolicy.deploy.binding`). Wherever a policy directory is resolved

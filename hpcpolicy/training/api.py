@@ -11,17 +11,26 @@ The input and ``algo`` choose the route (:mod:`hpcpolicy.training.routes`):
 
 Each route refuses the options it does not take (:meth:`TrainOptions.refuse`), checks what the
 user can fix before any work, and returns a :class:`~hpcpolicy.training.hooks.Trained`.
+
+An online run is all of training, whoever calls it (the command, the demo, a benchmark, a
+script): ``--prior auto`` is resolved on the validation part before training
+(:mod:`hpcpolicy.training.prior`, which stops a run where the heuristics tie), the run exports
+its snapshots, and at the end the best of them on the validation part is deployed in
+``policy/`` (:mod:`hpcpolicy.training.snapshots`) and the model card with its guard is written
+beside it (:mod:`hpcpolicy.training.card`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.training.hooks import Hooks, Trained
+from hpcpolicy.training.hooks import CARD_PHASE, Hooks, Trained, TrainProgress
 from hpcpolicy.training.options import MARL, TrainOptions
+from hpcpolicy.training.validation import Step
 
 __all__ = ["train"]
 
@@ -42,7 +51,8 @@ def train(source: str | Path, *, algo: str = "ppo",
         hooks: Start and progress callbacks.
 
     Returns:
-        Where the run ended and its deployable policy.
+        Where the run ended, its deployable policy and, online, its model card (``card``, as
+        written to ``policy/card.json``).
 
     Raises:
         ConfigError: An unknown algorithm, an input of the wrong kind, an option the route does
@@ -55,12 +65,32 @@ def train(source: str | Path, *, algo: str = "ppo",
         >>> trained.policy  # doctest: +SKIP
         PosixPath('runs/small/policy')
     """
+    from hpcpolicy.training.card import model_card
+
+    opts, hooks = options or TrainOptions(), hooks or Hooks()
+    path = Path(source)
+    trained = _route(path, algo, config, None if out is None else Path(out), opts, hooks)
+    if trained.route != "online":
+        return trained
+    return replace(trained, card=model_card(trained, path, opts, _card_steps(hooks)))
+
+
+def _card_steps(hooks: Hooks) -> Step | None:
+    """The model card's replays reported as :class:`TrainProgress` (phase
+    :data:`~hpcpolicy.training.hooks.CARD_PHASE`)."""
+    report = hooks.progress
+    if report is None:
+        return None
+    return lambda label, done, total: report(TrainProgress(CARD_PHASE, label, done, total))
+
+
+def _route(path: Path, algo: str, config: Mapping[str, Any] | str | Path | None,
+           run: Path | None, opts: TrainOptions, hooks: Hooks) -> Trained:
+    """The training route of ``algo`` and ``path`` (:mod:`hpcpolicy.training.routes`), run."""
     from hpcpolicy.offline.config import OFFLINE_ALGOS
     from hpcpolicy.ppo.config import ALGO_CONFIGS
     from hpcpolicy.training import routes
 
-    opts, hooks = options or TrainOptions(), hooks or Hooks()
-    path, run = Path(source), None if out is None else Path(out)
     if opts.init_from is not None and (algo not in ALGO_CONFIGS or opts.resume):
         raise ConfigError(
             "--init-from starts a new --algo ppo or ddppo run from a policy; "

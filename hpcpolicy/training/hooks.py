@@ -14,17 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from hpcpolicy.cluster import ClusterSpec
-    from hpcpolicy.training.options import TrainOptions
-    from hpcpolicy.workload import Workload
+__all__ = ["CARD_PHASE", "Hooks", "TrainProgress", "TrainStart", "Trained"]
 
-    PriorChooser = Callable[[Workload, ClusterSpec, TrainOptions], str | None]
-    """What resolves ``--prior auto`` (:attr:`Hooks.choose_prior`)."""
-
-__all__ = ["Hooks", "TrainProgress", "TrainStart", "Trained"]
+CARD_PHASE = "model card: validation and test"
+"""The phase of :class:`TrainProgress` reports while the model card replays its windows."""
 
 
 @dataclass(frozen=True)
@@ -62,12 +57,8 @@ class Hooks:
     on_start: Callable[[TrainStart], None] | None = None
     """Called once, before training starts."""
     progress: Callable[[TrainProgress], None] | None = None
-    """Called as training advances (not by DD-PPO: its workers log on their own)."""
-    choose_prior: PriorChooser | None = None
-    """Resolves ``--prior auto`` on the loaded log and machine: the heuristic to start from,
-    or None (the front ends pass :func:`hpcpolicy.card.prior_for`, which compares the
-    heuristics on the validation part; it sits above this package). Without it, ``auto``
-    trains from scratch and the run's start line says so."""
+    """Called as training advances (not by DD-PPO: its workers log on their own), and as the
+    model card replays its windows (phase :data:`CARD_PHASE`, unit: what replays)."""
 
     def start(self, run: Path, description: str, resumable: bool) -> None:
         """Report the start of the run."""
@@ -95,3 +86,7 @@ class Trained:
     """The ``hpcpolicy evaluate`` command that compares the policy with the heuristics."""
     finetuned: Any = None
     """After offline training with fine-tuning: the PPO run's TrainResult."""
+    card: dict[str, Any] | None = None
+    """An online run's model card as written to ``policy/card.json``
+    (:func:`hpcpolicy.training.card.model_card`: the snapshot deployed, the guard, the test
+    figures); None for the other routes, or a run stopped before its first policy."""

@@ -68,8 +68,11 @@ class TrainOptions:
     prior: str = "auto"
     """ppo, ddppo: the heuristic the policy starts from and re-ranks (:mod:`hpcpolicy.env.prior`):
     ``none``, a heuristic's name, or ``auto``, the one the guard would fall back to (the best
-    on the validation part: :func:`hpcpolicy.card.prior_for`, given as
-    :attr:`~hpcpolicy.training.hooks.Hooks.choose_prior`)."""
+    on the validation part: :func:`hpcpolicy.training.prior.prior_for`)."""
+    force: bool = False
+    """ppo, ddppo with ``--prior auto``: train even where the heuristics tie on the validation
+    part and on the jobs before it (without it, such a run stops before training: there is
+    nothing to learn)."""
     warm: bool = False
     """Start episodes with the jobs then running, not an empty machine."""
     cluster: Path | None = None

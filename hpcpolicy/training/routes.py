@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.ppo.config import PPOConfig
     from hpcpolicy.ppo.ppo import TrainResult
-    from hpcpolicy.training.hooks import PriorChooser
     from hpcpolicy.workload import Workload
 
 __all__ = ["gpu_dqn", "marl", "offline", "online"]
@@ -209,7 +208,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
     run = run_dir(out, opts.resume, algo, opts.seed)
     if not opts.resume:
         RunPaths(run).check_new()
-    kwargs, facts, describe = _environment(table, opts, hooks.choose_prior)
+    kwargs, facts, describe = _environment(table, opts)
     initial = None
     if opts.init_from is not None:
         from hpcpolicy.ppo.warm_start import scorer_weights
@@ -233,8 +232,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
                    f"--backfill {opts.backfill}")
 
 
-def _environment(table: Path, opts: TrainOptions,
-                 choose_prior: PriorChooser | None) -> tuple[dict[str, Any], dict[str, Any], str]:
+def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[str, Any], str]:
     """The scheduling environment of an online run: the factory's keyword arguments, the
     provenance facts and a description of the data."""
     from hpcpolicy.compat import compat_preset
@@ -269,7 +267,7 @@ def _environment(table: Path, opts: TrainOptions,
         held = f" ({opts.val_frac:g} of the jobs kept for validation: --val-frac)" \
             if frac != opts.train_frac else ""
         raise ConfigError(f"{exc}{held}") from None
-    env, started = _with_prior(env, opts, workload, machine, choose_prior)
+    env, started = _with_prior(env, opts, workload, machine)
     kwargs = env_kwargs(table, env, workload=options, cluster=opts.cluster, procs=opts.procs,
                         site=site)
     facts = provenance(table, env, workload, machine)
@@ -285,8 +283,8 @@ def _environment(table: Path, opts: TrainOptions,
                            f"({machine.total_cores:,} cores){started}")
 
 
-def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload, machine: ClusterSpec,
-                choose: PriorChooser | None) -> tuple[EnvConfig, str]:
+def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload,
+                machine: ClusterSpec) -> tuple[EnvConfig, str]:
     """``env`` with the heuristic of ``--prior`` (``auto`` resolved on the validation part, or
     the slot order of ``--init-from``'s policy) and a phrase saying which, for the run's
     description."""
@@ -296,9 +294,9 @@ def _with_prior(env: EnvConfig, opts: TrainOptions, workload: Workload, machine:
         return env, ""
     if opts.prior != "auto":
         return replace(env, prior=opts.prior), f"; starts from {opts.prior}"
-    if choose is None:
-        return env, "; no prior (--prior auto needs Hooks.choose_prior, e.g. card.prior_for)"
-    name = choose(workload, machine, opts)
+    from hpcpolicy.training.prior import prior_for
+
+    name = prior_for(workload, machine, opts)
     if name is None:
         return env, "; no prior (--prior auto: the validation part holds no window)"
     return replace(env, prior=name), f"; starts from {name} (--prior auto: best on validation)"

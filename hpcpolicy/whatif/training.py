@@ -53,7 +53,7 @@ def _card_notes(spec: RunSpec, table_sha: str | None) -> list[str]:
     """The model card of a trained candidate: its headline with its warning, its active
     guard (and, compared on another log than the card's, that the fallback was chosen
     there)."""
-    from hpcpolicy.card import headline
+    from hpcpolicy.training.card import headline
 
     card = read_card(spec.policy) if Path(spec.policy).is_dir() else None
     if card is None:
