@@ -56,6 +56,7 @@ from hpcpolicy.version import __version__
 __all__ = [
     "FORMATS",
     "GPU_TYPE_FORMAT",
+    "INSPECTOR_FORMAT",
     "MANIFEST_FILE",
     "MANIFEST_VERSION",
     "MARL_FORMAT",
@@ -92,8 +93,11 @@ MARL_FORMAT = "hpcpolicy.marl"
 """The two-agent scheduler: a selector and an allocator, each a ``hpcpolicy.policy``."""
 GPU_TYPE_FORMAT = "hpcpolicy.gpu-type-policy"
 """The GPU-type chooser: one Q-network over the GPU types."""
+INSPECTOR_FORMAT = "hpcpolicy.inspector"
+"""A heuristic under an inspector (:mod:`hpcpolicy.inspector`): a job scorer's manifest over
+the heuristic's proposals."""
 FORMATS = {POLICY_FORMAT: "policy_manifest", MARL_FORMAT: "marl_manifest",
-           GPU_TYPE_FORMAT: "gpu_type_policy_manifest"}
+           GPU_TYPE_FORMAT: "gpu_type_policy_manifest", INSPECTOR_FORMAT: "policy_manifest"}
 """Each manifest ``format`` and the schema (``schemas/NAME.schema.json``) it is checked with."""
 
 _SUPPORTED = (f"a policy directory with {MANIFEST_FILE}", MANIFEST_FILE, f"*.onnx ({ONNX_FILE})")

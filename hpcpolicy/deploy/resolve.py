@@ -11,7 +11,7 @@ Example:
     >>> resolve_policy("sjf").name
     'sjf'
     >>> sorted(LOADERS)
-    ['hpcpolicy.gpu-type-policy', 'hpcpolicy.marl', 'hpcpolicy.policy']
+    ['hpcpolicy.gpu-type-policy', 'hpcpolicy.inspector', 'hpcpolicy.marl', 'hpcpolicy.policy']
 """
 
 from __future__ import annotations
@@ -20,12 +20,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hpcpolicy.artifact import GPU_TYPE_FORMAT, MARL_FORMAT, POLICY_FORMAT, manifest_format
+from hpcpolicy.artifact import (
+    GPU_TYPE_FORMAT,
+    INSPECTOR_FORMAT,
+    MARL_FORMAT,
+    POLICY_FORMAT,
+    manifest_format,
+)
 from hpcpolicy.deploy.gpu_type import GpuDqnPolicy
 from hpcpolicy.deploy.guard import active_guard
 from hpcpolicy.deploy.learned import LearnedPolicy
 from hpcpolicy.deploy.marl import MarlPolicy
 from hpcpolicy.errors import ArtifactError, ConfigError
+from hpcpolicy.inspector.artifact import InspectorPolicy
 from hpcpolicy.policies.base import Policy
 from hpcpolicy.policies.heuristics import HEURISTICS, get_policy
 from hpcpolicy.signature import require_signature
@@ -42,6 +49,7 @@ LOADERS: dict[str, Callable[[str], Policy]] = {
     POLICY_FORMAT: LearnedPolicy,   # one job scorer: PPO, DD-PPO, offline RL
     MARL_FORMAT: MarlPolicy,        # the two-agent scheduler: selector + GPU allocator
     GPU_TYPE_FORMAT: GpuDqnPolicy,  # online DQN choosing GPU types (FCFS queue order)
+    INSPECTOR_FORMAT: InspectorPolicy,  # a heuristic proposes, an inspector accepts
 }
 """The policy class of each artifact ``format``; each takes the policy directory."""
 
