@@ -34,16 +34,13 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.gpu.fragmentation import node_fragmentation
+from hpcpolicy.gpu.registry import LEARNED, N_FEATURES
+from hpcpolicy.gpu.registry import SHARING_ALLOCATORS as ALLOCATORS
 from hpcpolicy.gpu.sharing import GPU_MILLI
 
-__all__ = ["ALLOCATORS", "LEARNED", "N_FEATURES", "allocator_code", "features"]
+__all__ = ["ALLOCATORS", "LEARNED", "N_FEATURES", "features"]
 
-ALLOCATORS = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
-"""The paper's allocators; the index of a name is its code in the compiled loop."""
-LEARNED = "learned"
-"""The learned allocator (:mod:`hpcpolicy.gpu.learned_allocator`): weights over
-:func:`features`; code 6."""
-
+# The codes of the allocators of :data:`ALLOCATORS` (in its order), then the learned one's.
 RANDOM, DOTPROD, CLUSTERING, PACKING, BESTFIT, FGD, LEARNED_CODE = range(7)
 MAX_CPU = 128_000.0
 MAX_GPU = 8_000.0
@@ -51,14 +48,6 @@ MAX_GPU = 8_000.0
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 B = npt.NDArray[np.bool_]
-
-
-def allocator_code(name: str) -> int:
-    """The code of allocator ``name``; :class:`ValueError` naming the valid ones otherwise."""
-    names = (*ALLOCATORS, LEARNED)
-    if name not in names:
-        raise ValueError(f"unknown allocator {name!r}; choose one of {', '.join(names)}")
-    return names.index(name)
 
 
 @nb.njit(cache=True)
@@ -182,10 +171,6 @@ def fgd_choice(j: int, cpu: int, num: int, milli: int, cpu_left: I64, gpu_left: 
     after = node_fragmentation(cpu_left[j] - cpu, row, gpus[j], model[j], t_cpu, t_num,
                                t_milli, t_allowed, t_free, t_weight)
     return _fgd_score(before, after), (before - after) / 1000.0, -1
-
-
-N_FEATURES = 8
-"""Features of a (node, pod) placement the learned allocator scores; see :func:`features`."""
 
 
 @nb.njit(cache=True)

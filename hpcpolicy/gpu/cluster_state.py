@@ -56,12 +56,13 @@ def new_state(cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, typical: tuple,
 @nb.njit(cache=True)
 def choose(code: int, state: tuple, cpu_cap: I64, mem_cap: I64, gpus: I64,  # type: ignore[type-arg]
            model: I64, typical: tuple, weights: F64, cpu: int, mem: int,  # type: ignore[type-arg]
-           num: int, milli: int, allowed: npt.NDArray[np.bool_], spec: int, u_node: float,
-           u_gpu: float) -> tuple[int, int]:
+           num: int, milli: int, allowed: npt.NDArray[np.bool_], usable: npt.NDArray[np.bool_],
+           spec: int, u_node: float, u_gpu: float) -> tuple[int, int]:
     """Where allocator ``code`` puts the pod: (node, bit mask of its GPUs), node -1 if none.
 
-    Ties go to the first node of the best score (``random``: ``u_node`` in [0, 1) draws among
-    the nodes that fit, ``u_gpu`` the shared GPU).
+    Only nodes marked ``usable`` are considered. Ties go to the first node of the best score
+    (``random``: ``u_node`` in [0, 1) draws among the nodes that fit, ``u_gpu`` the shared
+    GPU).
     """
     cpu_left, mem_left, gpu_left, shapes, _, cached, cached_decrease, cached_gpu = state
     n = cpu_cap.shape[0]
@@ -72,8 +73,8 @@ def choose(code: int, state: tuple, cpu_cap: I64, mem_cap: I64, gpus: I64,  # ty
     score = np.full(n, -np.inf)
     best, ties = -np.inf, 0
     for j in range(n):
-        if not fits(j, cpu, mem, num, milli, cpu_left, mem_left, gpu_left, gpus, model,
-                    allowed):
+        if not usable[j] or not fits(j, cpu, mem, num, milli, cpu_left, mem_left, gpu_left,
+                                     gpus, model, allowed):
             continue
         if uses_fgd and np.isnan(cached[spec, j]):
             cached[spec, j], cached_decrease[spec, j], cached_gpu[spec, j] = fgd_choice(

@@ -21,11 +21,13 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy.config import Config, choice
-from hpcpolicy.gpu.allocators import ALLOCATORS, LEARNED, N_FEATURES, allocator_code
+from hpcpolicy.config import Config
+from hpcpolicy.gpu.allocators import N_FEATURES
 from hpcpolicy.gpu.cluster_state import apply, choose, new_state
 from hpcpolicy.gpu.fragmentation import POPULARITY, TypicalPods, typical_pods
+from hpcpolicy.gpu.registry import check_sharing
 from hpcpolicy.gpu.sharing import GPU_MILLI, SharingNodes, SharingPods
+from hpcpolicy.gpu.sharing_code import sharing_code
 
 __all__ = ["InflationConfig", "InflationRun", "draw_arrivals", "inflation_curve", "pod_shapes",
            "replay_pods", "run_inflation", "typical_tuple"]
@@ -40,8 +42,9 @@ class InflationConfig(Config):
 
     label = "inflation"
 
-    allocator: str = choice("fgd", (*ALLOCATORS, LEARNED))
-    """Which allocator places the pods."""
+    allocator: str = "fgd"
+    """Which sharing allocator places the pods (:mod:`hpcpolicy.gpu.registry`): a name,
+    ``learned`` with :attr:`weights`, or a learned allocator's folder."""
     ratio: float = 1.3
     """Stop when the arrived GPU request reaches this multiple of the cluster's GPUs."""
     seed: int = 42
@@ -52,10 +55,10 @@ class InflationConfig(Config):
     """The learned allocator's weights (one per feature); empty for the others."""
 
     def validate(self) -> None:
-        """Ratio positive, popularity in (0, 1], weights exactly for ``learned``."""
-        wanted = N_FEATURES if self.allocator == LEARNED else 0
-        self._require(len(self.weights) == wanted, "weights",
-                      f"{self.allocator} takes {wanted} weights, got {len(self.weights)}")
+        """A sharing allocator, weights exactly for ``learned``, ratio positive, popularity in
+        (0, 1]."""
+        problem = check_sharing(self.allocator, self.weights)
+        self._require(problem is None, "allocator", str(problem))
         self._require(self.ratio > 0, "ratio", f"must be > 0, got {self.ratio}")
         self._require(0 < self.popularity <= 1, "popularity",
                       f"must be in (0, 1], got {self.popularity}")
@@ -121,6 +124,7 @@ def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu:
             weights: F64) -> tuple[I64, I64, F64, I64]:
     count = p_cpu.shape[0]
     state = new_state(cpu_cap, mem_cap, gpus, model, typical, p_spec.max() + 1 if count else 1)
+    usable = np.ones(cpu_cap.shape[0], dtype=np.bool_)
     arrived, allocated = np.zeros(count, np.int64), np.zeros(count, np.int64)
     frag_total, node_of = np.zeros(count), np.full(count, -1, np.int64)
     arr, alloc, frag_sum = 0, 0, state[4].sum()
@@ -128,7 +132,8 @@ def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu:
         cpu, mem, num, milli = p_cpu[i], p_mem[i], p_num[i], p_milli[i]
         arr += num * milli
         j, mask = choose(code, state, cpu_cap, mem_cap, gpus, model, typical, weights, cpu,
-                         mem, num, milli, p_allowed[i], p_spec[i], ties[i, 0], ties[i, 1])
+                         mem, num, milli, p_allowed[i], usable, p_spec[i], ties[i, 0],
+                         ties[i, 1])
         if j >= 0:
             frag_sum += apply(state, gpus, model, typical, j, cpu, mem, num, milli, mask, 1)
             alloc += num * milli
@@ -150,7 +155,7 @@ def replay_pods(nodes: SharingNodes, arrivals: SharingPods, allocator: str,
     Args:
         nodes: the cluster.
         arrivals: the pods, in arrival order.
-        allocator: one of :data:`~hpcpolicy.gpu.allocators.ALLOCATORS`.
+        allocator: a sharing allocator (:mod:`hpcpolicy.gpu.registry`).
         typical: FGD's target workload (and the fragmentation measure's).
         rng: draws the ``random`` allocator's nodes and GPUs.
         weights: the learned allocator's weights over
@@ -159,10 +164,11 @@ def replay_pods(nodes: SharingNodes, arrivals: SharingPods, allocator: str,
     Returns:
         What was recorded after each pod.
     """
+    code, weights = sharing_code(allocator, weights)
     ties = rng.random((len(arrivals.cpu), 2))
     w = np.asarray(weights if weights else (0.0,) * N_FEATURES, dtype=np.float64)
     arrived, allocated, frag, node = _replay(
-        allocator_code(allocator), nodes.cpu, nodes.mem, nodes.gpus, nodes.model,
+        code, nodes.cpu, nodes.mem, nodes.gpus, nodes.model,
         arrivals.cpu, arrivals.mem, arrivals.num_gpu, arrivals.gpu_milli, arrivals.allowed,
         pod_shapes(arrivals), ties, typical_tuple(typical), w)
     return InflationRun(arrived, allocated, frag, node, nodes.total_gpus)

@@ -96,6 +96,8 @@ class _Rule:
     only when the pool has enough whole free GPUs; :meth:`whole` says where."""
 
     name = ""
+    summary = ""
+    """A few words for ``--help`` (:mod:`hpcpolicy.gpu.registry`)."""
     tightest_node = True
     """Whether a fractional job goes on the tightest node that holds it (else the first)."""
 
@@ -117,6 +119,7 @@ class FirstAvailable(_Rule):
     """GPUs in node order: the lowest-numbered free GPUs, as a plain node list would give."""
 
     name = "first-available"
+    summary = "the lowest-numbered free GPUs"
     tightest_node = False
 
     def whole(self, units: I64, racks: I64, gpus: int) -> I64:
@@ -128,6 +131,7 @@ class BestFit(_Rule):
     """The tightest single node that holds the job; else as few nodes as possible."""
 
     name = "best-fit"
+    summary = "the tightest node, else the fewest nodes"
 
     def whole(self, units: I64, racks: I64, gpus: int) -> I64:
         """See :meth:`_Rule.whole`."""
@@ -140,6 +144,7 @@ class TopologyAware(_Rule):
     filling the emptiest racks first."""
 
     name = "topology-aware"
+    summary = "the closest GPUs: one node, else one rack"
 
     def whole(self, units: I64, racks: I64, gpus: int) -> I64:
         """See :meth:`_Rule.whole`."""
@@ -161,11 +166,8 @@ class TopologyAware(_Rule):
 
 
 NODE_ALLOCATORS: dict[str, type[_Rule]] = {
-    "first-available": FirstAvailable,
-    "best-fit": BestFit,
-    "topology-aware": TopologyAware,
-}
-"""The node-level allocators by name (``simulate --allocator``)."""
+    rule.name: rule for rule in (FirstAvailable, BestFit, TopologyAware)}
+"""The node-level allocators by name (listed with the others in :mod:`hpcpolicy.gpu.registry`)."""
 
 
 def get_node_allocator(name: str) -> NodeAllocator:

@@ -24,12 +24,14 @@ import numba as nb
 import numpy as np
 import numpy.typing as npt
 
-from hpcpolicy.config import Config, choice
-from hpcpolicy.gpu.allocators import ALLOCATORS, LEARNED, N_FEATURES, allocator_code
+from hpcpolicy.config import Config
+from hpcpolicy.gpu.allocators import N_FEATURES
 from hpcpolicy.gpu.cluster_state import apply, choose, new_state
 from hpcpolicy.gpu.fragmentation import POPULARITY, typical_pods
 from hpcpolicy.gpu.inflation import pod_shapes, typical_tuple
+from hpcpolicy.gpu.registry import check_sharing
 from hpcpolicy.gpu.sharing import GPU_MILLI, SharingNodes, SharingPods
+from hpcpolicy.gpu.sharing_code import sharing_code
 
 __all__ = ["TimedConfig", "TimedResult", "timed_replay"]
 
@@ -43,8 +45,9 @@ class TimedConfig(Config):
 
     label = "timed replay"
 
-    allocator: str = choice("fgd", (*ALLOCATORS, LEARNED))
-    """Which allocator places the pods."""
+    allocator: str = "fgd"
+    """Which sharing allocator places the pods (:mod:`hpcpolicy.gpu.registry`): a name,
+    ``learned`` with :attr:`weights`, or a learned allocator's folder."""
     tail: float = 0.3
     """The share of the trace (last arrivals) that is measured."""
     seed: int = 0
@@ -53,11 +56,10 @@ class TimedConfig(Config):
     """The learned allocator's weights; empty for the others."""
 
     def validate(self) -> None:
-        """Tail in (0, 1]; weights exactly for ``learned``."""
+        """Tail in (0, 1]; a sharing allocator, weights exactly for ``learned``."""
         self._require(0 < self.tail <= 1, "tail", f"must be in (0, 1], got {self.tail}")
-        wanted = N_FEATURES if self.allocator == LEARNED else 0
-        self._require(len(self.weights) == wanted, "weights",
-                      f"{self.allocator} takes {wanted} weights, got {len(self.weights)}")
+        problem = check_sharing(self.allocator, self.weights)
+        self._require(problem is None, "allocator", str(problem))
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ def _timed(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu: 
            weights: F64, window: tuple[int, int]) -> tuple[I64, float]:
     count, n_specs = p_cpu.shape[0], p_spec.max() + 1
     state = new_state(cpu_cap, mem_cap, gpus, model, typical, n_specs)
+    usable = np.ones(cpu_cap.shape[0], dtype=np.bool_)
     start = np.full(count, -1, dtype=np.int64)
     node_of, mask_of = np.full(count, -1, dtype=np.int64), np.zeros(count, dtype=np.int64)
     heap = [(np.int64(0), np.int64(0))]
@@ -120,7 +123,7 @@ def _timed(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu: 
             if not failed[p_spec[i]]:
                 j, mask = choose(code, state, cpu_cap, mem_cap, gpus, model, typical, weights,
                                  p_cpu[i], p_mem[i], p_num[i], p_milli[i], p_allowed[i],
-                                 p_spec[i], ties[i, 0], ties[i, 1])
+                                 usable, p_spec[i], ties[i, 0], ties[i, 1])
                 if j >= 0:
                     apply(state, gpus, model, typical, j, p_cpu[i], p_mem[i], p_num[i],
                           p_milli[i], mask, 1)
@@ -167,10 +170,11 @@ def timed_replay(nodes: SharingNodes, pods: SharingPods, submit: I64, run: I64,
     sub, length = submit[order].astype(np.int64), run[order].astype(np.int64)
     first = min(math.floor(len(sub) * (1 - cfg.tail)), len(sub) - 1)
     window = (int(sub[first]), int(sub[-1]))
+    code, weights = sharing_code(cfg.allocator, cfg.weights)
     ties = np.random.default_rng(cfg.seed).random((len(sub), 2))
-    w = np.asarray(cfg.weights if cfg.weights else (0.0,) * N_FEATURES, dtype=np.float64)
+    w = np.asarray(weights if weights else (0.0,) * N_FEATURES, dtype=np.float64)
     start, integral = _timed(
-        allocator_code(cfg.allocator), nodes.cpu, nodes.mem, nodes.gpus, nodes.model,
+        code, nodes.cpu, nodes.mem, nodes.gpus, nodes.model,
         arrivals.cpu, arrivals.mem, arrivals.num_gpu, arrivals.gpu_milli, arrivals.allowed,
         pod_shapes(arrivals), sub, length, ties, typical_tuple(typical_pods(pods, POPULARITY)),
         w, window)

@@ -11,6 +11,7 @@ import numpy.typing as npt
 from hpcpolicy.compat import COMPAT_NAMES, CompatPreset, compat_preset
 from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.gpu.registry import ALLOCATORS, check_allocator
 from hpcpolicy.policies.settings import FairshareConfig
 from hpcpolicy.sim.capacity import Outage
 
@@ -26,9 +27,7 @@ __all__ = [
 
 BACKFILL_MODES = ("none", "easy", "conservative")
 ENGINES = ("fast", "reference")
-ALLOCATORS = ("first-fit", "first-available", "best-fit", "topology-aware")
-"""``first-fit`` places jobs in node groups by their totals (the compiled engines); the others
-place GPUs on nodes (:mod:`hpcpolicy.gpu`, a plain-Python engine)."""
+# ALLOCATORS, the allocator names, come from the one registry, hpcpolicy.gpu.registry.
 
 I64 = npt.NDArray[np.int64]
 
@@ -89,10 +88,11 @@ class SimConfig(Config):
     exclusive_nodes: bool = False
     """Jobs occupy whole nodes: max(requested nodes, ceil(procs / cores per node), ...) nodes,
     with all their cores and GPUs (RLScheduler's model; Slurm ``--exclusive``)."""
-    allocator: str = choice("first-fit", ALLOCATORS)
+    allocator: str = "first-fit"
     """Which node group a job is placed in; ``first-fit``: the first group (in the cluster
-    spec's order) where it fits now. ``first-available``, ``best-fit`` and ``topology-aware``
-    also choose the nodes a job's GPUs are on (:mod:`hpcpolicy.gpu.placement`)."""
+    spec's order) where it fits now. The node-level allocators also choose the nodes a job's
+    GPUs are on, the sharing ones (and a learned allocator's folder) the node and GPUs of a
+    job on one node (:mod:`hpcpolicy.gpu.registry` lists them all)."""
     fairshare: FairshareConfig = field(default_factory=FairshareConfig)
     """Parameters of the ``fairshare`` policy (unused by the others)."""
     limits: RunLimits = field(default_factory=RunLimits)
@@ -106,6 +106,7 @@ class SimConfig(Config):
     :mod:`hpcpolicy.sim.capacity`); empty = the whole machine all the time."""
 
     def validate(self) -> None:
+        check_allocator(self.allocator)
         self._require(self.preset.conservative_backfill or self.backfill != "conservative",
                       "backfill", f"compat {self.compat!r} has no conservative backfilling; "
                       "use --backfill none or easy with it, or drop --compat")
