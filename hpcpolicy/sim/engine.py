@@ -23,6 +23,7 @@ from typing import Any
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.gpu.registry import places_on_nodes
 from hpcpolicy.policies.base import Policy, ScoreKernel
 from hpcpolicy.policies.heuristics import get_policy
 from hpcpolicy.sim.checks import check_schedule
@@ -72,7 +73,7 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
     pol: Policy = policy if policy is not None else get_policy(cfg.policy)
     scorer = pol.bind(workload, cluster, cfg)
     bind_placer = getattr(pol, "bind_placer", None)
-    if cfg.allocator in NODE_LEVEL or bind_placer is not None:
+    if places_on_nodes(cfg.allocator) or bind_placer is not None:
         placer = bind_placer(workload, cluster) if bind_placer is not None else None
         return _simulate_gpu(workload, cluster, cfg, scorer, placer, running)
     prep = prepare(workload, cluster, cfg, running)
@@ -97,10 +98,6 @@ def simulate(workload: Workload, cluster: ClusterSpec, cfg: SimConfig | None = N
     return result
 
 
-NODE_LEVEL = ("first-available", "best-fit", "topology-aware")
-"""Allocators that place GPUs on nodes, run by :class:`hpcpolicy.sim.gpu_engine.GpuEngine`."""
-
-
 def check_one_engine(runs: Sequence[tuple[str, Any, str]]) -> None:
     """Refuse to compare runs that would not all place GPUs on nodes, or all not.
 
@@ -111,7 +108,7 @@ def check_one_engine(runs: Sequence[tuple[str, Any, str]]) -> None:
     Raises:
         ConfigError: both kinds are present; the message names the pooled runs.
     """
-    node = [hasattr(p, "bind_placer") or a in NODE_LEVEL for _, p, a in runs]
+    node = [hasattr(p, "bind_placer") or places_on_nodes(a) for _, p, a in runs]
     if any(node) and not all(node):
         pooled = ", ".join(label for (label, _, _), n in zip(runs, node, strict=True) if not n)
         raise ConfigError(f"{pooled} would run on the pooled first-fit allocator beside runs "
