@@ -18,6 +18,16 @@ The queue, the policy, backfilling and every tie rule are the reference engine's
 With the penalty off and one speed, run times are the logged ones and every allocator gives
 the pooled engines' schedule on the spec with one group per GPU type.
 
+A *sharing* allocator (``fgd``, ``bestfit``, ..., or a learned allocator's folder; see
+:mod:`hpcpolicy.gpu.registry`) replaces steps 1 and 2: the job goes on one node, chosen
+among all nodes (or, for a job backfilling picked for a pool, among that pool's nodes), whose
+CPU, memory and every GPU's thousandths bind (:class:`~hpcpolicy.gpu.node_sharing.NodeSharing`:
+the documented choices are there). Its pool is that node's. One node means no spread.
+Backfilling still plans on the pools' totals, so EASY's reservation for the head is a
+promise about totals only: a backfilled job may take the node the head would have used, and
+``check`` does not hold the engine to that promise. Sharing allocators start from the whole
+machine: they refuse outages.
+
 Outages (:mod:`hpcpolicy.sim.capacity`) are replayed for whole nodes: an outage of ``nodes``
 nodes takes the last ``nodes`` nodes of its group (in spec order) out of its pool's totals and
 their GPUs off the nodes, with the pooled engines' semantics (jobs on them finish; nothing new
@@ -35,8 +45,10 @@ import numpy.typing as npt
 
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.gpu.node_sharing import NodeSharing
 from hpcpolicy.gpu.placement import NODE_ALLOCATORS, NodeAllocator, get_node_allocator
 from hpcpolicy.gpu.placer import Candidate, PlacementView, Placer
+from hpcpolicy.gpu.registry import SHARING, allocator_kind
 from hpcpolicy.gpu.topology import MILLI, Topology
 from hpcpolicy.policies.base import Scorer
 from hpcpolicy.sim.capacity import G, T, changes
@@ -137,16 +149,22 @@ class GpuEngine(ReferenceEngine):
                               "first-fit")
         self.topo = Topology.from_cluster(cluster)
         prep = gpu_prepare(workload, cluster, cfg, self.topo)
+        self.sharing = self._sharing(workload, cluster, cfg, placer)
+        if self.sharing is not None:
+            one_node = np.asarray(workload.nodes) <= 1
+            prep = dataclasses.replace(
+                prep, never_fits=prep.never_fits | self.sharing.never_fits(one_node))
         super().__init__(prep, dataclasses.replace(cfg, allocator="first-fit"), scorer,
                          workload)
         self.cfg = cfg
         self.placer = placer
         self.node_alloc = (get_node_allocator(cfg.allocator) if cfg.allocator in NODE_ALLOCATORS
                            else None)
-        if placer is None and self.node_alloc is None:
+        if placer is None and self.node_alloc is None and self.sharing is None:
             raise ConfigError(f"allocator {cfg.allocator!r} does not place GPUs on nodes; use "
                               f"one of {', '.join(NODE_ALLOCATORS)}")
         self._chosen: dict[int, I64] = {}
+        self._shared: dict[int, tuple[int, int]] = {}
         self.share = job_shares(workload)
         self.speed = self._speed_factors(workload)
         self.node_free = self.topo.node_gpu_milli.copy()
@@ -165,6 +183,21 @@ class GpuEngine(ReferenceEngine):
         self._down = [np.flatnonzero(self.topo.node_group == g)[::-1][:abs(int(k))]
                       for g, k in zip(by_group[G], by_group[G + 4], strict=True)]
         """The nodes of each capacity change: the last ones of its group."""
+
+    def _sharing(self, workload: Workload, cluster: ClusterSpec, cfg: SimConfig,
+                 placer: Placer | None) -> NodeSharing | None:
+        """The sharing allocator's state, None for the other allocators or with a placer.
+
+        Raises:
+            ConfigError: outages with a sharing allocator.
+        """
+        if placer is not None or allocator_kind(cfg.allocator) != SHARING:
+            return None
+        if cfg.outages:
+            raise ConfigError(f"allocator {cfg.allocator!r} shares GPUs on a machine without "
+                              "outages; drop the site model's outages or use a node-level "
+                              "allocator (best-fit, ...)")
+        return NodeSharing(workload, cluster, self.topo, cfg.allocator, job_shares(workload))
 
     def _speed_factors(self, w: Workload) -> F64:
         """(jobs, pools) run-time factor of each GPU job in each pool from GPU speeds."""
@@ -237,7 +270,18 @@ class GpuEngine(ReferenceEngine):
         self._chosen[j] = cands[k].take
         return cands[k].pool
 
+    def _share(self, j: int, pool: int | None) -> int:
+        """The sharing allocator's pool for job ``j`` (its node kept for ``_hold``), or -1."""
+        assert self.sharing is not None
+        got = self.sharing.choose(j, pool)
+        if got is None:
+            return -1
+        self._shared[j] = got
+        return int(self.topo.node_pool[got[0]])
+
     def _pick(self, j: int) -> int:
+        if self.sharing is not None:
+            return self._share(j, None)
         if self.placer is not None:
             return self._choose(j, range(len(self.pool_nodes)))
         for g in range(len(self.pool_nodes)):
@@ -246,6 +290,8 @@ class GpuEngine(ReferenceEngine):
         return -1
 
     def _placeable(self, j: int, g: int) -> bool:
+        if self.sharing is not None:
+            return self._share(j, g) >= 0
         if self.placer is not None:
             return self._choose(j, [g]) >= 0
         return self._where(j, g) is not None
@@ -256,7 +302,13 @@ class GpuEngine(ReferenceEngine):
 
     def _hold(self, j: int, g: int, now: int) -> int:
         # The pool's totals are already taken by the caller.
-        take = self._chosen.pop(j) if self.placer is not None else self._place(j, g)
+        take: I64 | None
+        if self.sharing is not None:
+            take = self._shared_take(j, g)
+        elif self.placer is not None:
+            take = self._chosen.pop(j)
+        else:
+            take = self._place(j, g)
         assert take is not None, "the engine starts only jobs that were placeable"
         nodes = self.pool_nodes[g][take > 0]
         self.node_free[nodes] -= take[take > 0]
@@ -275,6 +327,19 @@ class GpuEngine(ReferenceEngine):
         self.dur[j] = min(slow, req) if self.killed[j] else slow
         return int(self.dur[j])
 
+    def _shared_take(self, j: int, g: int) -> I64:
+        """Hold job ``j`` on the node the sharing allocator chose; thousandths per pool node."""
+        assert self.sharing is not None
+        node, mask = self._shared.pop(j)
+        self.sharing.hold(j, node, mask)
+        take = np.zeros(len(self.pool_nodes[g]), dtype=np.int64)
+        take[int(np.searchsorted(self.pool_nodes[g], node))] = self.sharing.gpu_milli(j)
+        return take
+
+    def _trusted(self, now: int) -> bool:
+        # EASY planned on pool totals; a sharing allocator's nodes can delay the head.
+        return self.sharing is None and super()._trusted(now)
+
     def _change(self, c: int) -> None:
         super()._change(c)  # the pool's totals
         nodes = self._down[c]
@@ -282,6 +347,8 @@ class GpuEngine(ReferenceEngine):
         self.node_free[nodes] += sign * self.topo.node_gpu_milli[nodes]
 
     def _release(self, j: int, now: int) -> None:
+        if self.sharing is not None and j in self.sharing.held:
+            self.sharing.release(j)
         if j not in self.held:
             return
         nodes, take = self.held.pop(j)
