@@ -159,3 +159,36 @@ def test_the_config_names_the_field() -> None:
 
     with pytest.raises(ConfigError, match="inspector config field `windows`: must be >= 1"):
         InspectorConfig(windows=0)
+
+
+def test_advise_ranks_the_live_queue_with_an_inspector(untrained: Path) -> None:
+    from hpcpolicy.slurm.advise import AdviseConfig, plan_pass
+    from hpcpolicy.slurm.queue import parse_snapshot
+
+    sinfo = "\n".join(f"n{i}|16|0/16/0/16|batch*|idle" for i in range(1, 5))
+    squeue = "\n".join(f"{n}|PENDING|batch|ann|{1000 + n}|N/A|4|1|{limit}|{100 - n}|Priority"
+                       for n, limit in ((1, "30:00"), (2, "10:00"), (3, "20:00")))
+    snap = parse_snapshot(squeue + "\n", sinfo, now=2000)
+    ranked = plan_pass(AdviseConfig(policy=str(untrained)), snap).ranked
+    assert [j.job_id for j in ranked] == ["2", "3", "1"]  # it accepts sjf's proposals
+
+
+def test_an_active_guard_deploys_the_heuristic(untrained: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from hpcpolicy.deploy.resolve import resolve_policy
+    from hpcpolicy.inspector.artifact import InspectorPolicy
+    from hpcpolicy.training.card import CARD_FORMAT, CARD_VERSION, GUARD_RULE, write_card
+
+    folder = tmp_path / "policy"
+    shutil.copytree(untrained, folder)
+    period = {"part": "train", "jobs": [0, 10], "from": "2020-01-01", "to": "2020-01-02"}
+    card = {"format": CARD_FORMAT, "card_version": CARD_VERSION, "algo": "inspector-bc",
+            "prior": "sjf", "training_data": {"path": "t", "sha256": "0" * 64},
+            "period": period, "validation": None, "test": None, "skipped": None,
+            "warning": None, "guard": {"fallback": "sjf", "rule": GUARD_RULE, "active": True}}
+    write_card(folder, card)
+    assert resolve_policy(str(folder)).name == "sjf"
+    assert isinstance(resolve_policy(str(folder), guard=False), InspectorPolicy)
+    write_card(folder, {**card, "guard": {**card["guard"], "active": False}})
+    assert isinstance(resolve_policy(str(folder)), InspectorPolicy)
