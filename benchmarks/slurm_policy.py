@@ -35,7 +35,6 @@ import numpy as np
 from benchmarks._common import DATA, TRACES, slurm_env
 from benchmarks.cli import hpcpolicy_cli
 from hpcpolicy import train
-from hpcpolicy.card import model_card
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.deploy.guard import active_guard
 from hpcpolicy.deploy.resolve import resolve_policy
@@ -111,9 +110,8 @@ def _trained(whole: Workload, args: argparse.Namespace, scale: ScaleConfig, tmp:
     swf = _swf(scale_window(whole.take(range(lo, args.first)), scale), tmp / "train.swf")
     ingest([swf], tmp / "train.parquet", IngestConfig(overwrite=True))
     opts = TrainOptions(steps=args.train_steps, backfill="easy", seed=args.seed)
-    run = train(tmp / "train.parquet", algo="ppo", out=tmp / "train", options=opts)
-    model_card(run, tmp / "train.parquet", opts)  # its guard, as `hpcpolicy train` writes it
-    return str(run.policy)
+    # the policy folder `hpcpolicy train` leaves: the snapshot deployed, the card, its guard
+    return str(train(tmp / "train.parquet", algo="ppo", out=tmp / "train", options=opts).policy)
 
 
 def _scale(whole: Workload, window: Workload, arrivals_s: float) -> ScaleConfig:
