@@ -11,6 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 from whatif_jobs import synthetic
+from whatif_slurm_engine import slurm_engine as use_engine
+from whatif_slurm_engine import write_conf
 
 from hpcpolicy import schemas
 from hpcpolicy.errors import ConfigError
@@ -21,50 +23,17 @@ from hpcpolicy.whatif.markdown import render_markdown
 from hpcpolicy.whatif.slurm_candidates import slurm_machine
 from hpcpolicy.whatif.spec import parse_candidate_spec
 
-CONF = """\
-# a small test site
-ClusterName=t
-SlurmctldHost=head
-PriorityType=priority/multifactor
-PriorityWeightAge=1000   # one day's wait is worth this much
-PriorityWeightJobSize=0
-PriorityMaxAge=7-0
-SchedulerType=sched/backfill
-SchedulerParameters=bf_window=1440,bf_continue
-NodeName=n[1-16] CPUs=4 State=UNKNOWN
-PartitionName=batch Nodes=ALL Default=YES MaxTime=7-0 State=UP
-"""
-
 
 @pytest.fixture
 def conf(tmp_path: Path) -> Path:
     """The site's slurm.conf, alone in its folder."""
-    path = tmp_path / "etc" / "slurm.conf"
-    path.parent.mkdir()
-    path.write_text(CONF)
-    return path
+    return write_conf(tmp_path)
 
 
 @pytest.fixture
 def slurm_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Slurm world's replay; while hpcpolicy.world.slurm's is a skeleton, a stand-in that
-    reads one knob (a job-size weight makes the queue shortest-first) on the pooled engine."""
-    import inspect
-
-    import hpcpolicy.world.slurm as world_slurm
-
-    if "skeleton" not in inspect.getsource(world_slurm.replay):
-        return
-    from hpcpolicy.sim import simulate
-    from hpcpolicy.sim.types import SimConfig
-    from hpcpolicy.whatif.slurm_candidates import conf_machine
-
-    def replay(workload: Any, world: Any) -> Any:
-        policy = "sjf" if world.priority.weights.get("JobSize") else "fcfs"
-        return simulate(workload, conf_machine(world), SimConfig(policy, "easy"))
-
-    monkeypatch.setattr(world_slurm, "slurm_world", lambda conf, w: conf)
-    monkeypatch.setattr(world_slurm, "replay", replay)
+    """The Slurm world's replay (or its stand-in, :mod:`whatif_slurm_engine`)."""
+    use_engine(monkeypatch)
 
 
 def _whatif(conf: Path, *candidates: str) -> dict[str, Any]:

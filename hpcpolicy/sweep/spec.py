@@ -14,6 +14,17 @@ Each cell is the comparison ``hpcpolicy whatif LOG -c CANDIDATE [-s SCENARIO] --
 would make: the baseline and the candidate, replayed under the log as it was and under the
 scenario. A cell's verdict is the comparison under its own scenario.
 
+With the site's slurm.conf, the baseline is that configuration in the Slurm world, a
+candidate may be a change to it, and a ``[grid]`` of slurm.conf keys and SchedulerParameters
+options adds every combination as a candidate (:mod:`hpcpolicy.sweep.slurm_grid`)::
+
+    logs = ["jobs.parquet"]
+    slurm_conf = "slurm.conf"                 # relative to the spec file; sacctmgr = "dumps/"
+    candidates = ["qos normal MaxJobsPerUser=50"]   # optional beside a grid
+    [grid]
+    PriorityWeightAge = [1000, 5000]
+    bf_window = [1440, 2880]
+
 Example:
     >>> spec = SweepSpec(logs=("a.parquet",), candidates=("sjf+easy", "f1+easy"),
     ...                  scenarios=("as-logged", "nodes=+10%"), seeds=(0,))
@@ -31,6 +42,7 @@ from typing import ClassVar
 from hpcpolicy.config import Config
 from hpcpolicy.docload import read_toml
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.sweep.slurm_grid import Axes, grid_candidates, read_grid
 from hpcpolicy.whatif import WhatifConfig
 from hpcpolicy.whatif.scenarios import AS_LOGGED
 
@@ -51,7 +63,7 @@ class Cell:
     log: str
     """The job table."""
     candidate: str
-    """The candidate policy, ``POLICY[+BACKFILL]``."""
+    """The candidate: a policy, ``POLICY[+BACKFILL]``, or a change to slurm.conf."""
     scenario: str
     """``as-logged`` or a scenario (``nodes=+10%``)."""
     seed: int
@@ -88,11 +100,24 @@ class SweepSpec(Config):
     """A machine of this many processors instead of the log header's (``whatif --procs``)."""
     walltime_fallback: str | None = None
     """Planning time of jobs without a requested time (``whatif --walltime-fallback``)."""
+    slurm_conf: str | None = None
+    """The site's slurm.conf (``whatif --slurm-conf``): the baseline, and what a
+    configuration candidate or the grid changes."""
+    sacctmgr: str | None = None
+    """With ``slurm_conf``: the folder of its sacctmgr dumps (``whatif --sacctmgr``)."""
+    grid: Axes = ()
+    """slurm.conf keys and SchedulerParameters options -> values; every combination is a
+    candidate (:mod:`hpcpolicy.sweep.slurm_grid`)."""
 
     def validate(self) -> None:
+        self._require(bool(self.candidates or self.grid), "candidates",
+                      "must list at least one value (or give a [grid])")
+        self._require(not self.grid or self.slurm_conf is not None, "grid",
+                      "changes a slurm.conf: name it with slurm_conf = FILE")
         for name in ("logs", "candidates", "scenarios", "seeds"):
             values = getattr(self, name)
-            self._require(bool(values), name, "must list at least one value")
+            self._require(bool(values) or name == "candidates", name,
+                          "must list at least one value")
             self._require(len(set(values)) == len(values), name, "lists a value twice")
         self._require(all(s >= 0 for s in self.seeds), "seeds", "must be >= 0")
         self._require(self.procs is None or self.procs >= 1, "procs", "must be >= 1")
@@ -114,14 +139,22 @@ class SweepSpec(Config):
         return WhatifConfig(baseline=self.baseline, candidates=(cell.candidate,),
                             scenarios=scenarios, period_s=self.period_s, metric=self.metric,
                             bootstrap=self.bootstrap, confidence=self.confidence,
-                            seed=cell.seed)
+                            seed=cell.seed, slurm_conf=self.slurm_conf, sacctmgr=self.sacctmgr)
 
     def cells(self) -> list[Cell]:
         """Every cell, logs outermost, seeds innermost."""
         return [Cell(log, cand, scen, seed,
                      f"{_slug(Path(log).stem)}/{_slug(cand)}/{_slug(scen)}/seed{seed}")
-                for log in self.logs for cand in self.candidates for scen in self.scenarios
-                for seed in self.seeds]
+                for log in self.logs for cand in (*self.candidates, *grid_candidates(self.grid))
+                for scen in self.scenarios for seed in self.seeds]
+
+
+def _conf_near(item: object, here: Path) -> object:
+    """A ``conf:FILE`` candidate with a relative FILE taken from the spec file's folder."""
+    if isinstance(item, str) and item.lower().startswith("conf:"):
+        name = item[5:].strip()
+        return item if Path(name).is_absolute() else f"conf:{here / name}"
+    return item
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -142,9 +175,14 @@ def load_spec(path: str | Path) -> SweepSpec:
 
     if isinstance(data.get("logs"), list):
         data["logs"] = [near(x) for x in data["logs"]]
-    if isinstance(data.get("candidates"), list):  # a policy folder beside the spec
+    if isinstance(data.get("candidates"), list):  # a policy folder or a conf: beside the spec
         data["candidates"] = [near(x) if isinstance(x, str) and (here / x.split("+")[0])
-                              .is_dir() else x for x in data["candidates"]]
+                              .is_dir() else _conf_near(x, here) for x in data["candidates"]]
+    for key in ("slurm_conf", "sacctmgr"):
+        if isinstance(data.get(key), str):
+            data[key] = near(data[key])
+    if "grid" in data:
+        data["grid"] = read_grid(data["grid"], str(path))
     try:
         spec = SweepSpec.from_dict(data)
     except ConfigError as exc:
