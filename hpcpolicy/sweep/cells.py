@@ -28,15 +28,21 @@ __all__ = ["cell_row", "finished", "run_cell"]
 
 
 @functools.lru_cache(maxsize=2)
-def _load(log: str, procs: int | None, walltime_fallback: str | None
-          ) -> tuple[Workload, ClusterSpec, str | None]:
-    """A log's jobs, machine and source format, once per process (cells share logs)."""
-    from hpcpolicy.cluster_io import resolve_cluster
+def _load(log: str, procs: int | None, walltime_fallback: str | None,
+          slurm_conf: str | None = None) -> tuple[Workload, ClusterSpec, str | None]:
+    """A log's jobs, machine (slurm.conf's nodes when given) and source format, once per
+    process (cells share logs)."""
     from hpcpolicy.table import open_job_table
-    from hpcpolicy.workload import Workload, workload_options
+    from hpcpolicy.whatif.slurm_candidates import slurm_machine
+    from hpcpolicy.workload import workload_options
+    from hpcpolicy.world import WorldSpec, open_workload, open_world
 
-    machine = resolve_cluster(spec=None, procs=procs, table=log)
-    jobs = Workload.from_table(log, options=workload_options(None, None, walltime_fallback))
+    options = workload_options(None, None, walltime_fallback)
+    if slurm_conf:
+        jobs, machine = open_workload(log, options), slurm_machine(slurm_conf)
+    else:
+        world = open_world(log, WorldSpec(workload=options, procs=procs))
+        jobs, machine = world.workload, world.cluster
     return jobs, machine, open_job_table(log).metadata.get("source_format")
 
 
@@ -45,7 +51,8 @@ def run_cell(spec: SweepSpec, cell: Cell, root: str | Path) -> str:
     ``root``; returns the folder (relative to ``root``)."""
     from hpcpolicy.whatif import run_whatif, write_report
 
-    workload, machine, source_format = _load(cell.log, spec.procs, spec.walltime_fallback)
+    workload, machine, source_format = _load(cell.log, spec.procs, spec.walltime_fallback,
+                                             spec.slurm_conf)
     result = run_whatif(workload, machine, spec.whatif(cell), source=cell.log,
                         source_format=source_format)
     write_report(result, Path(root) / cell.folder)
