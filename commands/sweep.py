@@ -49,7 +49,8 @@ def main(
     spec: Annotated[Path, typer.Argument(
         help="The grid, a TOML file: logs, candidates, scenarios, seeds and the shared "
         "settings (baseline, period_s, metric, bootstrap, confidence, procs, "
-        "walltime_fallback).", callback=a_file, show_default=False)],
+        "walltime_fallback; slurm_conf, sacctmgr and a [grid] of Slurm knobs).",
+        callback=a_file, show_default=False)],
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Sweep folder; default sweeps/SPEC-NAME.", callback=a_folder,
         show_default=False)] = None,
@@ -78,6 +79,11 @@ def main(
         candidates = ["sjf+easy", "f1+easy"]
         scenarios = ["as-logged", "nodes=+10%"]
         seeds = [0]
+
+    With slurm_conf = "slurm.conf" the baseline is the site's configuration (as whatif
+    --slurm-conf), a candidate may be a change to it, and a [grid] table of slurm.conf keys
+    and SchedulerParameters options (PriorityWeightAge = [1000, 5000], bf_window = [1440,
+    2880]) adds every combination as a candidate, each cell's report saying what to apply.
 
     Examples:
 
