@@ -5,9 +5,9 @@ command keep beating the heuristics on the site's next months, and at another si
 HPC2N, KTH-SP2, RICC) x backfilling (``--backfills``: easy, none) x seed (``--seeds``):
 
 1. ``hpcpolicy train TABLE --algo ddppo --workers 2 --steps N --seed S [--backfill easy]``,
-   the README recipe with its defaults: episodes from the first 60 % of the jobs, the next
-   10 % validate (snapshot choice and guard, :mod:`hpcpolicy.training.card`), the last 30 %
-   are left;
+   the README recipe with its defaults, run as :func:`hpcpolicy.train`: episodes from the
+   first 60 % of the jobs, the next 10 % validate (snapshot choice and guard,
+   :mod:`hpcpolicy.training.card`), the last 30 % are left;
 2. ``hpcpolicy evaluate`` of the policy and every heuristic on ``--windows`` windows of
    ``--window-size`` jobs of the last 30 %, same backfilling; the *deployed* policy is what
    its guard runs (the fallback heuristic when active, as ``simulate``, ``whatif`` and
@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import hpcpolicy
 from benchmarks._common import (
     RESULTS,
     ROOT,
@@ -55,9 +56,11 @@ from benchmarks.cli import hpcpolicy_cli
 from hpcpolicy.atomic import write_json
 from hpcpolicy.deploy.resolve import policy_simulator
 from hpcpolicy.env.factory import load
+from hpcpolicy.errors import HpcPolicyError
 from hpcpolicy.evaluate import EvaluateConfig
 from hpcpolicy.policies.heuristics import HEURISTICS
 from hpcpolicy.sim.windows import WindowConfig, replay
+from hpcpolicy.training import TrainOptions
 from hpcpolicy.training.validation import VALIDATION_WINDOWS
 from hpcpolicy.world.split import split_starts, validation_starts
 
@@ -165,13 +168,19 @@ def _run(args: list[str]) -> None:
 
 
 def train(table: Path, run: Path, backfill: str, seed: int, a: argparse.Namespace) -> float:
-    """The README recipe; its wall time (reused, 0.0, when ``run`` already has a card)."""
+    """The README recipe, through :func:`hpcpolicy.train` (the policy folder ``hpcpolicy
+    train`` leaves: snapshot, card and guard); its wall time (reused, 0.0, when ``run``
+    already has a card)."""
     if (run / "policy" / "card.json").is_file():
         return 0.0
+    trace = TRACES[table.stem]
     start = time.perf_counter()
-    _run(["train", str(table), "--algo", "ddppo", "--workers", str(a.workers), "--steps",
-          str(a.steps), "--seed", str(seed), "--backfill", backfill, "-o", str(run),
-          *machine_options(table.stem), *([] if a.prior is None else ["--prior", a.prior])])
+    try:
+        hpcpolicy.train(table, algo="ddppo", out=run, options=TrainOptions(
+            workers=a.workers, steps=a.steps, seed=seed, backfill=backfill, procs=trace.procs,
+            warm=trace.warm, **({} if a.prior is None else {"prior": a.prior})))
+    except HpcPolicyError as exc:
+        raise SystemExit(f"train {table} ({backfill}, seed {seed}): {exc}") from None
     return time.perf_counter() - start
 
 
