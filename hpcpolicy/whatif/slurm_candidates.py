@@ -90,24 +90,32 @@ def open_slurm_site(slurm_conf: str, sacctmgr: str | None,
 
 
 def slurm_config(slurm_conf: str | Path | None, sacctmgr: str | Path | None,
-                 site: object = None) -> dict[str, str]:
+                 beside: Mapping[str, object] | None = None) -> dict[str, str]:
     """The :class:`~hpcpolicy.whatif.WhatifConfig` fields (and the report config's record) of
     the Slurm inputs; nothing without slurm.conf, so a report without them reads as before.
 
+    Args:
+        slurm_conf: ``--slurm-conf``.
+        sacctmgr: ``--sacctmgr``.
+        beside: options that describe the site or its machine otherwise (``--site``,
+            ``--cluster``, ``--procs``) -> their values; one given beside slurm.conf is refused.
+
     Raises:
-        ConfigError: ``sacctmgr`` without ``slurm_conf``, or a site model (``site``, the
-            ``--site`` file) beside slurm.conf: both describe the site.
+        ConfigError: ``sacctmgr`` without ``slurm_conf``, or an option of ``beside`` given
+            with it.
 
     Example:
-        >>> slurm_config("slurm.conf", None)
+        >>> slurm_config("slurm.conf", None, {"--procs": None})
         {'slurm_conf': 'slurm.conf'}
     """
     if slurm_conf is None and sacctmgr is not None:
         raise ConfigError("--sacctmgr describes the accounts of a slurm.conf: give the "
                           "site's slurm.conf with --slurm-conf too")
-    if slurm_conf is not None and site is not None:
-        raise ConfigError("--site and --slurm-conf both describe the site: give slurm.conf "
-                          "alone (a configuration change is then a candidate, -c)")
+    given = [name for name, value in (beside or {}).items() if value is not None]
+    if slurm_conf is not None and given:
+        raise ConfigError(f"{given[0]} and --slurm-conf both describe the site: slurm.conf's "
+                          f"nodes are the machine, so drop {given[0]} (a change to the "
+                          "configuration is a candidate, -c)")
     found = {"slurm_conf": slurm_conf, "sacctmgr": sacctmgr}
     return {k: str(v) for k, v in found.items() if v is not None}
 
@@ -143,8 +151,9 @@ def slurm_simulator(site: SlurmSite | None, spec: RunSpec, pooled: Simulate) -> 
     """The engine of ``spec``'s run: ``pooled`` for a policy, else the Slurm world of the
     site's configuration with ``spec.change`` applied (the configuration as given for ``""``).
 
-    The returned function has :func:`hpcpolicy.sim.simulate`'s signature (``cluster`` and
-    ``cfg`` are the runner's; the Slurm world reads the configuration instead).
+    The returned function has :func:`hpcpolicy.sim.simulate`'s signature (``cluster``,
+    ``cfg`` and ``running`` are the runner's: the Slurm world reads the configuration, and a
+    what-if replays whole logs from an empty machine).
     """
     if spec.change is None or site is None:
         return pooled
@@ -154,11 +163,6 @@ def slurm_simulator(site: SlurmSite | None, spec: RunSpec, pooled: Simulate) -> 
             running: RunningJobs | None = None) -> SimResult:
         from hpcpolicy.world.slurm import replay, slurm_world
 
-        if running is not None:
-            raise ConfigError("the Slurm world replays whole logs from an empty machine, not "
-                              "warm windows")
-        result = replay(workload, slurm_world(conf, workload))
-        result.stats.setdefault("backfilled", int(result.backfilled.sum()))
-        return result
+        return replay(workload, slurm_world(conf, workload))
 
     return run

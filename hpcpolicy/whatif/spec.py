@@ -17,7 +17,7 @@ tells the two kinds of candidate apart.
 
 Example:
     >>> parse_run_spec("sjf+easy")
-    RunSpec(text='sjf+easy', policy='sjf', backfill='easy', allocator='first-fit')
+    RunSpec(text='sjf+easy', policy='sjf', backfill='easy', allocator='first-fit', change=None)
     >>> parse_run_spec("runs/a/policy").backfill
     'easy'
     >>> parse_run_spec("fcfs@best-fit").text
