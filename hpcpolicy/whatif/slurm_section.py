@@ -17,17 +17,17 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hpcpolicy.slurmconf import change_advice, changed_keys
 from hpcpolicy.slurmconf.advice import RESTART_KEYS
 from hpcpolicy.textfmt import visible
 
 if TYPE_CHECKING:
-    from hpcpolicy.whatif.runner import WhatifRun
     from hpcpolicy.whatif.slurm_candidates import SlurmSite
+    from hpcpolicy.whatif.spec import RunSpec
 
-__all__ = ["html_context", "markdown", "slurm_section"]
+__all__ = ["Run", "html_context", "markdown", "slurm_section"]
 
 POLICY_NOTE = ("a policy candidate (such as sjf+easy) is replayed by the pooled engine on "
                "slurm.conf's nodes and compared with the site's configuration replayed in the "
@@ -35,7 +35,18 @@ POLICY_NOTE = ("a policy candidate (such as sjf+easy) is replayed by the pooled 
 """What a policy candidate is compared against when the baseline is slurm.conf."""
 
 
-def _candidate(site: SlurmSite, change: str, runs: Sequence[WhatifRun]) -> dict[str, Any]:
+class Run(Protocol):
+    """What the section reads of a run (:class:`~hpcpolicy.whatif.runner.WhatifRun`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def spec(self) -> RunSpec: ...
+
+
+def _candidate(site: SlurmSite, change: str, runs: Sequence[Run]) -> dict[str, Any]:
     new = site.changed[change]
     advice = change_advice(site.conf, new)
     keys = changed_keys(site.conf, new)
@@ -47,7 +58,7 @@ def _candidate(site: SlurmSite, change: str, runs: Sequence[WhatifRun]) -> dict[
             "watch": list(advice.watch)}
 
 
-def slurm_section(site: SlurmSite | None, runs: Sequence[WhatifRun]) -> dict[str, Any]:
+def slurm_section(site: SlurmSite | None, runs: Sequence[Run]) -> dict[str, Any]:
     """``{"slurm": ...}`` for report.json when the baseline is slurm.conf, else ``{}``."""
     if site is None:
         return {}
