@@ -30,13 +30,15 @@ idle machine: training throughput, hence quality within a time budget, depends o
 build --source heuristics``, then ``--algo bc``) and starts DD-PPO from that policy
 (``--init-from``); ``--reward`` sets the training reward (the bar stays on bounded slowdown).
 
-``--snapshot-every N`` keeps the policy every N updates and deploys the one with the lowest
-mean bounded slowdown on the ``--select-windows`` latest side-by-side windows of the *training*
-part, those nearest in time to the test part (the test windows play no part in the choice);
-the selection's time counts against the budget too. ``--restarts N`` trains N policies one
-after another (seeds SEED, SEED + 1, ...; one warm start and one calibration for all), each
-with 1/N of the budget, and chooses among the snapshots of all of them: a seed whose training
-goes astray is then outscored on the training part instead of deployed.
+Each run is :func:`hpcpolicy.train`, so each policy is the one ``hpcpolicy train`` deploys:
+the best of the final policy and the run's snapshots on the validation part (the last 10 % of
+the training part, which no episode used; the test windows play no part in the choice), with
+its model card and guard. ``--snapshot-every N`` sets how often a run keeps a snapshot (PPO's
+``snapshot_every``; default about ten per run); the selection's time counts against the
+budget too. ``--restarts N`` trains N policies one after another (seeds SEED, SEED + 1, ...;
+one warm start and one calibration for all), each with 1/N of the budget, and deploys the one
+whose deployed policy scores best on the same validation windows: a seed whose training goes
+astray is then outscored there instead of deployed.
 
 Usage:
     python -m benchmarks.train_quality                       # the bar, 30 min per trace
@@ -63,7 +65,7 @@ from typing import Any
 from benchmarks._common import RESULTS, TRACES, TRAIN_FRAC, ingest_trace
 from benchmarks.cli import hpcpolicy_cli
 from hpcpolicy.env.spaces import DEFAULT_K  # what `hpcpolicy train` shows
-from hpcpolicy.training import TrainOptions, train
+from hpcpolicy.training import Trained, TrainOptions, train
 
 HEURISTICS = ("fcfs", "sjf", "f1", "wfp3", "unicep")
 BAR = -0.10
@@ -87,10 +89,11 @@ def _flags(options: dict[str, Any]) -> list[str]:
 
 
 def train_until(table: Path, run: Path, options: TrainOptions, cfg: dict[str, Any],
-                deadline_s: float | None) -> tuple[Any, float]:
+                deadline_s: float | None) -> tuple[Trained, float]:
     """DD-PPO on ``table`` into ``run``; at ``deadline_s`` seconds it is asked to stop as a
     Ctrl-C would (the run's STOP file: the workers finish the update, checkpoint and export
-    the policy). The :class:`~hpcpolicy.ppo.ppo.TrainResult` and the wall time."""
+    the policy; :func:`hpcpolicy.train` then deploys and cards it). What it trained and the
+    wall time."""
     start = time.perf_counter()
     timer = None if deadline_s is None else threading.Timer(deadline_s, (run / "STOP").touch)
     if timer is not None:
@@ -102,7 +105,7 @@ def train_until(table: Path, run: Path, options: TrainOptions, cfg: dict[str, An
         if timer is not None:
             timer.cancel()
     (run / "STOP").unlink(missing_ok=True)  # in case the timer fired as the run ended
-    return trained.result, time.perf_counter() - start
+    return trained, time.perf_counter() - start
 
 
 def _steady_sps(run: Path) -> float:
@@ -129,11 +132,10 @@ def clone_heuristic(table: Path, run: Path, backfill: str, extra: dict[str, Any]
 
 
 def train_policy(table: Path, run: Path, backfill: str, extra: dict[str, Any], cfg: dict[str, Any],
-                 options: dict[str, Any], a: argparse.Namespace,
-                 budget_s: float | None) -> dict[str, Any]:
+                 a: argparse.Namespace, budget_s: float | None) -> dict[str, Any]:
     """Train ``a.restarts`` policies one after another (seeds ``a.seed``, ``a.seed`` + 1, ...)
     within ``budget_s`` (calibrated; a warm start's time included) or ``a.steps`` each; the
-    facts of the one deployed."""
+    facts of the one deployed (the best on validation among them)."""
     run.parent.mkdir(parents=True, exist_ok=True)
     if a.snapshot_every:
         cfg = {**cfg, "snapshot_every": a.snapshot_every}
@@ -156,14 +158,12 @@ def train_policy(table: Path, run: Path, backfill: str, extra: dict[str, Any], c
         probed, calibration = train_until(table, probe, replace(common, steps=3 * batch), cfg,
                                           None)
         sps = _steady_sps(probe)
-        # start-up (imports, workers, JIT) and the final export, as the calibration run had
-        fixed = calibration - probed.wall_time_s
+        # start-up (imports, workers, JIT), the final export and the card, as the probe had
+        fixed = calibration - probed.result.wall_time_s
         per_candidate = 0.0
         if a.snapshot_every:
             # the selection scores each snapshot and the final policy: time one candidate
-            start = time.perf_counter()
-            select_snapshot(table, [probe / "policy"], backfill, options, a)
-            per_candidate = time.perf_counter() - start
+            per_candidate = validation_replay_s(table, probe / "policy", common)
             calibration += per_candidate
         # each restart: left = fixed + T + per_candidate * (T * sps / (batch * every) + 1)
         left = (budget_s - calibration - MARGIN_S) / a.restarts
@@ -174,58 +174,45 @@ def train_policy(table: Path, run: Path, backfill: str, extra: dict[str, Any], c
     runs = [run, *(run.with_name(f"{run.name}.seed{a.seed + i}") for i in range(1, a.restarts))]
     trained = [train_run(table, path, replace(common, seed=a.seed + i, steps=steps), cfg,
                          deadline) for i, path in enumerate(runs)]
-    candidates = [c for t in trained for c in t.pop("candidates")]
-    facts = {**trained[0], "warm_start": a.warm_start, "warm_start_wall_s": warm_start,
-             "reward": a.reward, "calibration_wall_s": calibration, "selection_wall_s": 0.0}
+    best = min(trained, key=lambda t: t["validation_bsld"]) if len(trained) > 1 else trained[0]
+    facts = {**best, "warm_start": a.warm_start, "warm_start_wall_s": warm_start,
+             "reward": a.reward, "calibration_wall_s": calibration}
     if a.restarts > 1:
         facts["restarts"] = trained
-    if a.snapshot_every:
-        start = time.perf_counter()
-        facts["selection"] = select_snapshot(table, candidates, backfill, options, a)
-        facts["policy"] = facts["selection"]["chosen"]
-        facts["selection_wall_s"] = time.perf_counter() - start
-        chosen = next(t for t in trained if facts["policy"].startswith(t["run"] + "/"))
-        facts.update({k: v for k, v in chosen.items() if k != "policy"})
-    facts["total_wall_s"] = (warm_start + calibration + sum(t["train_wall_s"] for t in trained)
-                             + facts["selection_wall_s"])
+    facts["total_wall_s"] = warm_start + calibration + sum(t["train_wall_s"] for t in trained)
     return facts
 
 
 def train_run(table: Path, run: Path, options: TrainOptions, cfg: dict[str, Any],
               deadline: float | None) -> dict[str, Any]:
-    """One DD-PPO run of ``options.steps`` (stopped at ``deadline`` seconds); its facts and the
-    policies it offers to the selection (its snapshots and final policy)."""
-    from hpcpolicy.learn.runs import RunPaths
-
-    result, wall = train_until(table, run, options, cfg, deadline)
-    candidates = sorted((run / "snapshots").glob("update_*"))  # none in a short run
-    if RunPaths(run).snapshot(result.updates) not in candidates:
-        candidates.append(run / "policy")  # the final policy, unless a snapshot has it
+    """One DD-PPO run of ``options.steps`` (stopped at ``deadline`` seconds); its facts, with
+    what its card says: the snapshot deployed, the guard and the deployed policy's mean bsld on
+    the validation windows (None without them)."""
+    trained, wall = train_until(table, run, options, cfg, deadline)
+    result, card = trained.result, trained.card or {}
+    validation = card.get("validation")
     return {"run": str(run), "seed": options.seed, "steps_budget": options.steps,
             "global_step": result.global_step, "updates": result.updates,
             "interrupted": result.interrupted, "train_wall_s": wall,
-            "train_time_s": result.wall_time_s, "policy": str(run / "policy"),
-            "candidates": candidates}
+            "train_time_s": result.wall_time_s, "policy": str(trained.policy),
+            "selection": card.get("selection"), "guard": card.get("guard"),
+            "validation_bsld": None if validation is None else next(
+                s["mean_bsld"] for s in validation["scores"] if s["kind"] == "learned")}
 
 
-def select_snapshot(table: Path, candidates: list[Path], backfill: str,
-                    options: dict[str, Any], a: argparse.Namespace) -> dict[str, Any]:
-    """The candidate policy with the lowest mean bsld on the latest windows of the training
-    part."""
-    from hpcpolicy.env.factory import load
-    from hpcpolicy.evaluate import EvaluateConfig, evaluate
-    from hpcpolicy.world.split import latest_starts
+def validation_replay_s(table: Path, policy: Path, options: TrainOptions) -> float:
+    """Seconds to replay one policy on the validation windows, as the snapshot choice of
+    :func:`hpcpolicy.train` replays each candidate."""
+    from hpcpolicy.training.validation import VALIDATION_WINDOWS, compare, load_table
+    from hpcpolicy.world.split import validation_starts
 
-    workload, machine = load(table, options)
-    starts = latest_starts(len(workload), "train", a.train_frac, size=a.window_size,
-                           count=a.select_windows)
-    cfg = EvaluateConfig(policies=tuple(str(c) for c in candidates), backfills=(backfill,),
-                         window_size=a.window_size, split="train", train_frac=a.train_frac,
-                         starts=starts)
-    ev = evaluate(workload, machine, cfg)
-    scores = {r.config.policy: r.summary["mean_bsld"] for r in ev.runs}
-    return {"windows": list(ev.starts), "mean_bsld": scores,
-            "chosen": min(scores, key=lambda name: scores[name])}
+    workload, machine = load_table(table, options)
+    starts = validation_starts(len(workload), options.train_frac, options.val_frac,
+                               size=options.window_size, count=VALIDATION_WINDOWS)
+    start = time.perf_counter()
+    compare(workload, machine, (str(policy),), options, {"starts": starts, "split": "all"},
+            None)
+    return time.perf_counter() - start
 
 
 def evaluate_policy(table: Path, policy: Path, backfill: str, options: dict[str, Any],
@@ -285,15 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bc-windows", type=int, default=100,
                         help="at most this many training windows of the heuristic to clone")
     parser.add_argument("--snapshot-every", type=int, default=0, metavar="N",
-                        help="keep the policy every N updates and deploy the best of them on "
-                             "windows of the training part (0: deploy the last policy)")
+                        help="keep the policy every N updates (0: train's default, about ten "
+                             "per run); train deploys the best of them on validation")
     parser.add_argument("--restarts", type=int, default=1, metavar="N",
                         help="train N policies one after another (seeds SEED, SEED+1, ...), "
-                             "sharing the budget, and choose among all their snapshots "
-                             "(needs --snapshot-every)")
-    parser.add_argument("--select-windows", type=int, default=20,
-                        help="the latest training-part windows, side by side, that choose "
-                             "among the snapshots")
+                             "sharing the budget, and deploy the best on validation")
     parser.add_argument("--rlscheduler", action="store_true",
                         help="also RLScheduler's protocol on lublin_256 (see above)")
     parser.add_argument("--cache", type=Path,
@@ -303,11 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path,
                         default=RESULTS / "train_quality.json")
     a = parser.parse_args(argv)
-    if a.restarts < 1 or (a.restarts > 1 and not a.snapshot_every):
-        parser.error("--restarts N needs N >= 1, and --snapshot-every to choose among them")
-    if a.snapshot_every and a.rlscheduler:
-        parser.error("--snapshot-every chooses on the training part, which RLScheduler's "
-                     "protocol (--rlscheduler) does not have; use one or the other")
+    if a.restarts < 1:
+        parser.error("--restarts N needs N >= 1")
+    if (a.snapshot_every or a.restarts > 1) and a.rlscheduler:
+        parser.error("--snapshot-every and --restarts choose on the validation part, which "
+                     "RLScheduler's protocol (--rlscheduler: training on all of the trace) "
+                     "does not have; use one or the other")
 
     from hpcpolicy.atomic import write_json
 
@@ -323,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         for backfill in backfills:
             run = runs_dir / f"{trace}-{backfill}"
             row = {"trace": trace, "backfill": backfill, "protocol": "chronological split",
-                   **train_policy(table, run, backfill, extra, cfg, options, a, budget)}
+                   **train_policy(table, run, backfill, extra, cfg, a, budget)}
             row.update(evaluate_policy(table, Path(row["policy"]), backfill, options, a))
             results.append(row)
     if a.rlscheduler:
@@ -333,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             run = runs_dir / f"rlscheduler-{backfill}"
             row = {"trace": "lublin_256", "backfill": backfill, "protocol": "rlscheduler",
                    "published": RLSCHEDULER_PUBLISHED[backfill],
-                   **train_policy(table, run, backfill, RLSCHEDULER_OPTIONS, cfg, options, a,
+                   **train_policy(table, run, backfill, RLSCHEDULER_OPTIONS, cfg, a,
                                   budget)}
             row.update(evaluate_policy(table, Path(row["policy"]), backfill, options, a,
                                        compat="rlscheduler", starts=RLSCHEDULER_STARTS))
