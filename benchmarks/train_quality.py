@@ -34,7 +34,7 @@ Each run is :func:`hpcpolicy.train`, so each policy is the one ``hpcpolicy train
 the best of the final policy and the run's snapshots on the validation part (the last 10 % of
 the training part, which no episode used; the test windows play no part in the choice), with
 its model card and guard. ``--snapshot-every N`` sets how often a run keeps a snapshot (PPO's
-``snapshot_every``; default about ten per run); the selection's time counts against the
+``snapshot_every``; default about five per run); the selection's time counts against the
 budget too. ``--restarts N`` trains N policies one after another (seeds SEED, SEED + 1, ...;
 one warm start and one calibration for all), each with 1/N of the budget, and deploys the one
 whose deployed policy scores best on the same validation windows: a seed whose training goes
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bc-windows", type=int, default=100,
                         help="at most this many training windows of the heuristic to clone")
     parser.add_argument("--snapshot-every", type=int, default=0, metavar="N",
-                        help="keep the policy every N updates (0: train's default, about ten "
+                        help="keep the policy every N updates (0: train's default, about five "
                              "per run); train deploys the best of them on validation")
     parser.add_argument("--restarts", type=int, default=1, metavar="N",
                         help="train N policies one after another (seeds SEED, SEED+1, ...), "
