@@ -8,9 +8,10 @@ folder, and a rerun replaces its own outputs.
 Files written in ``out_dir``: ``workload.swf`` (the generated log), ``jobs.parquet``,
 ``jobs.rejects.parquet``, ``jobs.ingest.json`` (the ingest), ``stats.json`` (the profile),
 ``compare.json`` (heuristics replayed on the workload, :data:`COMPARE_POLICIES` x
-:data:`COMPARE_BACKFILLS`), ``run/`` (the training run, its deployable policy in
-``run/policy``), ``report/`` (the what-if report: ``report.html``, ``report.json``,
-``report.md``, ``outcomes.parquet``) and ``demo.json`` (config, steps run and files).
+:data:`COMPARE_BACKFILLS`), ``run/`` (the training run: its deployable policy in
+``run/policy``, with the model card ``hpcpolicy train`` writes), ``report/`` (the what-if
+report: ``report.html``, ``report.json``, ``report.md``, ``outcomes.parquet``) and
+``demo.json`` (config, steps run and files).
 """
 
 from __future__ import annotations

@@ -213,6 +213,9 @@ def test_demo_end_to_end_with_the_real_generator_and_reader(tmp_path: Path) -> N
     assert stats["load"]["machine_procs"] == 256  # the generator's MaxProcs, via the header
     whatif = json.loads((out / "report" / "report.json").read_text())
     assert whatif["runs"][3]["spec"] == f"{out / 'run' / 'policy'}+easy"
+    # the policy folder `hpcpolicy train` leaves: the model card, bound to its model
+    card = json.loads((out / "run" / "policy" / "card.json").read_text())
+    assert card["format"] == "hpcpolicy.model-card" and "binding" in card
     same = ("workload.swf", "jobs.parquet", "jobs.rejects.parquet", "stats.json", "demo.json",
             "report/report.json", "report/report.html", "report/report.md")
     before = {name: (out / name).read_bytes() for name in same}
