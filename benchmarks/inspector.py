@@ -79,7 +79,8 @@ def train_cell(name: str, backfill: str, a: argparse.Namespace) -> tuple[Trace, 
         raise SystemExit(f"{name}: the validation part holds no window of {a.window_size} jobs")
     cfg = InspectorConfig(heuristic=heuristic, backfill=backfill, k=a.k,
                           windows=a.train_windows, window_size=a.train_window_size,
-                          warm=trace.warm, seed=a.seed, dagger_rounds=a.dagger_rounds)
+                          warm=trace.warm, seed=a.seed, dagger_rounds=a.dagger_rounds,
+                          min_gain=a.min_gain)
     policy = a.runs / f"{name}-{backfill}-s{a.seed}" / "policy"
     _, seen = train_inspector(trace.workload, trace.machine, cfg, policy,
                               training_data={"path": str(table), "sha256": file_sha256(table)})
@@ -104,7 +105,7 @@ def cell(name: str, backfill: str, a: argparse.Namespace) -> Cell:
     gap = float(np.mean(base) - np.mean(hindsight))
     return {"trace": name, "backfill": backfill, "heuristic": heuristic,
             "test_windows": len(base), "window_size": a.window_size,
-            "teachers": [w["teacher"] for w in seen["windows"]],
+            "teachers": [w["teacher"] for w in seen["windows"]], "min_gain": a.min_gain,
             "accept_share": seen["accept_share"], "decisions": seen["decisions"],
             "train_s": train_s, "test_s": time.perf_counter() - began,
             "guard": guard, "validation_decision": card["validation"]["decision"]
@@ -139,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-window-size", type=int, default=256)
     p.add_argument("--k", type=int, default=8, help="proposals per decision")
     p.add_argument("--dagger-rounds", type=int, default=1)
+    p.add_argument("--min-gain", type=float, default=0.0,
+                   help="a window's best heuristic teaches only if this share better")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--runs", type=Path, default=ROOT / "runs" / "inspector")
     each_cell(p.parse_args(argv), cell, line)

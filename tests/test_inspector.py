@@ -146,12 +146,24 @@ def test_a_tiny_training_run(tmp_path: Path) -> None:
     fit_lo, fit_hi = seen["fit_jobs"]
     assert (fit_lo, fit_hi) == (0, 360)  # 0-60 %: the validation and test parts unread
     assert all(x["start"] + 64 <= fit_hi for x in seen["windows"])
-    assert all(x["teacher"] == min(x["bsld"], key=x["bsld"].get) for x in seen["windows"])
+    assert all(x["teacher"] == x["best"] == min(x["bsld"], key=x["bsld"].get)
+               for x in seen["windows"])
     assert seen["decisions"] > 0 and 0.0 <= seen["accept_share"] <= 1.0
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["provenance"]["split"]["jobs"] == [0, 360]
     assert manifest["provenance"]["teachers"] == [x["teacher"] for x in seen["windows"]]
     simulate(w, MACHINE, SimConfig(), policy=resolve_policy(str(path)))
+
+
+def test_small_wins_do_not_teach() -> None:
+    from hpcpolicy.inspector.train import InspectorConfig, teachers
+
+    w = busy(600, seed=5)
+    starts = (0, 100, 200)
+    picky = InspectorConfig(heuristic="fcfs", window_size=64, min_gain=0.99)
+    plain = InspectorConfig(heuristic="fcfs", window_size=64)
+    assert [x["teacher"] for x in teachers(w, MACHINE, picky, starts)] == ["fcfs"] * 3
+    assert [x["teacher"] for x in teachers(w, MACHINE, plain, starts)] != ["fcfs"] * 3
 
 
 def test_the_config_names_the_field() -> None:

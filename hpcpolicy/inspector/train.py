@@ -8,7 +8,10 @@ method (no reward shaping, no credit assignment over thousands of decisions):
 1. ``windows`` random windows of the fitting part (the first ``fit_frac(train_frac,
    val_frac)`` of the jobs: 0-60 % with the defaults; the validation part after it is never
    read here) replay under every proposing heuristic (:data:`~hpcpolicy.inspector.features.
-   RANKERS`); the one of lowest mean bounded slowdown is the window's *teacher*.
+   RANKERS`); the one of lowest mean bounded slowdown is the window's *teacher*, unless it
+   beats the deployed heuristic there by less than ``min_gain`` (a share of the deployed
+   heuristic's mean bsld): then the deployed heuristic teaches, so that small, noisy wins do
+   not teach the inspector to depart from it.
 2. Each window replays once more with the deployed heuristic proposing and the teacher
    accepting: at each decision with a choice, the proposal the teacher ranks first is
    accepted, and the proposals' features with that label are recorded. On windows where the
@@ -50,6 +53,7 @@ from hpcpolicy.inspector.features import CANDIDATE_FEATURES, RANKERS, Candidates
 from hpcpolicy.sim.engine import simulate
 from hpcpolicy.sim.types import BACKFILL_MODES, SimConfig
 from hpcpolicy.sim.windows import WindowConfig, replay
+from hpcpolicy.world.protocol import TRAIN_FRAC, VAL_FRAC
 from hpcpolicy.world.split import fit_frac, part_range, split_starts
 
 if TYPE_CHECKING:
@@ -83,9 +87,9 @@ class InspectorConfig(Config):
     warm: bool = False
     """Windows start with the jobs then running (RICC needs it: an empty machine never
     queues)."""
-    train_frac: float = 0.7
+    train_frac: float = TRAIN_FRAC
     """The training part (validation included); the test part follows it."""
-    val_frac: float = 0.1
+    val_frac: float = VAL_FRAC
     """The validation part, the last of the training part; never read here."""
     seed: int = 1
     """Seeds the windows drawn and the network's initial weights."""
@@ -99,10 +103,13 @@ class InspectorConfig(Config):
     """Adam's learning rate."""
     dagger_rounds: int = 1
     """Rounds in which the inspector acts and the teacher labels."""
+    min_gain: float = 0.0
+    """A window's best heuristic teaches only if its mean bsld there is at least this share
+    below the deployed heuristic's; otherwise the deployed heuristic does (labels: accept)."""
 
     def validate(self) -> None:
         self._at_least(1, "k", "windows", "window_size", "epochs")
-        self._at_least(0, "dagger_rounds")
+        self._at_least(0, "dagger_rounds", "min_gain")
         self._require(self.lr > 0, "lr", f"must be > 0, got {self.lr}")
         self._require(all(h >= 1 for h in self.hidden), "hidden", "widths must be >= 1")
         self._require(0.0 <= self.val_frac < self.train_frac < 1.0, "val_frac",
@@ -165,13 +172,17 @@ def _with(policy: Policy) -> Any:
 
 def teachers(workload: Workload, machine: ClusterSpec, cfg: InspectorConfig,
              starts: tuple[int, ...]) -> list[dict[str, Any]]:
-    """Every proposing heuristic's mean bsld on each window at ``starts``, and the best."""
+    """Every proposing heuristic's mean bsld on each window at ``starts``, the best, and the
+    teacher (the best, or the deployed heuristic where the best gains less than
+    ``cfg.min_gain``)."""
     runs = replay(workload, machine, [cfg.sim_config(h) for h in RANKERS],
                   cfg.window_config(starts))
     out = []
     for i, start in enumerate(starts):
         bsld = {run.config.policy: float(run.windows[i].summary["mean_bsld"]) for run in runs}
-        out.append({"start": start, "teacher": min(bsld, key=lambda h: bsld[h]),
+        best = min(bsld, key=lambda h: bsld[h])
+        gains = bsld[best] <= (1.0 - cfg.min_gain) * bsld[cfg.heuristic]
+        out.append({"start": start, "best": best, "teacher": best if gains else cfg.heuristic,
                     "bsld": bsld})
     return out
 
