@@ -1,10 +1,13 @@
-"""Benchmark and measure site models (issue 25) on every shared trace with start times.
+"""Benchmark and measure site models (issues 25 and 42) on every shared trace with start times.
 
 For each trace: the time of ``calibrate`` (fit on the first 70 %) and of one ``fidelity``
 replay under the fitted model; the out-of-sample fidelity before (FCFS + EASY as the header
-describes the machine) and after (Spearman, mean-wait error, trust); the ablation; and
-whether the ranking of FCFS, SJF and F1 (all with EASY) by mean wait and by mean bounded
-slowdown changes between the uncalibrated and the calibrated world.
+describes the machine) and after (Spearman, mean-wait error, trust); the ablation, and the
+out-of-sample figures of the model without each kept element; issue 42's bars (better than
+the plain replay on both figures, fair: Spearman >= 0.3 and |mean-wait error| <= 50 %, no kept
+element that makes the out-of-sample |mean-wait error| worse); and whether the ranking of
+FCFS, SJF and F1 (all with EASY) by mean wait and by mean bounded slowdown changes between
+the uncalibrated and the calibrated world.
 
 The traces are ingested once into ``--cache``, outside the repository. Output: JSON
 (default ``benchmarks/results/site.json``) and one line of text. Timings taken while other
@@ -59,12 +62,12 @@ def measure(name: str, table: Path) -> dict[str, Any]:
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.errors import HpcPolicyError
     from hpcpolicy.site.calibrate import calibrate
-    from hpcpolicy.site.fidelity import fidelity_report
+    from hpcpolicy.site.fidelity import fidelity_report, site_world
     from hpcpolicy.workload import Workload
     from hpcpolicy.world import SiteModel, apply_site
     from hpcpolicy.world.apply import logged_delay
 
-    tic = time.perf_counter()
+    tic, cpu = time.perf_counter(), time.process_time()
     try:
         w = Workload.from_table(table)
         cluster = resolve_cluster(procs=TRACES[name].procs, table=table)
@@ -72,22 +75,40 @@ def measure(name: str, table: Path) -> dict[str, Any]:
         cal = calibrate(w, cluster, delay=delay, source=str(table))
     except HpcPolicyError as exc:
         return {"trace": name, "error": str(exc)}
-    calibrate_s = time.perf_counter() - tic
+    calibrate_s, calibrate_cpu_s = time.perf_counter() - tic, time.process_time() - cpu
     tic = time.perf_counter()
     fidelity_report(w, cluster, cal.site, delay=delay)
     fidelity_s = time.perf_counter() - tic
     before = _ranking(apply_site(SiteModel(), w, cluster))
-    after = _ranking(apply_site(cal.site, w, cluster, delay=delay))
+    after = _ranking(site_world(cal.site, w, cluster, delay))
     keys = ("spearman", "mean_wait_rel_error", "trust", "jobs")
     return {
         "trace": name, "jobs": len(w), "cores": cluster.total_cores,
-        "calibrate_s": calibrate_s, "fidelity_s": fidelity_s,
+        "calibrate_s": calibrate_s, "calibrate_cpu_s": calibrate_cpu_s, "replays":
+        cal.site.provenance.get("replays"), "fidelity_s": fidelity_s,
         "elements": cal.site.elements(), "availability": cal.site.availability,
         "user_jobs": cal.site.user_jobs, "user_cores": cal.site.user_cores,
         "priority": cal.site.priority, "backfill": cal.site.backfill,
         "before": {k: cal.before[k] for k in keys}, "after": {k: cal.after[k] for k in keys},
-        "ablation": cal.ablation, "ranking_uncalibrated": before, "ranking_calibrated": after,
+        "outages": len(cal.site.outages), "ablation": cal.ablation, "without": cal.without,
+        "bars": _bars(cal.before, cal.after, cal.without),
+        "ranking_uncalibrated": before, "ranking_calibrated": after,
         "ranking_changes": {k: before[k] != after[k] for k in ("by_wait", "by_bsld")},
+    }
+
+
+def _bars(before: dict[str, Any], after: dict[str, Any],
+          without: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Issue 42's bars on one trace's out-of-sample figures."""
+    def err(part: dict[str, Any]) -> float:
+        return abs(part["mean_wait_rel_error"])
+
+    return {
+        "both_better": after["spearman"] > before["spearman"] and err(after) < err(before),
+        "fair": after["spearman"] >= 0.3 and err(after) <= 0.5,
+        "elements_worsening_mean_wait": [k for k, v in without.items()
+                                         if v["mean_wait_rel_error"] is not None
+                                         and err(after) > err(v)],
     }
 
 
@@ -108,11 +129,15 @@ def main(argv: list[str] | None = None) -> None:
         write_json(args.out, {"traces": results})  # each trace as soon as it is measured
     print("; ".join(
         f"{r['trace']}: " + (r["error"][:60] if "error" in r else
-                             f"calibrate {r['calibrate_s']:.1f} s, fidelity "
+                             f"calibrate {r['calibrate_s']:.1f} s (CPU "
+                             f"{r['calibrate_cpu_s']:.1f} s), fidelity "
                              f"{r['fidelity_s']:.1f} s, rho {r['before']['spearman']:.2f}->"
                              f"{r['after']['spearman']:.2f}, mean err "
                              f"{r['before']['mean_wait_rel_error']:+.0%}->"
-                             f"{r['after']['mean_wait_rel_error']:+.0%}")
+                             f"{r['after']['mean_wait_rel_error']:+.0%}, "
+                             f"both better {r['bars']['both_better']}, "
+                             f"fair {r['bars']['fair']}, worsening "
+                             f"{r['bars']['elements_worsening_mean_wait']}")
         for r in results))
 
 

@@ -93,6 +93,8 @@ def test_calibrate_finds_the_missing_capacity() -> None:
         world = apply_site(SiteModel(availability=share), w, cluster)
         start = simulate(world.workload, world.cluster, world.cfg).start
         fit = calibrate(replace(w, logged_start=start), cluster, CalibrateConfig(bisect_steps=3))
-        assert fit.site.elements() == ["capacity"]
-        assert abs(fit.site.availability - share) <= 0.05
+        # the idle cores beside waiting jobs may be kept as outages where they fit the
+        # validation slice better; the availability stands for the rest
+        assert set(fit.site.elements()) <= {"capacity", "outages"}
+        assert share - 0.05 <= fit.site.availability < 1.0
         assert abs(fit.after["mean_wait_rel_error"]) < 0.1 < abs(fit.before["mean_wait_rel_error"])

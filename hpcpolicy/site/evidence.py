@@ -15,9 +15,10 @@ import numpy.typing as npt
 from numba import njit
 
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.site_model import Outage, Pool, merge_outages
 
-__all__ = ["Candidate", "find_limits", "find_machine_size", "find_node_size", "find_outages",
-           "find_pools", "running_peaks"]
+__all__ = ["Candidate", "dated_outages", "find_limits", "find_machine_size", "find_node_size",
+           "find_outages", "find_pools", "idle_level", "running_peaks"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -33,6 +34,12 @@ OVER_SHARE = 0.01
 machine is taken to be larger (a shorter excess is an accounting glitch at job edges)."""
 POOL_MIN_JOBS = 50
 """Fewest logged jobs of a partition for its peak use to size a pool."""
+MAX_OUTAGES = 50
+"""Most outage intervals kept (the largest in cores x length)."""
+MIN_OUTAGE_SHARE = 0.02
+"""Smallest outage kept, as a share of the machine's cores."""
+OUTAGE_GAP_S = 3600
+"""Outages less than this apart are merged into one."""
 
 
 @dataclass(frozen=True)
@@ -133,8 +140,6 @@ def find_pools(w: Workload, upto: int, total_cores: int) -> Candidate | None:
         return None
     if sum(c for _, c in used) > total_cores:
         return None
-    from hpcpolicy.world.site_model import Pool
-
     pools = tuple(Pool(name, cores) for name, cores in used)
     text = ", ".join(f"{name} peaked at {cores:,} cores" for name, cores in used)
     return Candidate({"pools": pools}, f"{text}; together {sum(c for _, c in used):,} of the "
@@ -203,6 +208,47 @@ def find_outages(w: Workload, upto: int, total_cores: int,
     found = _idle_beside_waiting(t[order], kind[order], np.tile(np.arange(n), 3)[order], sub,
                                  start, procs, total_cores, min_length_s)
     return [(int(a), int(b), int(c)) for a, b, c in zip(*found, strict=True)]
+
+
+def dated_outages(w: Workload, upto: int, total_cores: int) -> tuple[Outage, ...]:
+    """The outages of :func:`find_outages` in the jobs before ``upto``, dated (Unix seconds
+    from the workload's origin), each sized by the idle cores that held for most of it
+    (:func:`idle_level`), merged when less than :data:`OUTAGE_GAP_S` apart, at least
+    :data:`MIN_OUTAGE_SHARE` of the machine, the :data:`MAX_OUTAGES` largest."""
+    found = [(a + w.origin, b + w.origin, idle_level(w, total_cores, a, b))
+             for a, b, _ in find_outages(w, upto, total_cores)]
+    return merge_outages(found, min_cores=max(1, round(total_cores * MIN_OUTAGE_SHARE)),
+                         gap_s=OUTAGE_GAP_S, most=MAX_OUTAGES)
+
+
+def idle_level(w: Workload, total_cores: int, start: int, end: int) -> int:
+    """The idle cores of the logged schedule that held for at least half of ``[start, end)``
+    (their time-weighted median): an outage's size, which the fewest idle cores understate
+    while the jobs running on its cores drain away at its start.
+
+    Example:
+        >>> z = np.zeros(2, dtype=np.int64)
+        >>> w = Workload(job_id=np.array(["a", "b"], dtype=object), submit=z,
+        ...     run_time=np.array([10, 100]), req_walltime=z + 100, procs=np.array([6, 2]),
+        ...     nodes=z, gpus=z, mem_mib=z, user=z.astype(np.int32),
+        ...     partition=z.astype(np.int32), logged_start=z)
+        >>> idle_level(w, 10, 0, 100)   # 2 idle for 10 s, then 8 for 90 s
+        8
+    """
+    m = np.asarray(w.logged_start) >= 0
+    begin = np.asarray(w.logged_start, dtype=np.int64)[m]
+    finish = begin + np.asarray(w.run_time, dtype=np.int64)[m]
+    procs = np.asarray(w.procs, dtype=np.int64)[m]
+    over = (begin < end) & (finish > start)
+    t = np.concatenate(([start], np.maximum(begin[over], start), np.minimum(finish[over], end)))
+    d = np.concatenate(([0], procs[over], -procs[over]))
+    order = np.lexsort((d, t))  # ends before starts at equal times
+    t, busy = t[order], np.cumsum(d[order])
+    length = np.diff(np.append(t, end))
+    idle = total_cores - busy
+    by = np.argsort(idle, kind="stable")
+    half = np.searchsorted(np.cumsum(length[by]), (end - start) / 2)
+    return int(idle[by][min(int(half), len(by) - 1)])
 
 
 @njit(cache=True)

@@ -30,11 +30,11 @@ from hpcpolicy.site.measure import (
     wait_figures,
 )
 from hpcpolicy.workload import Workload
-from hpcpolicy.world.apply import World, apply_site
-from hpcpolicy.world.site_model import SiteModel
+from hpcpolicy.world.apply import SHARED, World, apply_site
+from hpcpolicy.world.site_model import SiteModel, engine_outages
 
-__all__ = ["SIZE_CLASSES", "SIZE_NAMES", "FidelityConfig", "Waits", "fidelity_report",
-           "replay_waits", "section", "unchecked"]
+__all__ = ["SIZE_CLASSES", "SIZE_NAMES", "FidelityConfig", "Waits", "brief", "fidelity_report",
+           "replay_waits", "section", "site_world", "unchecked", "without_each"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -68,6 +68,18 @@ class Waits:
     """Engine time of the replay."""
     never_fits: list[str] = field(default_factory=list)
     """Ids of the jobs that need more than the machine has (never started)."""
+
+
+def site_world(site: SiteModel, workload: Workload, cluster: ClusterSpec,
+               delay: npt.NDArray[np.int64] | None = None) -> World:
+    """:func:`~hpcpolicy.world.apply.apply_site` with the site's dated outages replayed as
+    unplanned outages of the group the partitions without a pool share."""
+    world = apply_site(site, workload, cluster, delay=delay)
+    if not site.outages or world.cfg.outages:
+        return world
+    down = engine_outages(site.outages, workload.origin, world.cluster,
+                          SHARED if site.pools else "")
+    return replace(world, cfg=replace(world.cfg, outages=down))
 
 
 def replay_waits(world: World, policy: str | None = None, *,
@@ -105,6 +117,25 @@ def section(logged: F64, simulated: F64) -> dict[str, Any]:
     return {"available": True, **fig,
             "mean_wait_rel_error": (sm - lm) / lm if lm > 0 else None,
             "trust": trust(fig["spearman"], lm, sm)}
+
+
+def brief(part: dict[str, Any]) -> dict[str, Any]:
+    """The figures an admin reads first of a :func:`section` (None where it has none)."""
+    return {k: part.get(k) for k in ("spearman", "mean_wait_rel_error", "trust")}
+
+
+def without_each(workload: Workload, cluster: ClusterSpec, site: SiteModel, split: int,
+                 delay: npt.NDArray[np.int64] | None = None, *,
+                 engine: Simulate | None = None) -> dict[str, dict[str, Any]]:
+    """Per element of ``site``: the :func:`brief` figures, on the jobs from ``split`` on (out
+    of sample), of a replay (with ``engine``, see :func:`replay_waits`) under ``site``
+    without that element (one replay each)."""
+    out = {}
+    for name in site.elements():
+        waits = replay_waits(site_world(site.without(name), workload, cluster, delay),
+                             engine=engine)
+        out[name] = brief(section(waits.logged[split:], waits.simulated[split:]))
+    return out
 
 
 def _groups(labels: npt.NDArray[Any], waits: Waits,
@@ -164,7 +195,7 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
     """
     cfg = config or FidelityConfig()
     tic = time.perf_counter()
-    world = apply_site(site or SiteModel(), workload, cluster, delay=delay)
+    world = site_world(site or SiteModel(), workload, cluster, delay)
     waits = replay_waits(world, engine=engine[0] if engine else None)
     policy, backfill = engine[1:] if engine else (world.baseline_policy, world.cfg.backfill)
     n = len(workload)
@@ -191,6 +222,8 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
         "by_month": _groups(months, waits),
         "by_partition": _groups(parts, waits),
         "by_size": _groups(_size_labels(workload.procs), waits, SIZE_NAMES),
+        "without": {} if site is None else without_each(
+            workload, cluster, site, split, delay, engine=engine[0] if engine else None),
         "never_fits": {"jobs": len(waits.never_fits), "job_ids": waits.never_fits[:20]},
         "engine_s": waits.wall_s,
         "wall_s": time.perf_counter() - tic,

@@ -8,6 +8,7 @@ key, or a value of the wrong type, is a one-line error naming the key.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,9 @@ _SCHEMA: dict[str, dict[str, tuple[str, type | tuple[type, ...]]]] = {
                  "half_life_s": ("half_life_s", int)},
     "cadence": {"interval_s": ("interval_s", int), "backfill": ("backfill", str)},
 }
-_OUTAGE_KEYS = {"start_s", "end_s", "cores"}
+_OUTAGE_KEYS = {"start", "end", "cores"}
+_OUTAGE_FORM = "{ start = 2002-07-28T10:00:00Z, end = 2002-07-28T18:00:00Z, cores = 64 }"
+"""An outage as site.toml writes it (UTC dates), named in errors as the form to use."""
 _EVIDENCE_ORDER = ("nodes", "pools", "limits", "capacity", "holds", "priority", "cadence")
 
 
@@ -52,18 +55,37 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
             list: "a list"}[kind]
 
 
+def _when(where: str, value: Any) -> int:
+    """Unix seconds of a TOML date and time (UTC where it names no offset)."""
+    if not isinstance(value, datetime):
+        raise ConfigError(f"{where}: expected a date and time (UTC) such as "
+                          f"2002-07-28T10:00:00Z, got {value!r}")
+    return int((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp())
+
+
+def _date(unix: int) -> str:
+    """A TOML date and time (UTC) of Unix seconds."""
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _outages(where: str, items: list[Any]) -> tuple[Outage, ...]:
     out = []
     for i, item in enumerate(items):
         at = f"{where}[{i}]"
         if not isinstance(item, dict):
-            raise ConfigError(f"{at}: expected a table {{start_s, end_s, cores}}")
+            raise ConfigError(f"{at}: expected a table such as {_OUTAGE_FORM}")
+        if {"start_s", "end_s"} & set(item):
+            raise ConfigError(f"{at}: start_s/end_s (seconds since the log's first submit) are "
+                              f"no longer read; write dates, {_OUTAGE_FORM}, or rerun "
+                              "`hpcpolicy calibrate` to write them")
         unknown = sorted(set(item) - _OUTAGE_KEYS)
         missing = sorted(_OUTAGE_KEYS - set(item))
         if unknown or missing:
             raise ConfigError(f"{at}: " + (f"unknown key {unknown[0]!r}" if unknown else
-                                           f"missing key {missing[0]!r}"))
-        out.append(Outage(**{k: _typed(f"{at}.{k}", item[k], int) for k in _OUTAGE_KEYS}))
+                                           f"missing key {missing[0]!r}")
+                              + f"; an outage is {_OUTAGE_FORM}")
+        out.append(Outage(_when(f"{at}.start", item["start"]), _when(f"{at}.end", item["end"]),
+                          _typed(f"{at}.cores", item["cores"], int)))
     return tuple(out)
 
 
@@ -201,9 +223,9 @@ def dumps(site: SiteModel) -> str:
         out.append(f"[{table}]")
         out += [f"{k} = {_value(v)}" for k, v in tables[table]]
         if table == "capacity":
-            items = ", ".join(f"{{ start_s = {o.start_s}, end_s = {o.end_s}, cores = {o.cores} }}"
-                              for o in site.outages)
-            out.append(f"outages = [{items}]")
+            out.append("outages = [" + "".join(
+                f"\n  {{ start = {_date(o.start_s)}, end = {_date(o.end_s)}, cores = {o.cores} }},"
+                for o in site.outages) + ("\n]" if site.outages else "]"))
         out.append("")
     return "\n".join(out)
 
