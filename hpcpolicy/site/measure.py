@@ -27,8 +27,8 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["NOT_MODELLED", "NO_STARTS", "RELATIVE_ONLY", "TRUST_RULES", "fidelity",
-           "records_no_starts", "spearman", "trust", "wait_figures"]
+__all__ = ["MONTH_LIMIT", "NOT_MODELLED", "NO_STARTS", "RELATIVE_ONLY", "TRUST_RULES", "fidelity",
+           "months_off", "records_no_starts", "spearman", "trust", "wait_figures"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -65,6 +65,35 @@ def records_no_starts(logged_start: npt.NDArray[np.int64]) -> bool:
 
 MIN_JOBS = 50
 """Fewest jobs with a logged start for the figures to mean anything."""
+
+MONTH_LIMIT = 0.5
+"""Relative error of a month's mean wait beyond which a report flags the month."""
+
+
+def months_off(per_month: list[dict[str, Any]], limit: float = MONTH_LIMIT) -> list[str]:
+    """The months whose replayed mean wait is off the logged one by more than ``limit`` (a
+    share of the logged mean; months whose logged mean wait is 0 have no such share).
+
+    Example:
+        >>> months_off([{"month": "2002-07", "logged_mean_wait_s": 100.0,
+        ...              "simulated_mean_wait_s": 160.0},
+        ...             {"month": "2002-08", "logged_mean_wait_s": 100.0,
+        ...              "simulated_mean_wait_s": 140.0}])
+        ['2002-07']
+    """
+    return [m["month"] for m in per_month if m["logged_mean_wait_s"] > 0 and abs(
+        m["simulated_mean_wait_s"] - m["logged_mean_wait_s"]) > limit * m["logged_mean_wait_s"]]
+
+
+def _flag_months(per_month: list[dict[str, Any]]) -> str:
+    """A sentence naming the months :func:`months_off` flags (at most six), or empty."""
+    off = months_off(per_month)
+    if not off:
+        return ""
+    shown = ", ".join(off[:6]) + (f" and {len(off) - 6} more" if len(off) > 6 else "")
+    return (f" In {len(off)} of {len(per_month)} months ({shown}) the replay's mean wait is off "
+            f"the log's by more than {MONTH_LIMIT:.0%}: do not read those months' absolute "
+            "waits from this replay.")
 
 
 def _ranks(x: F64) -> F64:
@@ -199,4 +228,5 @@ def fidelity(outcomes: pl.DataFrame, origin: int, run_id: str) -> dict[str, Any]
     caveat = (f"{negative:,} jobs log a start before their submit (kept as negative waits)"
               if negative else None)
     return empty | fig | {"available": True, "reason": caveat, "per_month": per_month,
-                          "trust": level, "explanation": _explain(fig, level)}
+                          "trust": level,
+                          "explanation": _explain(fig, level) + _flag_months(per_month)}
