@@ -78,6 +78,8 @@ SLOW: dict[str, Case] = {
                                "--population", "4"], (OPENB_PODS, OPENB_NODES)),
     "gpu_fragmentation": (["--seeds", "42", "--allocators", "fgd"],
                           (OPENB_PODS, OPENB_NODES)),
+    "gpu_timed_replay": (["--allocators", "bestfit", "--scenario", ""],
+                         (OPENB_PODS, OPENB_NODES)),
     "site": ([*CACHE, "--traces", "KTH-SP2"], ("KTH-SP2",)),
     "simulate": ([*CACHE, "--repeat", "1", "--no-reference", "--timeout", "300"],
                  ("HPC2N", "RICC")),
@@ -85,7 +87,7 @@ SLOW: dict[str, Case] = {
 """Benchmarks smoked with ``pytest -m slow``: tiny arguments still, but too long for the
 default suite's 60 s for all benchmarks together."""
 
-DIR_OUT = {"gpu_fragmentation", "gpu_learned_allocator"}
+DIR_OUT = {"gpu_fragmentation", "gpu_learned_allocator", "gpu_timed_replay"}
 """Benchmarks whose ``--out`` is a folder of files rather than one JSON."""
 
 TRAINED = {"generalisation", "seed_ensemble", "tune_ray"}
