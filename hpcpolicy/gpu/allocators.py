@@ -42,6 +42,8 @@ __all__ = ["ALLOCATORS", "LEARNED", "N_FEATURES", "features"]
 
 # The codes of the allocators of :data:`ALLOCATORS` (in its order), then the learned one's.
 RANDOM, DOTPROD, CLUSTERING, PACKING, BESTFIT, FGD, LEARNED_CODE = range(7)
+MEMORY_LEFT = 3
+"""The one feature of :func:`features` that depends on the pod's memory (linearly)."""
 MAX_CPU = 128_000.0
 MAX_GPU = 8_000.0
 
