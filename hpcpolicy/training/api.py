@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.training.card import model_card
 from hpcpolicy.training.hooks import CARD_PHASE, Hooks, Trained, TrainProgress
 from hpcpolicy.training.options import MARL, TrainOptions
 from hpcpolicy.training.validation import Step
@@ -65,8 +66,6 @@ def train(source: str | Path, *, algo: str = "ppo",
         >>> trained.policy  # doctest: +SKIP
         PosixPath('runs/small/policy')
     """
-    from hpcpolicy.training.card import model_card
-
     opts, hooks = options or TrainOptions(), hooks or Hooks()
     path = Path(source)
     trained = _route(path, algo, config, None if out is None else Path(out), opts, hooks)
