@@ -87,3 +87,14 @@ def test_whatif_compares_fgd_with_best_fit(table: Path, tmp_path: Path) -> None:
     text = (out / "report.json").read_text()
     assert "@fgd" in text and "@bestfit" in text
 
+
+
+def test_a_whatif_spec_names_a_learned_folder_as_written(learned: Path) -> None:
+    from hpcpolicy.whatif.spec import parse_run_spec
+
+    folder = learned.parent / "Mixed-Case"
+    folder.mkdir(exist_ok=True)
+    for f in learned.iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    assert parse_run_spec(f"fcfs+easy@{folder}").allocator == str(folder)
+    assert parse_run_spec("fcfs+easy@FGD").allocator == "fgd"

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.gpu.registry import check_allocator
 from hpcpolicy.policies.heuristics import HEURISTICS
 from hpcpolicy.sim.types import ALLOCATORS, BACKFILL_MODES
 from hpcpolicy.slurmconf import parse_candidate
@@ -80,10 +81,13 @@ def parse_run_spec(text: str) -> RunSpec:
     raw, at, allocator = text.strip().rpartition("@")
     if not at:
         raw, allocator = allocator, "first-fit"
-    allocator = allocator.strip().lower()
-    if allocator not in ALLOCATORS:
-        raise ConfigError(f"policy spec {text!r}: allocator {allocator!r} is not one of "
-                          f"{', '.join(ALLOCATORS)} (write e.g. fcfs+easy@topology-aware)")
+    allocator = allocator.strip()  # a name, or a learned allocator's folder (kept as written)
+    allocator = allocator.lower() if allocator.lower() in ALLOCATORS else allocator
+    try:
+        check_allocator(allocator)
+    except ConfigError as exc:
+        raise ConfigError(f"policy spec {text!r}: {exc} (write e.g. "
+                          "fcfs+easy@topology-aware)") from None
     policy, plus, mode = raw.rpartition("+")
     if not plus:
         policy, mode = raw, DEFAULT_BACKFILL
