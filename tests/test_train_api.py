@@ -80,3 +80,14 @@ def test_the_library_leaves_the_policy_folder_the_command_leaves(tmp_path: Path)
     assert card["prior"] is not None and card["guard"] is not None  # auto, decided on validation
     assert card["selection"]["candidates"] and card["test"] is not None
     assert trained.card == json.loads((trained.policy / "card.json").read_text())
+
+
+@pytest.mark.parametrize("algo", ["bc", "marl", "dqn"])
+def test_force_is_refused_where_no_tie_is_checked(algo: str, tmp_path: Path) -> None:
+    """``force`` trains past a tie that ``--prior auto`` finds before an online run; the
+    routes that choose no prior refuse it in one line, before any work."""
+    from hpcpolicy.errors import ConfigError
+
+    source = tmp_path if algo == "bc" else tmp_path / "jobs.parquet"
+    with pytest.raises(ConfigError, match=r"^--force: "):
+        hpcpolicy.train(source, algo=algo, options=TrainOptions(force=True))

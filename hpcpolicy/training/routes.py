@@ -31,13 +31,13 @@ Config = Mapping[str, Any] | str | Path | None
 
 ONLINE_ONLY = ("workers", "resume", "reward", "backfill", "window_size", "num_envs", "split",
                "train_frac", "val_frac", "warm", "cluster", "procs", "procs_from",
-               "walltime_fallback", "compat", "site", "prior")
+               "walltime_fallback", "compat", "site", "prior", "force")
 """Options that shape the simulated environment; an offline run takes it from the dataset."""
 NOT_MARL = ("reward", "num_envs", "warm", "compat", "finetune_steps", "idle_weight", "site",
-            "val_frac", "prior")
+            "val_frac", "prior", "force")
 """Options the two-agent scheduler does not take (its reward weights are config fields)."""
 NOT_GPU_DQN = ("workers", "reward", "k", "visible", "num_envs", "split", "warm", "procs",
-               "compat", "finetune_steps", "site", "val_frac", "prior")
+               "compat", "finetune_steps", "site", "val_frac", "prior", "force")
 """Options GPU-type DQN does not take (its fields are in hpcpolicy.hetero.config)."""
 
 
