@@ -133,4 +133,22 @@ def main(
     for key, title in (("by_partition", "by partition"), ("by_size", "by job size (cores)"),
                        ("by_month", "by month")):
         render_sections([(r["group"], r) for r in report[key]], title)
+    if report["without"]:
+        _without(report["out_of_sample"], report["without"])
     console.print(f"replay {report['engine_s']:.2f} s; total {report['wall_s']:.2f} s")
+
+
+def _without(oos: dict[str, Any], without: dict[str, dict[str, Any]]) -> None:
+    """Out of sample: the site model as it is, and without each of its elements."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title="out of sample, without each element of the site model",
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("model", "spearman", "mean err", "trust"):
+        table.add_column(col, justify="left" if col in ("model", "trust") else "right")
+    for label, s in [("as fitted", oos), *((f"without {k}", v) for k, v in without.items())]:
+        rel, rho = s["mean_wait_rel_error"], s["spearman"]
+        table.add_row(label, "-" if rho is None else f"{rho:.2f}",
+                      "-" if rel is None else f"{rel:+.0%}", s["trust"] or "-")
+    console.print(table)
