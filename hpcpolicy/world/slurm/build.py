@@ -7,8 +7,11 @@ What is read from where (the source files named are Slurm's, read at SchedMD/slu
   of partition ``(none)`` (the log names none) goes to the ``Default=YES`` partition.
 * **Limits**: a job whose limit is over its partition's MaxTime is refused at submit
   (``EnforcePartLimits``), or, with ``over_max_time="cap"``, given MaxTime; a job without a
-  limit (requested walltime 0) gets DefaultTime, else MaxTime. Over MaxNodes, over a QOS or
-  association MaxWall, or more cores than the partition has: refused at submit.
+  limit (requested walltime 0) gets DefaultTime, else MaxTime, else the QOS's or
+  association's MaxWall. Over MaxNodes, over a QOS or
+  association MaxWall, more cores than the partition has or than its node count (or MaxNodes,
+  for a job naming none) can hold: refused at submit. A job naming no node count is not
+  otherwise held to MaxNodes when placed.
 * **QOS** (``sacctmgr show qos``): priority, MaxJobsPerUser, MaxSubmitJobsPerUser,
   GrpTRES=cpu, MaxTRESPerUser=cpu, MaxWall. A job's QOS is the log's, else ``normal``.
 * **Associations** (``sacctmgr show assoc``): the account tree with its shares (Fairshare),
@@ -130,15 +133,17 @@ def _job_assocs(tree: _Tree, w: Workload, notes: list[str]) -> I64:
     for (_account, user), k in tree.index.items():
         if user is not None:
             first.setdefault(user, k)
-    pairs: dict[tuple[int, int], int] = {}
-    out = np.empty(len(w), dtype=np.int64)
+    user_codes = np.asarray(w.user, dtype=np.int64)
+    acct_codes = (np.asarray(accounts, dtype=np.int64) if accounts is not None
+                  else np.zeros(len(w), dtype=np.int64))
+    pairs, inverse = np.unique(user_codes * (len(w.accounts) + 1) + acct_codes,
+                               return_inverse=True)
+    table = np.empty(len(pairs), dtype=np.int64)
     added = 0
-    user_codes = np.asarray(w.user)
-    acct_codes = accounts if accounts is not None else np.zeros(len(w), dtype=np.int32)
-    for key in set(zip(user_codes.tolist(), acct_codes.tolist(), strict=True)):
-        user = w.users[key[0]]
-        account = w.accounts[key[1]] if accounts is not None else _NONE
-        k = tree.index.get((account, user))
+    for i, code in enumerate(pairs.tolist()):
+        user = w.users[code // (len(w.accounts) + 1)]
+        account = w.accounts[code % (len(w.accounts) + 1)] if accounts is not None else _NONE
+        k: int | None = tree.index.get((account, user))
         if k is None and account == _NONE:
             k = first.get(user)
         if k is None:
@@ -148,9 +153,8 @@ def _job_assocs(tree: _Tree, w: Workload, notes: list[str]) -> I64:
                 parent = tree.add(name, None, 0, 1.0, {}, "the log")
             k = tree.add(name, user, parent, 1.0, {}, "the log")
             added += 1
-        pairs[key] = k
-    for (u, a), k in pairs.items():
-        out[(user_codes == u) & (acct_codes == a)] = k
+        table[i] = k
+    out = table[inverse.reshape(-1)]
     if added:
         notes.append(f"{added} (account, user) pairs of the log have no association: each "
                      "added with one share (sacctmgr's default Fairshare=1)")
@@ -309,12 +313,14 @@ def slurm_world(conf: SlurmConfig, workload: Workload, *,
         limit[over] = max_time[over]
     else:
         rejected |= over
-    limit[limit <= 0] = np.iinfo(np.int32).max  # no limit anywhere: UNLIMITED
     max_nodes = np.array([p.max_nodes or 0 for p in parts], dtype=np.int64)[codes]
     nodes = np.asarray(workload.nodes, dtype=np.int64)
     rejected |= (max_nodes > 0) & (nodes > max_nodes)
     procs = np.asarray(workload.procs, dtype=np.int64)
+    widest = np.array([int(node_cores[s].max(initial=0)) for s in sets], dtype=np.int64)
     rejected |= (procs > part_cores[codes]) | (nodes > np.diff(part_ptr)[codes])
+    rejected |= (nodes > 0) & (procs > nodes * widest[codes])  # its nodes cannot hold it
+    rejected |= (nodes == 0) & (max_nodes > 0) & (procs > max_nodes * widest[codes])
 
     qos_names, job_qos = _qos(conf, workload, notes)
     qos_rows = [conf.qos.get(q) for q in qos_names]
@@ -333,7 +339,10 @@ def slurm_world(conf: SlurmConfig, workload: Workload, *,
     a_wall = np.array([_wall(_inherited(tree, k, "MaxWall"), tree.where[k])
                        for k in range(n_assoc)], dtype=np.int64)
     for wall in (qos_wall[job_qos], a_wall[job_assoc]):
-        rejected |= (wall > 0) & (limit > wall)
+        given = limit > 0
+        limit[~given & (wall > 0)] = wall[~given & (wall > 0)]  # no limit: MaxWall's
+        rejected |= given & (wall > 0) & (limit > wall)
+    limit[limit <= 0] = np.iinfo(np.int32).max  # no limit anywhere: UNLIMITED
 
     node_total = len(node_of)
     cluster_cpus = int(node_cores.sum())
