@@ -33,8 +33,9 @@ import polars as pl
 from benchmarks._common import DATA, RESULTS, ROOT
 from hpcpolicy.errors import HpcPolicyError
 from hpcpolicy.gpu.allocator_artifact import load_allocator
-from hpcpolicy.gpu.allocators import ALLOCATORS, LEARNED
 from hpcpolicy.gpu.inflation_table import compare_expected, inflation_table, read_expected
+from hpcpolicy.gpu.registry import LEARNED
+from hpcpolicy.gpu.registry import SHARING_ALLOCATORS as ALLOCATORS
 from hpcpolicy.gpu.sharing import read_nodes, read_pods
 
 EXPECTED = ROOT / "tests" / "data" / "gpu_sharing" / "expected_allo_openb_default.csv"
