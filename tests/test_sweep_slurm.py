@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from job_tables import job_table, write_job_table
 from whatif_jobs import synthetic
-from whatif_slurm_engine import slurm_engine, write_conf
+from whatif_slurm_site import write_conf
 
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sweep import load_spec, sweep
@@ -42,9 +42,7 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_configuration_grid_is_a_sweep_of_changes_to_apply(
-        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    slurm_engine(monkeypatch)
+def test_a_configuration_grid_is_a_sweep_of_changes_to_apply(folder: Path) -> None:
     (folder / "grid.toml").write_text(SPEC)
     spec = load_spec(folder / "grid.toml")
     assert spec.slurm_conf == str(folder / "etc" / "slurm.conf")

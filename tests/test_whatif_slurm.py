@@ -3,6 +3,7 @@ to apply (issue 40 items 3 and 4)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,9 +11,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from cli_helpers import invoke, one_line_error
+from job_tables import job_table, write_job_table
 from whatif_jobs import synthetic
-from whatif_slurm_engine import slurm_engine as use_engine
-from whatif_slurm_engine import write_conf
+from whatif_slurm_site import write_conf
 
 from hpcpolicy import schemas
 from hpcpolicy.errors import ConfigError
@@ -30,20 +32,13 @@ def conf(tmp_path: Path) -> Path:
     return write_conf(tmp_path)
 
 
-@pytest.fixture
-def slurm_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Slurm world's replay (or its stand-in, :mod:`whatif_slurm_engine`)."""
-    use_engine(monkeypatch)
-
-
 def _whatif(conf: Path, *candidates: str) -> dict[str, Any]:
     cfg = WhatifConfig(candidates=candidates, slurm_conf=str(conf), bootstrap=200)
     jobs = synthetic(300, weeks=3)
     return run_whatif(jobs, slurm_machine(conf), cfg, source="jobs.parquet").doc
 
 
-def test_config_candidates_carry_the_change_to_apply(conf: Path, tmp_path: Path,
-                                                     slurm_engine: None) -> None:
+def test_config_candidates_carry_the_change_to_apply(conf: Path, tmp_path: Path) -> None:
     doc = _whatif(conf, "PriorityWeightJobSize=5000,PriorityMaxAge=14-0",
                   "qos normal MaxJobsPerUser=50", "sjf+easy")
     jsonschema.validate(doc, schemas.load("whatif"))
@@ -84,7 +79,7 @@ def test_config_candidates_carry_the_change_to_apply(conf: Path, tmp_path: Path,
     assert any("QOSMaxJobsPerUserLimit" in w for w in qos["watch"])
 
 
-def test_the_changed_configuration_is_what_is_replayed(conf: Path, slurm_engine: None) -> None:
+def test_the_changed_configuration_is_what_is_replayed(conf: Path) -> None:
     doc = _whatif(conf, "PriorityWeightJobSize=5000", "bf_window=2880")
     runs = {r["id"]: r["summary"] for r in doc["runs"]}
     assert runs["as-logged/PriorityWeightJobSize=5000"] != runs["as-logged/slurm.conf"]
@@ -94,7 +89,7 @@ def test_the_changed_configuration_is_what_is_replayed(conf: Path, slurm_engine:
     assert any(w.startswith("sdiag") for w in doc["slurm"]["candidates"][1]["watch"])
 
 
-def test_report_md_and_html_show_the_change(conf: Path, slurm_engine: None) -> None:
+def test_report_md_and_html_show_the_change(conf: Path) -> None:
     cfg = WhatifConfig(candidates=("PriorityWeightAge=5000", "qos normal MaxJobsPerUser=50"),
                        slurm_conf=str(conf), bootstrap=200)
     result = run_whatif(synthetic(300, weeks=3), slurm_machine(conf), cfg, source="jobs.parquet")
@@ -111,8 +106,7 @@ def test_report_md_and_html_show_the_change(conf: Path, slurm_engine: None) -> N
     assert "sacctmgr -i modify qos where name=normal set MaxJobsPerUser=50" in page
 
 
-def test_a_heuristic_restart_key_and_a_report_without_slurm(conf: Path,
-                                                            slurm_engine: None) -> None:
+def test_a_heuristic_restart_key_and_a_report_without_slurm(conf: Path) -> None:
     doc = _whatif(conf, "SelectType=select/linear")
     change = doc["slurm"]["candidates"][0]
     assert change["restart_keys"] == ["SelectType"]
@@ -152,3 +146,46 @@ def test_machine_scenarios_and_bad_changes_stop_before_any_replay(conf: Path) ->
     cfg = WhatifConfig(candidates=("partition debug MaxTime=1-0",), slurm_conf=str(conf))
     with pytest.raises(ConfigError, match=r"no partition debug in slurm\.conf; one of batch"):
         run_whatif(synthetic(50, weeks=1), slurm_machine(conf), cfg, source="jobs.parquet")
+
+
+@pytest.fixture
+def header_less(tmp_path: Path) -> Path:
+    """A job table with no machine in its header, as a sacct export is."""
+    w = synthetic(200, weeks=2)
+    rows = [{"submit": int(s), "run_time_s": int(r), "req_cpus": int(p),
+             "req_walltime_s": int(q), "user": f"u{u}", "partition": "batch"}
+            for s, r, p, q, u in zip(w.submit, w.run_time, w.procs, w.req_walltime, w.user,
+                                     strict=True)]
+    return write_job_table(tmp_path / "jobs.parquet", job_table(rows))
+
+
+def test_the_command_compares_changes_on_slurm_conf(conf: Path, header_less: Path,
+                                                    tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    result = invoke("whatif", str(header_less), "--slurm-conf", str(conf), "-c",
+                    "PriorityWeightAge=5000,PriorityMaxAge=14-0", "-c", "sjf+easy",
+                    "--bootstrap", "100", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["config"]["slurm_conf"] == str(conf)
+    assert [c["change"] for c in doc["slurm"]["candidates"]] == [
+        "PriorityWeightAge=5000,PriorityMaxAge=14-0"]
+    assert "Configuration changes: what to apply" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["-c", "PriorityWeightAge=5000"], "is a Slurm configuration change: give the site's "
+     "slurm.conf it changes with --slurm-conf FILE"),
+    (["-c", "magic", "--slurm-conf", "{conf}"], "'magic' is neither a heuristic"),
+    (["-c", "PriorityWeightAge=5000", "--slurm-conf", "{conf}", "-s", "nodes=+10%"],
+     "nodes= does not apply"),
+    (["-c", "sjf", "--sacctmgr", "{dumps}"], "--sacctmgr describes the accounts of a "
+     "slurm.conf: give the site's slurm.conf with --slurm-conf too"),
+])
+def test_the_command_refuses_in_one_line(conf: Path, header_less: Path, tmp_path: Path,
+                                         args: list[str], message: str) -> None:
+    (tmp_path / "dumps").mkdir()
+    given = [a.format(conf=conf, dumps=tmp_path / "dumps") for a in args]
+    line = one_line_error(invoke("whatif", str(header_less), *given, "-o",
+                                 str(tmp_path / "r")))
+    assert message in line
