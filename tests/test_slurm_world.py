@@ -5,6 +5,7 @@ and random workloads, both replays with no hand-over latency."""
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC
 from pathlib import Path
 
 import numpy as np
@@ -103,3 +104,31 @@ def test_basic_priority_reproduces_the_python_flavour_on_random_logs(
         w: Workload, bf: int, tmp_path_factory: pytest.TempPathFactory) -> None:
     old, new = both(w, tmp_path_factory.mktemp("conf"), "n1", bf)
     assert new == old
+
+
+def test_open_from_files_reads_accounts_and_qos(tmp_path: Path) -> None:
+    from datetime import datetime
+
+    import polars as pl
+
+    from hpcpolicy.world.slurm import open_slurm_world
+
+    (tmp_path / "slurm.conf").write_text(BASIC.format(bf=1, short="n1").replace(
+        "priority/basic", "priority/multifactor"))
+    dumps = tmp_path / "sacctmgr"
+    dumps.mkdir()
+    (dumps / "qos.txt").write_text("Name|Priority|MaxJobsPU\nnormal|0|\nlong|10|1\n")
+    (dumps / "assoc.txt").write_text("Account|User|Share\nphys||3\nchem||1\nphys|ann|1\n"
+                                     "chem|bob|1\n")
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    table = pl.DataFrame({"job_id": ["1", "2", "3"], "submit_time": [t0] * 3,
+                          "run_time_s": [60] * 3, "req_cpus": [1] * 3,
+                          "req_walltime_s": [120] * 3, "user": ["ann", "ann", "bob"],
+                          "account": ["phys", "phys", "chem"],
+                          "qos": ["long", "long", "normal"]})
+    w, world = open_slurm_world(tmp_path / "slurm.conf", table, dumps)
+    assert [world.assoc_names[a] for a in world.job_assoc] == ["phys/ann", "phys/ann",
+                                                                "chem/bob"]
+    assert [world.qos_names[q] for q in world.job_qos] == ["long", "long", "normal"]
+    # QOS long's MaxJobsPerUser=1 holds ann's second job until her first ends
+    assert replay(w, world).start.tolist() == [0, 60, 0]

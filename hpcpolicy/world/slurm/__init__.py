@@ -1,5 +1,8 @@
 """The Slurm world: a log replayed under a site's own Slurm configuration, compiled.
 
+:func:`open_slurm_world` opens one from slurm.conf, a folder of sacctmgr dumps and a job
+table.
+
 :func:`slurm_world` turns a :class:`~hpcpolicy.slurmconf.SlurmConfig` (slurm.conf and,
 optionally, sacctmgr dumps) and a :class:`~hpcpolicy.workload.Workload` into a
 :class:`SlurmWorld` of arrays, once; :func:`replay` replays the workload in it and returns the
@@ -15,7 +18,8 @@ Example:
 from __future__ import annotations
 
 from hpcpolicy.world.slurm.build import slurm_world
+from hpcpolicy.world.slurm.files import open_slurm_world
 from hpcpolicy.world.slurm.model import SlurmWorld
 from hpcpolicy.world.slurm.replay import replay
 
-__all__ = ["SlurmWorld", "replay", "slurm_world"]
+__all__ = ["SlurmWorld", "open_slurm_world", "replay", "slurm_world"]
