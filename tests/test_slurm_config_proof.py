@@ -66,14 +66,17 @@ def _runs(base: list[float], cand: list[float]) -> dict[str, list[dict[str, floa
 
 
 def test_judge_sign_only_outside_the_spread_and_two_std_always() -> None:
-    runs = _runs([10.0, 12.0, 11.0], [20.0, 22.0, 24.0])  # change 11 +- 2
-    wait = judge(runs, {"c": {"mean_wait_s": 8.0, "mean_bsld": 0.0}})[0]
+    # changes measured round by round: 12, 10, 11 (the std holds the baseline runs' noise)
+    runs = _runs([10.0, 12.0, 11.0], [22.0, 22.0, 22.0])
+    wait = judge(runs, {"c": {"mean_wait_s": 9.5, "mean_bsld": 0.0}})[0]
     assert wait.metric == "mean_wait_s" and wait.outside_spread
-    assert wait.measured_mean == pytest.approx(11.0) and wait.measured_std == pytest.approx(2.0)
+    assert wait.measured_mean == pytest.approx(11.0) and wait.measured_std == pytest.approx(1.0)
     assert wait.sign_ok and wait.within_2std
+    far = judge(runs, {"c": {"mean_wait_s": 8.0, "mean_bsld": 0.0}})[0]
+    assert far.sign_ok and far.within_2std is False  # |8 - 11| > 2 x 1
     wrong = judge(runs, {"c": {"mean_wait_s": -1.0, "mean_bsld": 0.0}})[0]
     assert wrong.sign_ok is False and wrong.within_2std is False
-    inside = judge(_runs([10.0, 14.0, 12.0], [11.0, 13.0, 15.0]),
+    inside = judge(_runs([10.0, 14.0, 12.0], [11.0, 13.0, 15.0]),  # changes 1, -1, 3
                    {"c": {"mean_wait_s": -1.0, "mean_bsld": 0.0}})[0]
     assert not inside.outside_spread and inside.sign_ok is None  # no sign asked
     assert inside.within_2std  # |-1 - 1| <= 2 x 2

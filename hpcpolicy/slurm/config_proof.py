@@ -13,7 +13,7 @@ with ``change.txt`` (a candidate's change as written for ``whatif -c``) and run 
 * :func:`judge` applies the bars: where the measured mean change lies outside the spread of
   the real runs (every candidate run beyond every baseline run on one side), the prediction
   has its sign; always, |predicted - measured mean| <= 2 x the standard deviation of the
-  measured changes;
+  changes measured round by round (run k of the candidate minus run k of the baseline);
 * :func:`world_start_errors` and :func:`real_start_errors` are the multifactor bar: the
   world's median |start error| on each baseline log, and the real Slurm's own, run against
   run (jobs matched by name).
@@ -35,6 +35,7 @@ from hpcpolicy.sim.metrics import outcome_table
 from hpcpolicy.sim.types import SimResult
 from hpcpolicy.slurmconf import SlurmConfig, apply_candidate, read_slurm_conf, with_accounting
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.open import open_workload
 from hpcpolicy.world.slurm import replay, slurm_world
 
 __all__ = ["BASELINE", "METRICS", "Judged", "baseline_conf", "judge", "logged_result", "measured",
@@ -60,7 +61,7 @@ def read_run(run: Path) -> tuple[Workload, list[str]]:
     ingest([run / "sacct.txt"], table, IngestConfig(overwrite=True))
     names = pl.read_parquet(table, columns=["job_id", "job_name"])
     name = dict(zip(names["job_id"].to_list(), names["job_name"].to_list(), strict=True))
-    w = Workload.from_table(table)
+    w = open_workload(table)
     return w, [name[str(w.job_id[k])] for k in range(len(w))]
 
 
@@ -114,9 +115,11 @@ class Judged:
     candidate: str
     metric: str
     measured_mean: float
-    """Mean of the candidate's runs minus the mean of the baseline's."""
+    """Mean of the changes measured round by round (candidate run k minus baseline run k,
+    taken one after the other under the same load of the host)."""
     measured_std: float
-    """Standard deviation of the candidate's runs' changes (ddof 1)."""
+    """Standard deviation (ddof 1) of those changes: the real runs' noise, the baseline's
+    included."""
     outside_spread: bool
     """Every candidate run beyond every baseline run, on one side."""
     predicted: float | None
@@ -140,9 +143,11 @@ def judge(runs: Mapping[str, list[dict[str, float]]],
             continue
         for m in METRICS:
             b = np.array([f[m] for f in base])
-            c = np.array([f[m] for f in figures]) - b.mean()
-            mean, std = float(c.mean()), float(c.std(ddof=1)) if len(c) > 1 else 0.0
-            outside = bool((c + b.mean()).min() > b.max() or (c + b.mean()).max() < b.min())
+            a = np.array([f[m] for f in figures])
+            k = min(len(a), len(b))
+            c = a[:k] - b[:k]  # the change each round measured
+            mean, std = float(c.mean()), float(c.std(ddof=1)) if k > 1 else 0.0
+            outside = bool(a.min() > b.max() or a.max() < b.min())
             pred = None if prediction is None else prediction[name][m]
             out.append(Judged(
                 name, m, mean, std, outside, pred,
