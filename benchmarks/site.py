@@ -62,7 +62,7 @@ def measure(name: str, table: Path) -> dict[str, Any]:
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.errors import HpcPolicyError
     from hpcpolicy.site.calibrate import calibrate
-    from hpcpolicy.site.fidelity import fidelity_report, site_world
+    from hpcpolicy.site.fidelity import fidelity_report
     from hpcpolicy.workload import Workload
     from hpcpolicy.world import SiteModel, apply_site
     from hpcpolicy.world.apply import logged_delay
@@ -80,7 +80,7 @@ def measure(name: str, table: Path) -> dict[str, Any]:
     fidelity_report(w, cluster, cal.site, delay=delay)
     fidelity_s = time.perf_counter() - tic
     before = _ranking(apply_site(SiteModel(), w, cluster))
-    after = _ranking(site_world(cal.site, w, cluster, delay))
+    after = _ranking(apply_site(cal.site, w, cluster, delay=delay))
     keys = ("spearman", "mean_wait_rel_error", "trust", "jobs")
     return {
         "trace": name, "jobs": len(w), "cores": cluster.total_cores,

@@ -15,8 +15,7 @@ from hpcpolicy.sim.capacity import Outage as Down
 from hpcpolicy.sim.engine import simulate
 from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.site.calibrate import CalibrateConfig, calibrate
-from hpcpolicy.site.fidelity import site_world
-from hpcpolicy.world import Outage, SiteModel, dumps, loads
+from hpcpolicy.world import Outage, SiteModel, apply_site, dumps, loads
 from hpcpolicy.world.site_model import merge_outages
 
 JULY_2002 = 1_027_850_400
@@ -67,9 +66,9 @@ def test_outages_closer_than_an_hour_merge_and_small_ones_go() -> None:
 def test_the_world_replays_the_dated_outages_from_the_workload_origin() -> None:
     w = replace(_workload(200), origin=JULY_2002)
     site = SiteModel(outages=(Outage(JULY_2002 + 600, JULY_2002 + 4200, 100),))
-    world = site_world(site, w, ClusterSpec.homogeneous(64))
+    world = apply_site(site, w, ClusterSpec.homogeneous(64))
     assert world.cfg.outages == (Down(start=600, end=4200, cores=64),)
-    assert site_world(site.without("outages"), w, ClusterSpec.homogeneous(64)).cfg.outages == ()
+    assert apply_site(site.without("outages"), w, ClusterSpec.homogeneous(64)).cfg.outages == ()
 
 
 def test_calibrate_finds_an_outage_of_known_size_and_replays_it() -> None:
@@ -87,7 +86,7 @@ def test_calibrate_finds_an_outage_of_known_size_and_replays_it() -> None:
     found = [o for o in fit.site.outages if abs(o.start_s - JULY_2002 - at) <= 3600
              and abs(o.end_s - JULY_2002 - at - hours) <= 3600 and abs(o.cores - 24) <= 0.05 * 24]
     assert found, fit.site.outages
-    world = site_world(fit.site, logged, cluster)
+    world = apply_site(fit.site, logged, cluster)
     assert any(abs(o.start - at) <= 3600 and o.cores == found[0].cores
                for o in world.cfg.outages)
     assert fit.after["spearman"] > fit.before["spearman"]

@@ -36,11 +36,12 @@ import numpy.typing as npt
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.site import evidence as ev
-from hpcpolicy.site.fidelity import FidelityConfig, brief, replay_waits, section, site_world
+from hpcpolicy.site.fidelity import FidelityConfig, brief, replay_waits, section
 from hpcpolicy.site.fidelity import without_each as _without_each
 from hpcpolicy.site.measure import RELATIVE_ONLY, records_no_starts
 from hpcpolicy.site.order import find_priority
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.apply import apply_site
 from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["CalibrateConfig", "Calibration", "better_fit", "calibrate", "objective"]
@@ -181,7 +182,7 @@ class _Search:
         while True:
             w = self.w if n == total else self.w.take(np.arange(n))
             delay = None if self.delay is None else self.delay[:n]
-            waits = replay_waits(site_world(site, w, self.cluster, delay))
+            waits = replay_waits(apply_site(site, w, self.cluster, delay=delay))
             self.runs += 1
             started = waits.simulated[:m] + self.w.submit[:m]
             last = int(np.nanmax(started)) if np.isfinite(started).any() else -1

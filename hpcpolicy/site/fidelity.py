@@ -30,11 +30,11 @@ from hpcpolicy.site.measure import (
     wait_figures,
 )
 from hpcpolicy.workload import Workload
-from hpcpolicy.world.apply import SHARED, World, apply_site
-from hpcpolicy.world.site_model import SiteModel, engine_outages
+from hpcpolicy.world.apply import World, apply_site
+from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["SIZE_CLASSES", "SIZE_NAMES", "FidelityConfig", "Waits", "brief", "fidelity_report",
-           "replay_waits", "section", "site_world", "unchecked", "without_each"]
+           "replay_waits", "section", "unchecked", "without_each"]
 
 F64 = npt.NDArray[np.float64]
 
@@ -68,18 +68,6 @@ class Waits:
     """Engine time of the replay."""
     never_fits: list[str] = field(default_factory=list)
     """Ids of the jobs that need more than the machine has (never started)."""
-
-
-def site_world(site: SiteModel, workload: Workload, cluster: ClusterSpec,
-               delay: npt.NDArray[np.int64] | None = None) -> World:
-    """:func:`~hpcpolicy.world.apply.apply_site` with the site's dated outages replayed as
-    unplanned outages of the group the partitions without a pool share."""
-    world = apply_site(site, workload, cluster, delay=delay)
-    if not site.outages or world.cfg.outages:
-        return world
-    down = engine_outages(site.outages, workload.origin, world.cluster,
-                          SHARED if site.pools else "")
-    return replace(world, cfg=replace(world.cfg, outages=down))
 
 
 def replay_waits(world: World, policy: str | None = None, *,
@@ -132,7 +120,7 @@ def without_each(workload: Workload, cluster: ClusterSpec, site: SiteModel, spli
     without that element (one replay each)."""
     out = {}
     for name in site.elements():
-        waits = replay_waits(site_world(site.without(name), workload, cluster, delay),
+        waits = replay_waits(apply_site(site.without(name), workload, cluster, delay=delay),
                              engine=engine)
         out[name] = brief(section(waits.logged[split:], waits.simulated[split:]))
     return out
@@ -195,7 +183,7 @@ def fidelity_report(workload: Workload, cluster: ClusterSpec, site: SiteModel | 
     """
     cfg = config or FidelityConfig()
     tic = time.perf_counter()
-    world = site_world(site or SiteModel(), workload, cluster, delay)
+    world = apply_site(site or SiteModel(), workload, cluster, delay=delay)
     waits = replay_waits(world, engine=engine[0] if engine else None)
     policy, backfill = engine[1:] if engine else (world.baseline_policy, world.cfg.backfill)
     n = len(workload)

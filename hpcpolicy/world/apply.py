@@ -4,8 +4,11 @@ Elements are applied where they are exact and cheapest:
 
 * nodes and pools change the machine (node groups; pooled partitions may use only their
   group, the others share the rest);
-* missing capacity (``availability`` a < 1) runs every job 1/a times longer, requests
-  included: the load of a machine with a share a of its cores, spread evenly over time,
+* outages (dated intervals of missing cores) are replayed as unplanned outages of the
+  group the partitions without a pool share (:mod:`hpcpolicy.sim.capacity`);
+* missing capacity the outages leave (``availability`` a < 1) runs every job 1/a times
+  longer, requests included: the load of a machine with a share a of its cores, spread
+  evenly over time,
   without stranding jobs as large as the whole machine (which a smaller machine would never
   start). Waits compare as they are; run times, responses and slowdowns are stretched alike
   for every policy;
@@ -32,7 +35,7 @@ from hpcpolicy.policies.settings import FairshareConfig
 from hpcpolicy.sim.prepare import OTHERS
 from hpcpolicy.sim.types import RunLimits, SimConfig
 from hpcpolicy.workload import Workload
-from hpcpolicy.world.site_model import SiteModel
+from hpcpolicy.world.site_model import SiteModel, engine_outages
 
 if TYPE_CHECKING:
     import polars as pl
@@ -159,8 +162,13 @@ def apply_site(site: SiteModel, workload: Workload, cluster: ClusterSpec,
     if (seen == workload.submit).all():
         order = np.arange(len(workload), dtype=np.int64)
     shift = (seen - workload.submit)[order]
-    return World(site=site, workload=moved, cluster=_machine(site, cluster, workload),
-                 cfg=site_config(site, base), baseline_policy=site.priority,
+    machine = _machine(site, cluster, workload)
+    sim = site_config(site, base)
+    if site.outages and not sim.outages:  # dated outages, replayed as unplanned ones
+        sim = replace(sim, outages=engine_outages(site.outages, workload.origin, machine,
+                                                  SHARED if site.pools else ""))
+    return World(site=site, workload=moved, cluster=machine,
+                 cfg=sim, baseline_policy=site.priority,
                  shift=shift, order=order)
 
 
