@@ -38,8 +38,8 @@ from hpcpolicy.workload import Workload
 from hpcpolicy.world.open import open_workload
 from hpcpolicy.world.slurm import replay, slurm_world
 
-__all__ = ["BASELINE", "METRICS", "Judged", "baseline_conf", "judge", "logged_result", "measured",
-           "predicted", "read_run", "real_start_errors", "run_folders",
+__all__ = ["BASELINE", "METRICS", "Judged", "judge", "logged_result", "measured",
+           "predicted", "read_run", "real_start_errors", "run_conf", "run_folders",
            "world_start_errors"]
 
 BASELINE = "baseline"
@@ -86,8 +86,8 @@ def measured(folder: Path, names: Sequence[str]) -> dict[str, list[dict[str, flo
             for name in names}
 
 
-def baseline_conf(run: Path) -> SlurmConfig:
-    """The configuration a baseline run ran under: its slurm.conf and sacctmgr dumps."""
+def run_conf(run: Path) -> SlurmConfig:
+    """The configuration a run ran under: its slurm.conf and sacctmgr dumps."""
     return with_accounting(read_slurm_conf(run / "slurm.conf"), run)
 
 
@@ -97,7 +97,7 @@ def predicted(folder: Path, names: Sequence[str]) -> dict[str, dict[str, float]]
     with ``change.txt`` applied."""
     run = run_folders(folder / BASELINE)[0]
     w, _ = read_run(run)
-    base = baseline_conf(run)
+    base = run_conf(run)
     before = _figures(w, replay(w, slurm_world(base, w)))
     out = {}
     for name in names:
@@ -175,12 +175,12 @@ def real_start_errors(folder: Path) -> list[float]:
             for i in range(len(real)) for j in range(i + 1, len(real))]
 
 
-def world_start_errors(folder: Path) -> list[float]:
-    """The world's median |start error| on each baseline run's log, replayed under that
-    run's own configuration."""
+def world_start_errors(folder: Path, name: str = BASELINE) -> list[float]:
+    """The world's median |start error| on each log of configuration ``name``, replayed
+    under the configuration that run ran under (its slurm.conf and sacctmgr dumps)."""
     out = []
-    for run in run_folders(folder / BASELINE):
+    for run in run_folders(folder / name):
         w, _ = read_run(run)
-        start: npt.NDArray[np.int64] = replay(w, slurm_world(baseline_conf(run), w)).start
+        start: npt.NDArray[np.int64] = replay(w, slurm_world(run_conf(run), w)).start
         out.append(float(np.median(np.abs(start - np.asarray(w.logged_start)))))
     return out
