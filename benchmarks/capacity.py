@@ -36,13 +36,12 @@ from benchmarks.simulate import ingest_traces
 PROBE = """
 import json, sys, time
 import numpy as np
-from hpcpolicy.cluster_io import resolve_cluster
 from hpcpolicy.sim import simulate
 from hpcpolicy.sim.types import SimConfig
-from hpcpolicy.workload import Workload
+from hpcpolicy.world import open_world
 table, backfill, count, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-w = Workload.from_table(table)
-c = resolve_cluster(table=table)
+world = open_world(table)
+w, c = world.workload, world.cluster
 cfgs = {"plain_s": SimConfig(policy="fcfs", backfill=backfill)}
 if count:
     from hpcpolicy.sim.capacity import Outage

@@ -86,10 +86,11 @@ def _environment(args: argparse.Namespace) -> tuple[str, dict[str, Any], str]:
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs
     from hpcpolicy.workload import WorkloadOptions
+    from hpcpolicy.world import WorldSpec
 
     table = ingest_trace(args.trace, args.cache)
     kwargs = env_kwargs(table, EnvConfig(k=args.k, window_size=256),
-                        workload=WorkloadOptions(**TRACES[args.trace].workload))
+                        WorldSpec(workload=WorkloadOptions(**TRACES[args.trace].workload)))
     return ENV_FACTORY, kwargs, f"{args.trace} scheduling environment (256-job episodes)"
 
 

@@ -65,6 +65,7 @@ from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.prepare import prepare
 from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.open import open_workload
 
 CFG = SimConfig(policy="fcfs", backfill="easy")
 """The engine's configuration the floor reproduces."""
@@ -355,7 +356,7 @@ def _repeated(table: Path, k: int) -> Workload:
                               (pl.col("job_id_raw") + k_ * top).alias("job_id_raw"))
               .with_columns(pl.col("job_id_raw").cast(pl.String).alias("job_id"))
               for k_ in range(k)]
-    return Workload.from_table(pl.concat(passes))
+    return open_workload(pl.concat(passes))
 
 
 def lublin(work: Path, jobs: int, procs: int = 256, seed: int = 1) -> tuple[Workload,
@@ -367,18 +368,19 @@ def lublin(work: Path, jobs: int, procs: int = 256, seed: int = 1) -> tuple[Work
     most overestimate, some run past their request, as in real logs, and EASY's planning
     differs from what happens.
     """
-    from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.generate import generate_swf
     from hpcpolicy.ingest import IngestConfig, ingest
     from hpcpolicy.workload import WorkloadOptions
+    from hpcpolicy.world import WorldSpec, open_world
 
     swf = generate_swf(work / f"lublin{seed}.swf", jobs=jobs, procs=procs, seed=seed)
     table = work / f"lublin{seed}.parquet"
     ingest([swf], table, IngestConfig(overwrite=True))
-    w = Workload.from_table(table, options=WorkloadOptions(walltime_fallback="runtime"))
+    world = open_world(table, WorldSpec(workload=WorkloadOptions(walltime_fallback="runtime")))
+    w = world.workload
     factor = np.random.Generator(np.random.PCG64(seed)).uniform(0.7, 4.0, len(w))
     req = (np.ceil(w.run_time * factor / 900) * 900).astype(np.int64)
-    return replace(w, req_walltime=req), resolve_cluster(table=table)
+    return replace(w, req_walltime=req), world.cluster
 
 
 def measure(name: str, w: Workload, cluster: ClusterSpec, runs: int) -> dict[str, Any]:
@@ -429,13 +431,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     from benchmarks.simulate import ingest_traces
     from hpcpolicy.atomic import write_json
-    from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.sim import simulate
+    from hpcpolicy.world import open_world
 
     args.cache.mkdir(parents=True, exist_ok=True)
     hpc2n = ingest_traces(args.cache)["HPC2N"]["full"]
-    cluster = resolve_cluster(table=hpc2n)
-    base = Workload.from_table(hpc2n)
+    world = open_world(hpc2n)
+    cluster, base = world.cluster, world.workload
     warm = base.take(np.arange(2000))
     floor_starts(warm, cluster)  # compile both first
     simulate(warm, cluster, CFG)

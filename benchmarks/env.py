@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from hpcpolicy.env import EnvConfig
     from hpcpolicy.env.factory import env_kwargs, make_env
     from hpcpolicy.workload import WorkloadOptions
+    from hpcpolicy.world import WorldSpec
 
     cases = []
     for trace in args.traces.split(","):
@@ -127,14 +128,16 @@ def main(argv: list[str] | None = None) -> int:
             for label, baselines in (("no_baselines", ()), ("baselines", ("fcfs", "sjf", "f1"))):
                 cfg = EnvConfig(k=args.k, window_size=args.window_size, backfill=backfill,
                                 baselines=baselines)
-                make = functools.partial(make_env, **env_kwargs(table, cfg, workload=options))
+                make = functools.partial(make_env, **env_kwargs(
+                    table, cfg, WorldSpec(workload=options)))
                 row[label] = _time_env(make, args.seconds, args.policy, args.seed)
                 if label == "baselines":
                     row["vector_8_envs"] = _time_vector(make, args.seconds, 8, args.seed)
             if args.prior is not None:
                 cfg = EnvConfig(k=args.k, window_size=args.window_size, backfill=backfill,
                                 prior=args.prior)
-                make = functools.partial(make_env, **env_kwargs(table, cfg, workload=options))
+                make = functools.partial(make_env, **env_kwargs(
+                    table, cfg, WorldSpec(workload=options)))
                 row["prior"] = _time_env(make, args.seconds, args.policy, args.seed)
                 row["prior"]["over_no_prior"] = (row["prior"]["decisions_per_cpu_s"]
                                                  / row["no_baselines"]["decisions_per_cpu_s"])

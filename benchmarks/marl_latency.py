@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     from hpcpolicy.marl.config import MarlConfig
     from hpcpolicy.marl.features import max_candidates
     from hpcpolicy.marl.networks import TwoAgents
-    from hpcpolicy.workload import Workload
+    from hpcpolicy.world import open_workload
 
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "give --table") from None
 
             table = write_gpu_table(Path(tmp) / "gpu.parquet", n=args.jobs, seed=args.seed)
-        workload = Workload.from_table(table)
+        workload = open_workload(table)
         workload = workload.take(np.arange(min(args.jobs, len(workload))))
         policy_dir = args.policy
         if policy_dir is None:

@@ -112,22 +112,21 @@ def quality(table: Path, policies: dict[str, str], a: argparse.Namespace,
     own priority order among the heuristics."""
     import numpy as np
 
-    from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import EvaluateConfig, evaluate
     from hpcpolicy.site.measure import spearman
-    from hpcpolicy.world.apply import load_world
+    from hpcpolicy.world import WorldSpec, open_world
 
-    workload, machine = load(table)
-    heuristics, backfill, world = ["fcfs", "sjf", "f1"], "easy", None
+    world = open_world(table, WorldSpec().with_site(site))
+    workload, machine = world.workload, world.cluster
+    heuristics, backfill = ["fcfs", "sjf", "f1"], "easy"
     if site is not None:
-        world = load_world(site, table, workload, machine)
-        workload, machine, backfill = world.workload, world.cluster, world.site.backfill
+        backfill = world.cfg.backfill
         heuristics += [] if world.baseline_policy in heuristics else [world.baseline_policy]
     specs = (*heuristics, *policies.values())
     ev = evaluate(workload, machine, EvaluateConfig(
         policies=specs, backfills=(backfill,), windows=a.windows, window_size=a.window_size,
         seed=a.seed, split="test" if starts is None else "train", starts=starts, warm=warm),
-        site=None if world is None else world.site)
+        site=world.site)
     names = {spec: name for name, spec in policies.items()}
     out: dict[str, Any] = {"windows": list(ev.starts), "window_size": a.window_size,
                            "warm": warm, "backfill": backfill,

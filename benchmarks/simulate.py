@@ -45,14 +45,13 @@ CASES = [("HPC2N", "fcfs", "none", 0.15), ("HPC2N", "fcfs", "easy", 0.3),
 ENGINE_PROBE = """
 import json, sys, time
 import numpy as np
-from hpcpolicy.cluster_io import resolve_cluster
+from dataclasses import replace
 from hpcpolicy.sim import simulate
-from hpcpolicy.sim.types import SimConfig
-from hpcpolicy.workload import Workload
+from hpcpolicy.world import WorldSpec, open_world
 table, procs, backfill, engine = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-w = Workload.from_table(table)
-c = resolve_cluster(procs=int(procs) if procs != "-" else None, table=table)
-cfg = SimConfig(policy="fcfs", backfill=backfill, engine=engine)
+world = open_world(table, WorldSpec(procs=int(procs) if procs != "-" else None))
+w, c = world.workload, world.cluster
+cfg = replace(world.run("fcfs", backfill), engine=engine)
 small = w.take(np.arange(min(1000, len(w))))
 t = time.perf_counter(); simulate(small, c, cfg); first = time.perf_counter() - t
 t = time.perf_counter(); simulate(small, c, cfg); second = time.perf_counter() - t

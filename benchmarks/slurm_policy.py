@@ -53,6 +53,7 @@ from hpcpolicy.slurm.submit import (
 )
 from hpcpolicy.training.options import TrainOptions
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.open import open_workload
 
 CLUSTER = ClusterSpec.homogeneous(64, 4)
 TRACE = DATA / TRACES["KTH-SP2"].file
@@ -77,7 +78,7 @@ def _run(env: dict[str, str], plan: Plan, work: Path, policy: str | None) -> Wor
             watcher.wait(timeout=60)
     sacct = export_sacct(ids.values(), work / "sacct.txt", env)
     ingest([sacct], work / "jobs.parquet", IngestConfig(overwrite=True))
-    return Workload.from_table(work / "jobs.parquet")
+    return open_workload(work / "jobs.parquet")
 
 
 def _logged(w: Workload) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     env = slurm_env()
     tmp = Path(tempfile.mkdtemp(prefix="slurm-policy-"))
     ingest([TRACE], tmp / "trace.parquet", IngestConfig(overwrite=True))
-    whole = Workload.from_table(tmp / "trace.parquet")
+    whole = open_workload(tmp / "trace.parquet")
     window = whole.take(range(args.first, args.first + args.jobs))
     scale = _scale(whole, window, args.arrivals_s)
     plan = scale_window(window, scale)

@@ -46,6 +46,7 @@ from hpcpolicy.slurm.submit import (
     wait_finished,
 )
 from hpcpolicy.workload import Workload
+from hpcpolicy.world.open import open_workload
 
 TRACE = DATA / TRACES["KTH-SP2"].file
 NODES = {"batch": (0, 1, 2, 3), "short": (2, 3)}
@@ -56,7 +57,7 @@ def _collect(args: argparse.Namespace, log_dir: Path) -> Path:
     env = slurm_env()
     with tempfile.TemporaryDirectory(prefix="slurm-replay-") as tmp:
         ingest([TRACE], Path(tmp) / "trace.parquet", IngestConfig(overwrite=True))
-        whole = Workload.from_table(Path(tmp) / "trace.parquet")
+        whole = open_workload(Path(tmp) / "trace.parquet")
     window = whole.take(range(args.first, args.first + args.jobs))
     plan = scale_window(window, ScaleConfig(
         time_factor=0.01, min_run_s=5, max_run_s=args.max_run_s, arrivals_s=args.arrivals_s,
@@ -74,7 +75,7 @@ def read_log(log_dir: Path) -> tuple[Workload, list[str]]:
     ingest([sacct], log_dir / "jobs.parquet", IngestConfig(overwrite=True))
     table = pl.read_parquet(log_dir / "jobs.parquet", columns=["job_id", "job_name"])
     name = dict(zip(table["job_id"].to_list(), table["job_name"].to_list(), strict=True))
-    w = Workload.from_table(log_dir / "jobs.parquet")
+    w = open_workload(log_dir / "jobs.parquet")
     return w, [name[str(w.job_id[k])] for k in range(len(w))]
 
 

@@ -43,11 +43,11 @@ ARGS = ["--baseline", "fcfs+easy", "--candidate", "sjf+easy", "--candidate", "f1
         "--scenario", "nodes=+10%"]
 PHASES = """
 import json, sys, time, tempfile
-from hpcpolicy.cluster_io import resolve_cluster
 from hpcpolicy.whatif import WhatifConfig, run_whatif, write_report
-from hpcpolicy.workload import Workload
+from hpcpolicy.world import open_world
 table = sys.argv[1]
-w, c = Workload.from_table(table), resolve_cluster(table=table)
+world = open_world(table)
+w, c = world.workload, world.cluster
 cfg = WhatifConfig(candidates=("sjf+easy", "f1+easy"), scenarios=("nodes=+10%",))
 run_whatif(w.take(range(2000)), c, cfg, source=table)  # warm-up: JIT and imports
 t = time.perf_counter(); r = run_whatif(w, c, cfg, source=table); run_s = time.perf_counter() - t

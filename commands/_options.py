@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 if TYPE_CHECKING:
-    from hpcpolicy.sim.windows import WindowConfig
-    from hpcpolicy.slurm.layout import SlurmLayout
-    from hpcpolicy.workload import Workload, WorkloadOptions
+    from hpcpolicy.workload import WorkloadOptions
 
 __all__ = [
     "BackfillOpt",
+    "BackfillsOpt",
     "ClusterOpt",
     "CompatOpt",
     "JsonOutOpt",
     "NumEnvsOpt",
     "OverwriteOpt",
+    "PoliciesOpt",
+    "PolicyOpt",
     "ProcsFromOpt",
     "ProcsOpt",
     "RewardOpt",
     "SeedOpt",
+    "SiteBackfillOpt",
     "SiteOpt",
     "SlurmCompatHelp",
     "UnknownRunTimeOpt",
@@ -33,11 +35,9 @@ __all__ = [
     "WorkersOpt",
     "a_file",
     "a_folder",
+    "listed",
     "lower_choice",
-    "parse_window_starts",
     "policy_choice",
-    "slurm_layout_of",
-    "window_config",
     "workload_options",
 ]
 
@@ -52,15 +52,24 @@ def lower_choice(value: str | list[str] | None) -> str | list[str] | None:
     return value.lower() if isinstance(value, str) else value
 
 
-def policy_choice(value: list[str] | None) -> list[str] | None:
-    """Typer callback: heuristic names in lower case (``-p SJF`` is sjf); comma-joined lists
-    are split, and policy folders keep their case."""
+def policy_choice(value: str | list[str] | None) -> str | list[str] | None:
+    """Typer callback: heuristic names in lower case (``-p SJF`` is sjf), in comma-joined
+    lists too; policy folders keep their case."""
     if value is None:
         return None
     from hpcpolicy.policies.heuristics import HEURISTICS
 
-    return [",".join(part.strip().lower() if part.strip().lower() in HEURISTICS else part
-                     for part in item.split(",")) for item in value]
+    def named(item: str) -> str:
+        return ",".join(part.strip().lower() if part.strip().lower() in HEURISTICS else part
+                        for part in item.split(","))
+
+    return named(value) if isinstance(value, str) else [named(item) for item in value]
+
+
+def listed(values: list[str] | None, default: list[str]) -> tuple[str, ...]:
+    """Repeated and/or comma-separated option values, in order (``default`` when none)."""
+    items = [part.strip() for value in (values or default) for part in value.split(",")]
+    return tuple(item for item in items if item)
 
 
 SeedOpt = Annotated[
@@ -178,9 +187,31 @@ RewardOpt = Annotated[str, typer.Option(
     "--reward", help="bsld, wait, response, utilization, or a mix such as "
     "bsld:1,utilization:50.",
     callback=lower_choice)]
-BackfillOpt = Annotated[str, typer.Option(
-    "--backfill", "-b", help="Backfilling after each choice: none, easy or conservative.",
-    callback=lower_choice)]
+
+
+def _backfill_option(what: str) -> Any:
+    """The one declaration of ``--backfill``/``-b``; ``what`` ends its help."""
+    return typer.Option("--backfill", "-b", help=f"Backfilling: none, easy or conservative; "
+                        f"{what}", callback=lower_choice)
+
+
+def _policy_option(what: str) -> Any:
+    """The one declaration of ``--policy``/``-p`` (heuristic names lower-cased, folders kept
+    as written: :func:`policy_choice`); ``what`` ends its help."""
+    return typer.Option("--policy", "-p", help=f"A heuristic (fcfs, sjf, f1, wfp3, ...) or a "
+                        f"trained policy folder (runs/NAME/policy); {what}",
+                        callback=policy_choice, show_default=False)
+
+
+BackfillOpt = Annotated[str, _backfill_option("run after each choice.")]
+BackfillsOpt = Annotated[list[str] | None, _backfill_option(
+    "repeat or comma-separate to compare (every policy x backfill combination runs on the "
+    "same jobs); default: the site model's [cadence] backfill with --site, else none.")]
+SiteBackfillOpt = Annotated[str | None, _backfill_option(
+    "default: the site model's [cadence] backfill with --site, else easy.")]
+PolicyOpt = Annotated[str | None, _policy_option("required unless --restore.")]
+PoliciesOpt = Annotated[list[str] | None, _policy_option(
+    "repeat or comma-separate to compare (e.g. fcfs,sjf,f1,runs/x/policy).")]
 WindowSizeOpt = Annotated[int, typer.Option(
     "--window-size", help="Consecutive jobs per training episode.")]
 NumEnvsOpt = Annotated[int | None, typer.Option(
@@ -197,50 +228,3 @@ def workload_options(compat: str | None, procs_from: str | None, walltime_fallba
     from hpcpolicy.workload import workload_options as select
 
     return select(compat, procs_from, walltime_fallback, drop_zero_runtime, unknown_run_time)
-
-
-def slurm_layout_of(table: Path, workload: Workload, cluster: Path | None,
-                    procs: int | None, **unused: object) -> SlurmLayout:
-    """The node layout of ``--compat slurm`` (:func:`hpcpolicy.slurm.layout.slurm_layout`),
-    after refusing in one line the options given in ``unused`` (name -> value; None, False
-    and empty mean not given), which that replay has no use for."""
-    from hpcpolicy.cluster_io import load_cluster
-    from hpcpolicy.errors import ConfigError
-    from hpcpolicy.slurm.layout import slurm_layout
-
-    given = [name for name, value in unused.items() if value]
-    if given:
-        raise ConfigError(f"--compat slurm replays Slurm's own order and backfilling on its "
-                          f"own engine; drop {', '.join(given)}")
-    spec = load_cluster(cluster) if cluster is not None else None
-    return slurm_layout(table, workload, spec, procs)
-
-
-def parse_window_starts(text: str | None) -> tuple[int, ...] | None:
-    """``--window-starts`` (comma-separated 0-based job indices) as a tuple, or None."""
-    from hpcpolicy.errors import ConfigError
-
-    if text is None:
-        return None
-    try:
-        return tuple(int(part) for part in text.replace(" ", "").split(",") if part)
-    except ValueError:
-        raise ConfigError(f"--window-starts {text!r}: give 0-based job indices separated by "
-                          "commas, e.g. 1981,2714,2756") from None
-
-
-def window_config(windows: int | None, size: int | None, starts_text: str | None,
-                   seed: int, warm: bool) -> WindowConfig | None:
-    """The windowed protocol ``--windows``, ``--window-size``, ``--window-starts``,
-    ``--seed`` and ``--warm`` ask for, or None for the whole workload."""
-    from hpcpolicy.errors import ConfigError
-    from hpcpolicy.sim.windows import WindowConfig
-
-    starts = parse_window_starts(starts_text)
-    if windows is None and starts is None:
-        if size is not None or warm:
-            raise ConfigError("--window-size and --warm need --windows N or --window-starts")
-        return None
-    return WindowConfig(size=1024 if size is None else size,
-                        count=10 if windows is None else windows, seed=seed, starts=starts,
-                        warm=warm)

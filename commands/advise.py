@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from hpcpolicy.commands._console import console, err_console, fail_cleanly, is_quiet
-from hpcpolicy.commands._options import a_file
+from hpcpolicy.commands._options import PolicyOpt, a_file
 
 if TYPE_CHECKING:
     from hpcpolicy.errors import SlurmError
@@ -71,11 +71,7 @@ def _show(result: Pass | SlurmError, apply: bool) -> None:
 
 
 def main(
-    policy: Annotated[
-        str | None, typer.Option("--policy", "-p", help="A heuristic (sjf, f1, fcfs, wfp3, ...) "
-                                 "or a trained policy folder (runs/NAME/policy).",
-                                 show_default=False)
-    ] = None,
+    policy: PolicyOpt = None,
     partition: Annotated[
         list[str] | None, typer.Option("--partition", help="Only rank and touch pending jobs "
                                        "of this partition (repeat for several; default all).",

@@ -17,9 +17,10 @@ from hpcpolicy.commands._options import (
     WalltimeFallbackOpt,
     a_file,
     refuse_existing,
-    workload_options,
 )
+from hpcpolicy.commands._world import world_spec
 from hpcpolicy.commands.fidelity import FitFracOpt, render_sections
+from hpcpolicy.world.protocol import TRAIN_FRAC
 
 __all__ = ["main"]
 
@@ -28,7 +29,7 @@ def main(
     table: TableArg,
     out: Annotated[Path, typer.Option("--out", "-o", help="Site model to write (TOML).",
                                       callback=a_file)],
-    fit_frac: FitFracOpt = 0.7,
+    fit_frac: FitFracOpt = TRAIN_FRAC,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
@@ -45,21 +46,18 @@ def main(
         hpcpolicy fidelity jobs.parquet --site site.toml
     """
     from hpcpolicy.atomic import write_json
-    from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.site.calibrate import CalibrateConfig, calibrate
-    from hpcpolicy.workload import Workload
-    from hpcpolicy.world import save_site
+    from hpcpolicy.world import open_world, save_site
     from hpcpolicy.world.apply import logged_delay
 
     with fail_cleanly():
         note_first_compile()
         refuse_existing(out, json_out, overwrite=overwrite)
         config = CalibrateConfig(fit_frac=fit_frac)
-        machine = resolve_cluster(spec=cluster, procs=procs, table=table)
-        workload = Workload.from_table(
-            table, options=workload_options(None, None, walltime_fallback))
-        result = calibrate(workload, machine, config, delay=logged_delay(table, workload),
-                           source=str(table))
+        world = open_world(table, world_spec(cluster, procs,
+                                             walltime_fallback=walltime_fallback))
+        result = calibrate(world.workload, world.cluster, config,
+                           delay=logged_delay(table, world.workload), source=str(table))
         save_site(result.site, out)
         if json_out is not None:
             write_json(json_out, {"before": result.before, "after": result.after,

@@ -22,14 +22,16 @@ from hpcpolicy.commands._options import (
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
+    SiteBackfillOpt,
     SiteOpt,
     TableArg,
     WalltimeFallbackOpt,
     a_folder,
     lower_choice,
-    workload_options,
 )
+from hpcpolicy.commands._world import world_spec
 from hpcpolicy.commands.evaluate import TrainFracOpt
+from hpcpolicy.world.protocol import TRAIN_FRAC, VAL_FRAC
 
 if TYPE_CHECKING:
     from hpcpolicy.offline.store import StoredDataset
@@ -53,10 +55,7 @@ def build(
     k: Annotated[int, typer.Option("--k", help="Job slots per observation.")] = 32,
     window_size: Annotated[int, typer.Option(
         "--window-size", help="Consecutive jobs per episode.")] = 256,
-    backfill: Annotated[str, typer.Option(
-        "--backfill", "-b", help="Backfilling of the rollouts: none, easy or conservative.",
-        callback=lower_choice)
-    ] = "easy",
+    backfill: SiteBackfillOpt = None,
     reward: Annotated[str, typer.Option(
         "--reward", help="bsld, wait, response, utilization, or a mix.")] = "bsld",
     logged_action: Annotated[str, typer.Option(
@@ -70,10 +69,10 @@ def build(
     epsilon: Annotated[float, typer.Option(
         "--epsilon", help="Chance of a random slot in the epsilon-random variants (0: none).")
     ] = 0.2,
-    train_frac: TrainFracOpt = 0.7,
+    train_frac: TrainFracOpt = TRAIN_FRAC,
     val_frac: Annotated[float, typer.Option(
         "--val-frac", help="Share of the training windows (the latest) kept for validation.")
-    ] = 0.1,
+    ] = VAL_FRAC,
     max_windows: Annotated[int | None, typer.Option(
         "--max-windows", help="At most this many windows per part, spread evenly "
         "(default: all).")] = None,
@@ -104,16 +103,17 @@ def build(
     """
     from dataclasses import replace
 
-    from hpcpolicy.env.factory import load, provenance
+    from hpcpolicy.env.factory import provenance
     from hpcpolicy.offline.config import DatasetConfig
     from hpcpolicy.offline.dataset import build_dataset
     from hpcpolicy.offline.store import load_dataset, save_dataset
-    from hpcpolicy.world.apply import env_options, load_world
+    from hpcpolicy.world import open_world
 
     with fail_cleanly():
         note_first_compile()
         cfg = DatasetConfig(source=source, k=k, window_size=window_size, reward=reward,
-                            backfill=backfill, train_frac=train_frac, val_frac=val_frac,
+                            backfill=backfill or "easy", train_frac=train_frac,
+                            val_frac=val_frac,
                             heuristics=tuple(h.strip() for h in heuristics.split(",")
                                              if h.strip()),
                             epsilon=epsilon, logged_action=logged_action,
@@ -126,13 +126,11 @@ def build(
 
             raise ConfigError(f"{out} already holds a dataset; choose another -o or add "
                               "--overwrite")
-        options = workload_options(None, procs_from, walltime_fallback)
-        workload, machine = load(table, options.to_dict(), None if cluster is None
-                                 else str(cluster), procs)
+        world = open_world(table, world_spec(cluster, procs, site, procs_from=procs_from,
+                                             walltime_fallback=walltime_fallback))
+        workload, machine = world.workload, world.cluster
         if site is not None:  # the episodes replay in the site model's world
-            world = load_world(site, table, workload, machine)
-            workload, machine = world.workload, world.cluster
-            cfg = replace(cfg, world=env_options(world.site))
+            cfg = replace(cfg, world=world.env_options(), backfill=backfill or world.cfg.backfill)
         built = with_progress(lambda step: build_dataset(workload, machine, cfg, on_step=step,
                                                          workers=workers), "building")
         facts = provenance(table, cfg.env_config(), workload, machine)

@@ -20,10 +20,12 @@ from hpcpolicy.commands._console import (
 )
 from hpcpolicy.commands._options import (
     AllocatorOpt,
+    BackfillsOpt,
     ClusterOpt,
     CompatOpt,
     JsonOutOpt,
     OverwriteOpt,
+    PoliciesOpt,
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
@@ -32,30 +34,24 @@ from hpcpolicy.commands._options import (
     TableArg,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
+    listed,
     lower_choice,
-    parse_window_starts,
-    policy_choice,
     refuse_existing,
-    workload_options,
 )
+from hpcpolicy.commands._world import parse_window_starts, world_spec
+from hpcpolicy.world.protocol import TRAIN_FRAC
 
 if TYPE_CHECKING:
     from hpcpolicy.evaluate import Evaluation
     from hpcpolicy.sim.windows import Replay
 
-__all__ = ["SplitOpt", "TrainFracOpt", "main"]
+__all__ = ["TRAIN_FRAC", "SplitOpt", "TrainFracOpt", "main"]
 
 SplitOpt = Annotated[str, typer.Option(
     "--split", help="Part of the chronological split: test (the later jobs), train (the "
     "earlier train-frac), or all.", callback=lower_choice)]
 TrainFracOpt = Annotated[float, typer.Option(
     "--train-frac", help="Share of the jobs, earliest first, in the training part.")]
-
-
-def _listed(values: list[str] | None, default: list[str]) -> tuple[str, ...]:
-    """Repeated and/or comma-separated option values, in order."""
-    items = [part.strip() for value in (values or default) for part in value.split(",")]
-    return tuple(item for item in items if item)
 
 
 def _cell(value: Any, spread: dict[str, Any], digits: int | None) -> str:
@@ -138,13 +134,8 @@ def _print(ev: Evaluation) -> None:
 
 def main(
     table: TableArg,
-    policy: Annotated[list[str] | None, typer.Option(
-        "--policy", "-p", help="Heuristics and trained policy directories, comma-separated "
-        "or repeated (e.g. fcfs,sjf,f1,runs/x/policy).",
-        callback=policy_choice)] = None,
-    backfill: Annotated[list[str] | None, typer.Option(
-        "--backfill", "-b", help="Backfilling modes, comma-separated or repeated "
-        "(none, easy, conservative).", callback=lower_choice)] = None,
+    policy: PoliciesOpt = None,
+    backfill: BackfillsOpt = None,
     windows: Annotated[int, typer.Option(
         "--windows", help="Number of random windows.")] = 10,
     window_size: Annotated[int, typer.Option(
@@ -154,7 +145,7 @@ def main(
         "comma-separated (must lie in the chosen split).")] = None,
     seed: SeedOpt = 1,
     split: SplitOpt = "test",
-    train_frac: TrainFracOpt = 0.7,
+    train_frac: TrainFracOpt = TRAIN_FRAC,
     warm: Annotated[bool, typer.Option(
         "--warm", help="Start each window with the jobs then running instead of an empty "
         "machine.")] = False,
@@ -196,38 +187,32 @@ def main(
     """
 
     from hpcpolicy.atomic import write_json
-    from hpcpolicy.cluster_io import with_spread_penalty
     from hpcpolicy.compat import compat_preset
-    from hpcpolicy.env.factory import load
     from hpcpolicy.evaluate import GPU_ALLOCATORS, GPU_BASELINES, EvaluateConfig, evaluate
-    from hpcpolicy.world.apply import load_world
+    from hpcpolicy.world import open_world
 
     with fail_cleanly():
         note_first_compile()
         refuse_existing(json_out, overwrite=overwrite)
-        policies = _listed(policy, [] if gpu_baselines else ["fcfs,sjf,f1"])
-        allocators = _listed(allocator, ["first-fit"])
+        policies = listed(policy, [] if gpu_baselines else ["fcfs,sjf,f1"])
+        allocators = listed(allocator, ["first-fit"])
         if gpu_baselines:
             policies = (*GPU_BASELINES, *(p for p in policies if p not in GPU_BASELINES))
             allocators = (*GPU_ALLOCATORS, *(a for a in allocators
                                              if a not in GPU_ALLOCATORS and a != "first-fit"))
+        world = open_world(table, world_spec(
+            cluster, procs, site, compat=compat, procs_from=procs_from,
+            walltime_fallback=walltime_fallback, unknown_run_time=unknown_run_time,
+            spread_penalty=spread_penalty, allocators=allocators, kill_at_limit=kill_at_limit))
+        workload, machine = world.workload, world.cluster
         cfg = EvaluateConfig(
-            policies=policies, backfills=_listed(backfill, ["none"]), allocators=allocators,
-            windows=windows, window_size=window_size, seed=seed, split=split,
-            train_frac=train_frac, starts=parse_window_starts(window_starts), warm=warm,
-            compat=compat, kill_at_limit=kill_at_limit,
+            policies=policies, backfills=listed(backfill, [world.cfg.backfill]),
+            allocators=allocators, windows=windows, window_size=window_size, seed=seed,
+            split=split, train_frac=train_frac, starts=parse_window_starts(window_starts),
+            warm=warm, compat=compat, kill_at_limit=kill_at_limit,
             exclusive_nodes=compat_preset(compat).exclusive_nodes)
-        options = workload_options(compat, procs_from, walltime_fallback,
-                                   unknown_run_time=unknown_run_time)
-        workload, machine = load(table, options.to_dict(),
-                                 None if cluster is None else str(cluster), procs)
-        machine = with_spread_penalty(machine, spread_penalty, allocators)
-        world = None if site is None else load_world(site, table, workload, machine)
-        if world is not None:
-            workload, machine = world.workload, world.cluster
         ev = with_progress(lambda step: evaluate(workload, machine, cfg, on_step=step,
-                                                 site=None if world is None else world.site),
-                           "evaluating")
+                                                 site=world.site), "evaluating")
         if json_out is not None:
             write_json(json_out, ev.to_document(source=str(table), workload=workload,
                                                 cluster=machine))

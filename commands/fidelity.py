@@ -25,9 +25,9 @@ from hpcpolicy.commands._options import (
     WalltimeFallbackOpt,
     lower_choice,
     refuse_existing,
-    slurm_layout_of,
-    workload_options,
 )
+from hpcpolicy.commands._world import slurm_layout_of, world_spec
+from hpcpolicy.world.protocol import TRAIN_FRAC
 
 __all__ = ["FitFracOpt", "main", "render_sections"]
 
@@ -65,7 +65,7 @@ def main(
     compat: Annotated[str | None, typer.Option(
         "--compat", help="Another engine; only " + SlurmCompatHelp,
         callback=lower_choice)] = None,
-    fit_frac: FitFracOpt = 0.7,
+    fit_frac: FitFracOpt = TRAIN_FRAC,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
     walltime_fallback: WalltimeFallbackOpt = None,
@@ -85,14 +85,11 @@ def main(
         hpcpolicy fidelity sacct.parquet --compat slurm --cluster examples/slurm-test.toml
     """
     from hpcpolicy.atomic import write_json
-    from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.compat import SLURM_FLAVOUR
     from hpcpolicy.errors import ConfigError
     from hpcpolicy.sim.windows import never_fits_note
     from hpcpolicy.site.fidelity import FidelityConfig, fidelity_report, unchecked
-    from hpcpolicy.workload import Workload
-    from hpcpolicy.world import load_site
-    from hpcpolicy.world.apply import eligible_delay
+    from hpcpolicy.world import eligible_delay, open_workload, open_world
 
     with fail_cleanly():
         note_first_compile()
@@ -100,8 +97,8 @@ def main(
         config = FidelityConfig(fit_frac=fit_frac)
         if compat not in (None, SLURM_FLAVOUR):
             raise ConfigError(f"fidelity --compat takes {SLURM_FLAVOUR} only, not {compat!r}")
-        workload = Workload.from_table(
-            table, options=workload_options(None, None, walltime_fallback))
+        spec = world_spec(cluster, procs, walltime_fallback=walltime_fallback)
+        workload = open_workload(table, spec.workload)
         nothing_to_check = unchecked(workload)
         if nothing_to_check is not None:  # an answer, not a failure: exit 0
             print_note(nothing_to_check + ("; no JSON written" if json_out else ""))
@@ -113,12 +110,12 @@ def main(
             if not is_quiet():
                 for note in machine.notes:
                     print_note(note)
-        else:
-            machine = resolve_cluster(spec=cluster, procs=procs, table=table)
-            engine = None
-        model = load_site(site) if site is not None else None
-        delay = eligible_delay(table, workload) if model and model.use_eligible else None
-        report = fidelity_report(workload, machine, model, config, delay=delay, engine=engine)
+            report = fidelity_report(workload, machine, None, config, engine=engine)
+        else:  # the log as it was, and the site model fidelity_report applies to it
+            machine = open_world(table, spec, jobs=workload).cluster
+            model = spec.with_site(site).site_model()
+            delay = eligible_delay(table, workload) if model and model.use_eligible else None
+            report = fidelity_report(workload, machine, model, config, delay=delay)
         if json_out is not None:
             write_json(json_out, report)
     if is_quiet():

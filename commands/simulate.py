@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,9 +20,11 @@ from hpcpolicy.commands._console import (
 )
 from hpcpolicy.commands._options import (
     AllocatorOpt,
+    BackfillsOpt,
     ClusterOpt,
     JsonOutOpt,
     OverwriteOpt,
+    PoliciesOpt,
     ProcsFromOpt,
     ProcsOpt,
     SeedOpt,
@@ -32,14 +35,12 @@ from hpcpolicy.commands._options import (
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
     a_file,
+    listed,
     lower_choice,
-    policy_choice,
     refuse_existing,
-    slurm_layout_of,
-    window_config,
-    workload_options,
 )
 from hpcpolicy.commands._simulate_show import render_runs
+from hpcpolicy.commands._world import slurm_layout_of, window_config, world_spec
 
 if TYPE_CHECKING:
     from hpcpolicy.sim.windows import Replay
@@ -49,13 +50,8 @@ __all__ = ["main", "render_runs"]  # render_runs: the demo prints the same table
 
 def main(
     table: TableArg,
-    policy: Annotated[list[str] | None, typer.Option(
-        "--policy", "-p", help="Policy to replay: a heuristic name or a trained policy folder "
-        "(runs/NAME/policy); repeat to compare several.",
-        callback=policy_choice)] = None,
-    backfill: Annotated[list[str] | None, typer.Option(
-        "--backfill", "-b", help="none, easy or conservative; repeat to compare (every "
-        "policy x backfill combination runs on the same jobs).", callback=lower_choice)] = None,
+    policy: PoliciesOpt = None,
+    backfill: BackfillsOpt = None,
     cluster: ClusterOpt = None,
     allocator: AllocatorOpt = None,
     spread_penalty: SpreadPenaltyOpt = None,
@@ -115,20 +111,16 @@ def main(
         hpcpolicy simulate gpu.parquet --cluster examples/gpu-partition.toml
             --allocator topology-aware --spread-penalty 0.2
     """
-    from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
     from hpcpolicy.compat import SLURM_FLAVOUR, compat_preset
     from hpcpolicy.deploy.guard import guard_note
     from hpcpolicy.deploy.resolve import policy_simulator, resolve_policy
     from hpcpolicy.policies.heuristics import HEURISTICS
-    from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import replay
-    from hpcpolicy.workload import Workload
-    from hpcpolicy.world.apply import load_world, site_config
+    from hpcpolicy.world import open_world
 
     with fail_cleanly():
         note_first_compile()
-        backfills = backfill or ["none"]
-        resolved = {spec: resolve_policy(spec) for spec in policy or ["fcfs"]}
+        resolved = {spec: resolve_policy(spec) for spec in listed(policy, ["fcfs"])}
         for note in filter(None, map(guard_note, resolved)):
             print_note(note)
         # a heuristic runs under its registry name, a trained policy under its path, also
@@ -139,29 +131,25 @@ def main(
         wcfg = window_config(windows, window_size, window_starts, seed, warm)
         slurm = compat == SLURM_FLAVOUR
         peer_name = None if slurm else compat
-        options = workload_options(peer_name, procs_from, walltime_fallback, drop_zero_runtime,
-                                   unknown_run_time)
-        peer = compat_preset(peer_name)
-        allocators = allocator or ["first-fit"]
+        allocators = listed(allocator, ["first-fit"])
+        spec = world_spec(cluster, procs, None if slurm else site, compat=peer_name,
+                          procs_from=procs_from, walltime_fallback=walltime_fallback,
+                          drop_zero_runtime=drop_zero_runtime, unknown_run_time=unknown_run_time,
+                          spread_penalty=spread_penalty, allocators=allocators,
+                          kill_at_limit=kill_at_limit)
+        options, peer = spec.workload, compat_preset(peer_name)
         if slurm:
             workload, machine, engine_of, configs = _slurm_setup(table, options, cluster, procs, {
                 "--policy": policy, "--backfill": backfill, "--allocator": allocator,
                 "--spread-penalty": spread_penalty is not None, "--site": site, "--warm": warm,
                 "--check": check, "--engine reference": engine != "fast"})
         else:
-            configs = [SimConfig(policy=p, backfill=b, kill_at_limit=kill_at_limit,
-                                 compat=compat, check=check, engine=engine,
-                                 exclusive_nodes=peer.exclusive_nodes, allocator=a)
-                       for p in policies for b in backfills for a in allocators]
-            machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs,
-                                                          table=table),
-                                          spread_penalty, allocators)
-            workload = Workload.from_table(table, options=options)
+            world = open_world(table, spec)
+            workload, machine = world.workload, world.cluster
+            configs = [replace(world.run(p, b, a), check=check, engine=engine)
+                       for p in policies for b in listed(backfill, [world.cfg.backfill])
+                       for a in allocators]
             engine_of = policy_simulator(policies)
-            if site is not None:
-                world = load_world(site, table, workload, machine)
-                workload, machine = world.workload, world.cluster
-                configs = [site_config(world.site, c) for c in configs]
         if not is_quiet():
             _describe(table, workload, machine)
         runs = with_progress(lambda step: replay(workload, machine, configs, wcfg,
@@ -183,9 +171,9 @@ def _slurm_setup(table: Path, options: Any, cluster: Path | None, procs: int | N
     configuration the run is labelled with (priority/basic is FCFS; Slurm's backfill
     reserves for every blocked job, as conservative backfilling does)."""
     from hpcpolicy.sim.types import SimConfig
-    from hpcpolicy.workload import Workload
+    from hpcpolicy.world import open_workload
 
-    workload = Workload.from_table(table, options=options)
+    workload = open_workload(table, options)
     layout = slurm_layout_of(table, workload, cluster, procs, **unused)
     return (workload, layout.cluster(), layout.simulator(),
             [SimConfig(policy="fcfs", backfill="conservative", kill_at_limit=True)])

@@ -34,9 +34,9 @@ from hpcpolicy.commands._options import (
     WorkersOpt,
     a_file,
     a_folder,
-    workload_options,
 )
-from hpcpolicy.commands.evaluate import TrainFracOpt
+from hpcpolicy.commands._world import world_spec
+from hpcpolicy.commands.evaluate import TRAIN_FRAC, TrainFracOpt
 
 if TYPE_CHECKING:
     from hpcpolicy.ppo.config import PPOConfig
@@ -161,7 +161,7 @@ def main(
     k: Annotated[int, typer.Option("--k", help="Waiting jobs the policy sees (the oldest).")
                  ] = 128,
     num_envs: NumEnvsOpt = None,
-    train_frac: TrainFracOpt = 0.7,
+    train_frac: TrainFracOpt = TRAIN_FRAC,
     warm: WarmOpt = False,
     cluster: ClusterOpt = None,
     procs: ProcsOpt = None,
@@ -237,8 +237,8 @@ def main(
         env_cfg = EnvConfig(k=k, window_size=window_size, reward=reward, backfill=backfill,
                             split="train", train_frac=train_frac, warm=warm, compat=compat,
                             exclusive_nodes=compat_preset(compat).exclusive_nodes)
-        options = workload_options(compat, procs_from, walltime_fallback)
-        env = env_kwargs(table, env_cfg, workload=options, cluster=cluster, procs=procs)
+        env = env_kwargs(table, env_cfg, world_spec(cluster, procs, compat=compat,
+                         procs_from=procs_from, walltime_fallback=walltime_fallback))
         if not is_quiet():
             console.print(plain(f"{table}: tune of {population} {algo} members, {steps:,} "
                                 f"steps each in {cfg.rounds} round(s); {run}"), soft_wrap=True)

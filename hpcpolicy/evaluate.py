@@ -45,7 +45,8 @@ from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.types import ALLOCATORS, BACKFILL_MODES, SimConfig
 from hpcpolicy.sim.windows import Replay, WindowConfig, replay
-from hpcpolicy.world.split import SPLITS, split_starts
+from hpcpolicy.world.protocol import SPLITS, TRAIN_FRAC
+from hpcpolicy.world.split import split_starts
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
@@ -88,7 +89,7 @@ class EvaluateConfig(Config):
     """Seed of the random window starts."""
     split: str = choice("test", SPLITS)
     """Part of the workload the windows lie in: test, train or all."""
-    train_frac: float = 0.7
+    train_frac: float = TRAIN_FRAC
     """Share of the jobs (earliest first) in the training part."""
     starts: tuple[int, ...] | None = None
     """Explicit window starts (0-based job indices into the whole workload)."""
@@ -345,7 +346,7 @@ def evaluate(workload: Workload, cluster: ClusterSpec, cfg: EvaluateConfig, *,
         on_step: Progress callback of :func:`hpcpolicy.sim.windows.replay`.
         site: A site model whose replay options (limits, pools, whole nodes) every run
             takes; ``workload`` and ``cluster`` are then its world's
-            (:func:`hpcpolicy.world.apply.load_world`).
+            (:func:`hpcpolicy.world.open.open_world`).
 
     Returns:
         The replays, the windows and what the trained policies' manifests say.

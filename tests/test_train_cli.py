@@ -213,7 +213,7 @@ def test_site_puts_the_run_in_the_calibrated_world(table: Path, tmp_path: Path,
                     str(rollout64), "--site", str(site))
     assert result.exit_code == 0, result.output
     kwargs = json.loads((run / "env.json").read_text())["kwargs"]
-    assert kwargs["site"] == str(site.resolve())
+    assert kwargs["world"]["site"] == site.read_text()  # the model itself: workers read no file
     env = make_env(**kwargs).unwrapped
     plain, _ = load(str(table))
     assert env.config.user_jobs == 2

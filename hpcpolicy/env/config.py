@@ -11,7 +11,7 @@ from hpcpolicy.env.prior import PRIORS
 from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.env.spaces import DEFAULT_K
 from hpcpolicy.sim.types import BACKFILL_MODES, RunLimits, SimConfig
-from hpcpolicy.world.split import SPLITS
+from hpcpolicy.world.protocol import SPLITS, TRAIN_FRAC
 
 __all__ = ["EnvConfig"]
 
@@ -43,7 +43,7 @@ class EnvConfig(Config):
     split: str = choice("train", SPLITS)
     """Part of the workload episodes are drawn from: train, test or all
     (:mod:`hpcpolicy.world.split`)."""
-    train_frac: float = 0.7
+    train_frac: float = TRAIN_FRAC
     """Share of the jobs (earliest first) in the training part."""
     warm: bool = False
     """Start each episode with the jobs running at its first submit (see

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Self
 
 from hpcpolicy.config import Config, choice
 from hpcpolicy.sim.types import BACKFILL_MODES
+from hpcpolicy.world.protocol import TRAIN_FRAC
 
 __all__ = ["ALGO", "GpuDqnConfig"]
 
@@ -49,7 +50,7 @@ class GpuDqnConfig(Config):
     part's jobs (computed when the run starts, recorded in config.json and the manifest)."""
     window_size: int = 256
     """Consecutive jobs per episode."""
-    train_frac: float = 0.7
+    train_frac: float = TRAIN_FRAC
     """Episodes are windows of the first ``train_frac`` of the jobs (the rest is left for
     evaluation, as in ``hpcpolicy evaluate``)."""
     backfill: str = choice("none", BACKFILL_MODES)

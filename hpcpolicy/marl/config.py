@@ -24,6 +24,7 @@ from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.ppo.config import DDPPOConfig
 from hpcpolicy.sim.types import BACKFILL_MODES, SimConfig
+from hpcpolicy.world.protocol import TRAIN_FRAC
 from hpcpolicy.world.split import SPLITS
 
 __all__ = ["MarlConfig", "MarlEnvConfig"]
@@ -157,7 +158,7 @@ class MarlEnvConfig(Config):
     """Backfilling around a head that cannot start: none, easy or conservative."""
     split: str = choice("train", SPLITS)
     """Part of the workload episodes are drawn from: train or all (:mod:`hpcpolicy.world.split`)."""
-    train_frac: float = 0.7
+    train_frac: float = TRAIN_FRAC
     """Share of the jobs (earliest first) in the training part."""
     kill_at_limit: bool = False
     """End a job at its requested walltime when its run is longer."""

@@ -23,6 +23,7 @@ from hpcpolicy.env.rewards import parse_reward
 from hpcpolicy.offline.logged import LOGGED, LOGGED_ACTIONS
 from hpcpolicy.offline.rollouts import EPSILON_SUFFIX, RANDOM, ROLLOUT_HEURISTICS
 from hpcpolicy.sim.types import BACKFILL_MODES
+from hpcpolicy.world.protocol import TRAIN_FRAC, VAL_FRAC
 
 __all__ = ["OFFLINE_ALGOS", "SOURCES", "DatasetConfig", "OfflineConfig"]
 
@@ -57,10 +58,10 @@ class DatasetConfig(Config):
     """The environment's reward (see :mod:`hpcpolicy.env.rewards`)."""
     backfill: str = choice("easy", BACKFILL_MODES)
     """Backfilling of the rollouts (and of the environment the policy is meant for)."""
-    train_frac: float = 0.7
+    train_frac: float = TRAIN_FRAC
     """Share of the jobs (earliest first) whose windows are for training and validation;
     the windows of the rest are the test split, as in ``hpcpolicy evaluate``."""
-    val_frac: float = 0.1
+    val_frac: float = VAL_FRAC
     """Share of the training part's windows (the latest) kept for validation."""
     heuristics: tuple[str, ...] = ("fcfs", "sjf", "f1")
     """Heuristics rolled out by the heuristics and mix sources."""

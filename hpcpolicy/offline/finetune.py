@@ -52,12 +52,13 @@ def finetune(run_dir: str | Path, dataset: StoredDataset, cfg: OfflineConfig, *,
     """
 
     from hpcpolicy.env.config import EnvConfig
-    from hpcpolicy.env.factory import env_kwargs, load, make_env, provenance
+    from hpcpolicy.env.factory import env_kwargs, env_world, make_env, provenance
     from hpcpolicy.env.scheduling import EPISODE_METRICS
     from hpcpolicy.offline.train import SCORER_FILE
     from hpcpolicy.ppo.config import PPOConfig
     from hpcpolicy.ppo.ppo import train
     from hpcpolicy.workload import WorkloadOptions
+    from hpcpolicy.world.open import WorldSpec
 
     m = dataset.manifest
     table = Path(m["training_data"]["path"])
@@ -69,9 +70,10 @@ def finetune(run_dir: str | Path, dataset: StoredDataset, cfg: OfflineConfig, *,
                                "baselines": list(EnvConfig().baselines)})
     options = WorkloadOptions.from_dict(m["workload_options"]) if m["workload_options"] else None
     machine = m.get("machine", {})
-    kwargs = env_kwargs(table, env, workload=options, cluster=machine.get("cluster"),
-                        procs=machine.get("procs"))
-    workload, cluster = load(table, kwargs["workload"], kwargs["cluster"], kwargs["procs"])
+    kwargs = env_kwargs(table, env, WorldSpec(workload=options, cluster=machine.get("cluster"),
+                                              procs=machine.get("procs")))
+    world = env_world(kwargs)
+    workload, cluster = world.workload, world.cluster
     ppo = PPOConfig.from_dict({"seed": cfg.seed, "total_steps": steps, "hidden": cfg.hidden,
                                "activation": cfg.activation,
                                "episode_metric_names": tuple(EPISODE_METRICS),

@@ -42,6 +42,7 @@ from hpcpolicy.site.measure import RELATIVE_ONLY, records_no_starts
 from hpcpolicy.site.order import find_priority
 from hpcpolicy.workload import Workload
 from hpcpolicy.world.apply import apply_site
+from hpcpolicy.world.protocol import TRAIN_FRAC
 from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["CalibrateConfig", "Calibration", "better_fit", "calibrate", "objective"]
@@ -68,7 +69,7 @@ so that it seldom has to be run again longer."""
 class CalibrateConfig:
     """How to fit a site model."""
 
-    fit_frac: float = 0.7
+    fit_frac: float = TRAIN_FRAC
     """Share of the jobs (submit order) to fit on; the rest measures the result."""
     val_frac: float = 0.3
     """Share of the fitted part, its latest jobs, that chooses the elements (validation)."""

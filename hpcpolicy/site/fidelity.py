@@ -31,6 +31,7 @@ from hpcpolicy.site.measure import (
 )
 from hpcpolicy.workload import Workload
 from hpcpolicy.world.apply import World, apply_site
+from hpcpolicy.world.protocol import TRAIN_FRAC
 from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["SIZE_CLASSES", "SIZE_NAMES", "FidelityConfig", "Waits", "brief", "fidelity_report",
@@ -46,7 +47,7 @@ SIZE_CLASSES = ((1, 1), (2, 4), (5, 16), (17, 64), (65, 256), (257, 1 << 62))
 class FidelityConfig:
     """How to measure fidelity."""
 
-    fit_frac: float = 0.7
+    fit_frac: float = TRAIN_FRAC
     """Share of the jobs (in submit order) a calibration may fit on; the rest is out of
     sample."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpcpolicy.world.protocol import TRAIN_FRAC
 from hpcpolicy.world.site_model import SiteModel
 
 __all__ = ["CALIBRATE_HINT", "with_site", "world_sentence"]
@@ -20,7 +21,8 @@ def _out_of_sample(site: SiteModel) -> str:
                        p.get("oos_trust_after"))
     if rho is None or rel is None:
         return "its out-of-sample fidelity is not recorded"
-    return (f"out of sample (the last {1 - float(p.get('fit_frac', 0.7)):.0%} of the log it was "
+    held = 1 - float(p.get("fit_frac", TRAIN_FRAC))
+    return (f"out of sample (the last {held:.0%} of the log it was "
             f"fitted on) it reached Spearman {float(rho):.2f} and a mean wait {abs(float(rel)):.0%}"
             f" {'above' if float(rel) >= 0 else 'below'} the log's: trust {level}")
 

@@ -47,6 +47,7 @@ from hpcpolicy.training.validation import (
     load_table,
     record,
 )
+from hpcpolicy.world.protocol import TRAIN_FRAC
 
 if TYPE_CHECKING:
     from hpcpolicy.cluster import ClusterSpec
@@ -80,7 +81,7 @@ def _period(split: dict[str, Any]) -> dict[str, Any]:
 
 def _command(table: Path, policy: Path, opts: TrainOptions, names: tuple[str, ...]) -> str:
     extra = "".join(flag for flag, on in (
-        (f" --train-frac {opts.train_frac:g}", opts.train_frac != 0.7),
+        (f" --train-frac {opts.train_frac:g}", opts.train_frac != TRAIN_FRAC),
         (" --warm", opts.warm), (f" --compat {opts.compat}", opts.compat is not None),
         (f" --procs {opts.procs}", opts.procs is not None),
         (f" --procs-from {opts.procs_from}", opts.procs_from is not None),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpcpolicy.docload import read_json
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.world.protocol import TRAIN_FRAC, VAL_FRAC
 
 if TYPE_CHECKING:
     from hpcpolicy.workload import WorkloadOptions
@@ -60,9 +61,9 @@ class TrainOptions:
     """Environments per worker; default the config's."""
     split: str = "train"
     """Part episodes come from: train (the first ``train_frac`` of the jobs) or all."""
-    train_frac: float = 0.7
+    train_frac: float = TRAIN_FRAC
     """Share of the jobs, earliest first, in the training part."""
-    val_frac: float = 0.1
+    val_frac: float = VAL_FRAC
     """ppo, ddppo: share of all jobs, at the end of the training part, kept out of episodes;
     the model card decides the policy's guard on it (0: no validation, no guard)."""
     prior: str = "auto"

@@ -237,11 +237,10 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
     provenance facts and a description of the data."""
     from hpcpolicy.compat import compat_preset
     from hpcpolicy.env import EnvConfig
-    from hpcpolicy.env.factory import env_kwargs, load, provenance
+    from hpcpolicy.env.factory import env_kwargs, env_world, provenance
     from hpcpolicy.env.prior import PRIORS
     from hpcpolicy.env.spaces import DEFAULT_K
-    from hpcpolicy.world.apply import env_options
-    from hpcpolicy.world.site_toml import load_site
+    from hpcpolicy.world.open import WorldSpec
     from hpcpolicy.world.split import fit_frac, validation_range, window_range
 
     if opts.prior not in ("none", "auto", *PRIORS):
@@ -253,14 +252,13 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
                     reward=opts.reward, backfill=opts.backfill, split=opts.split,
                     train_frac=frac, warm=opts.warm, compat=opts.compat,
                     exclusive_nodes=compat_preset(opts.compat).exclusive_nodes)
-    site = None if opts.site is None else str(opts.site.resolve())
-    if site is not None:  # the episodes replay in the site model's world
-        world = env_options(load_site(site))
-        world["exclusive_nodes"] = env.exclusive_nodes or world["exclusive_nodes"]
-        env = replace(env, **world)
-    options = opts.workload()
-    workload, machine = load(table, options.to_dict(),
-                             None if opts.cluster is None else str(opts.cluster), opts.procs, site)
+    spec = WorldSpec(workload=opts.workload(), procs=opts.procs, compat=opts.compat,
+                     cluster=None if opts.cluster is None else str(opts.cluster)
+                     ).with_site(opts.site)
+    world = env_world({"table": str(table), "world": spec.to_dict()})
+    workload, machine = world.workload, world.cluster
+    if opts.site is not None:  # the episodes replay in the site model's world
+        env = replace(env, **world.env_options())
     try:
         window_range(len(workload), opts.split, frac, opts.window_size)
     except ConfigError as exc:
@@ -268,16 +266,15 @@ def _environment(table: Path, opts: TrainOptions) -> tuple[dict[str, Any], dict[
             if frac != opts.train_frac else ""
         raise ConfigError(f"{exc}{held}") from None
     env, started = _with_prior(env, opts, workload, machine)
-    kwargs = env_kwargs(table, env, workload=options, cluster=opts.cluster, procs=opts.procs,
-                        site=site)
+    kwargs = env_kwargs(table, env, spec)
     facts = provenance(table, env, workload, machine)
     lo, hi = facts["split"]["jobs"]
     part = opts.split
     if frac != opts.train_frac:
         val_end = validation_range(len(workload), opts.train_frac, opts.val_frac)[1]
         part = f"train; {hi:,}..{val_end - 1:,} validate"
-    if site is not None:
-        facts["site"] = site
+    if opts.site is not None:
+        facts["site"] = str(opts.site.resolve())
     return kwargs, facts, (f"{table}: {len(workload):,} jobs; episodes from jobs {lo:,}.."
                            f"{hi - 1:,} ({part}); machine {machine.name} "
                            f"({machine.total_cores:,} cores){started}")

@@ -129,7 +129,7 @@ def _member(config: dict[str, Any], setup: _Setup) -> None:
     import torch
 
     from hpcpolicy.env.config import EnvConfig
-    from hpcpolicy.env.factory import load
+    from hpcpolicy.env.factory import env_world
     from hpcpolicy.tune.validation import carve
 
     torch.set_num_threads(max(1, int(setup.member_cpus)))
@@ -137,7 +137,8 @@ def _member(config: dict[str, Any], setup: _Setup) -> None:
     run = RunPaths(TunePaths(setup.root).member(name))
     done = _rewind(ray_tune.get_checkpoint(), name, run, setup)
     env = setup.env
-    workload, cluster = load(env["table"], env["workload"], env["cluster"], env["procs"])
+    world = env_world(env)
+    workload, cluster = world.workload, world.cluster
     validation = carve(len(workload), EnvConfig.from_dict(env["env"]), setup.cfg)
     hypers = {key: float(config[key]) for key in HYPERPARAMETERS}
     for round_ in range(done + 1, setup.cfg.rounds + 1):

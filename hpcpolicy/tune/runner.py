@@ -313,7 +313,7 @@ def open_tune(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any], out_dir:
         ConfigError: As :func:`tune` says, and a resume with the other backend.
     """
     from hpcpolicy.env.config import EnvConfig
-    from hpcpolicy.env.factory import load, provenance
+    from hpcpolicy.env.factory import env_world, provenance
     from hpcpolicy.world.split import window_range
 
     _check_base(cfg, base)
@@ -327,7 +327,8 @@ def open_tune(cfg: TuneConfig, base: PPOConfig, env: Mapping[str, Any], out_dir:
         raise ConfigError(f"the tune in {paths.root} ran with --backend "
                           f"{'ray' if on_ray else 'local'}; resume it with that backend")
     env_cfg = EnvConfig.from_dict(env["env"])
-    workload, cluster = load(env["table"], env["workload"], env["cluster"], env["procs"])
+    world = env_world(env)
+    workload, cluster = world.workload, world.cluster
     validation = carve(len(workload), env_cfg, cfg)
     window_range(len(workload), "train", validation.train_frac, env_cfg.window_size)
     facts = provenance(env["table"], validation.env, workload, cluster)

@@ -22,7 +22,7 @@ Elements are applied where they are exact and cheapest:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,12 +36,12 @@ from hpcpolicy.sim.prepare import OTHERS
 from hpcpolicy.sim.types import RunLimits, SimConfig
 from hpcpolicy.workload import Workload
 from hpcpolicy.world.site_model import SiteModel, engine_outages
+from hpcpolicy.world.split import Split
 
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["SHARED", "World", "apply_site", "eligible_delay", "env_options", "load_world",
-           "logged_delay", "site_config", "site_world"]
+__all__ = ["SHARED", "World", "apply_site", "eligible_delay", "logged_delay", "site_config"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -51,16 +51,19 @@ SHARED = "shared"
 
 @dataclass(frozen=True)
 class World:
-    """A workload, machine and replay options under a site model."""
+    """A workload, its machine, the replay options and the split, under a site model or none
+    (:func:`hpcpolicy.world.open.open_world` opens one from a job table)."""
 
-    site: SiteModel
-    """The site model applied."""
+    site: SiteModel | None
+    """The site model applied; None: the log header's (or the spec's) machine as it is."""
     workload: Workload
     """The jobs, with submits moved by holds and cadence (re-sorted)."""
     cluster: ClusterSpec
     """The machine: node size, pools and availability applied."""
     cfg: SimConfig
-    """Replay options: whole nodes, running limits, pools, backfilling, priority weights."""
+    """The base replay configuration: whole nodes, running limits, pools, backfilling,
+    priority weights, ``--compat`` and the allocator; a run changes only its policy (and, in
+    a comparison, its backfilling or allocator)."""
     baseline_policy: str
     """The policy that replays the log as it was (the site's priority order)."""
     shift: I64
@@ -68,6 +71,23 @@ class World:
     measure from the real submit)."""
     order: I64
     """Per job of :attr:`workload`: its index in the workload before the site model."""
+    split: Split = field(default_factory=Split)
+    """The train / validation / test parts of the workload."""
+
+    def run(self, policy: str, backfill: str | None = None,
+            allocator: str | None = None) -> SimConfig:
+        """The replay configuration of one run: :attr:`cfg` with ``policy`` (and
+        ``backfill``, ``allocator`` when given)."""
+        return replace(self.cfg, policy=policy,
+                       backfill=self.cfg.backfill if backfill is None else backfill,
+                       allocator=self.cfg.allocator if allocator is None else allocator)
+
+    def env_options(self) -> dict[str, Any]:
+        """The :class:`~hpcpolicy.env.config.EnvConfig` options the world sets (the RL
+        environment takes replay options as its own fields)."""
+        return {"exclusive_nodes": self.cfg.exclusive_nodes,
+                "user_jobs": self.cfg.limits.user_jobs, "user_cores": self.cfg.limits.user_cores,
+                "pools": self.cfg.pools}
 
 
 def eligible_delay(table: str | Path | pl.DataFrame, workload: Workload) -> I64:
@@ -195,27 +215,3 @@ def logged_delay(table: str | Path | pl.DataFrame, workload: Workload) -> I64 | 
     if "eligible_time" not in frame.columns or frame["eligible_time"].null_count() == len(frame):
         return None
     return eligible_delay(frame, workload)
-
-
-def site_world(site: SiteModel, table: str | Path, workload: Workload, cluster: ClusterSpec,
-               cfg: SimConfig) -> World:
-    """:func:`apply_site` for a command: reads the eligible delays from ``table`` when the
-    model uses them."""
-    delay = eligible_delay(table, workload) if site.use_eligible else None
-    return apply_site(site, workload, cluster, cfg, delay=delay)
-
-
-def load_world(path: str | Path, table: str | Path, workload: Workload,
-               cluster: ClusterSpec) -> World:
-    """The world of the site model at ``path`` (a command's ``--site``) for ``workload``
-    read from ``table``; replay options follow with :func:`site_config`."""
-    from hpcpolicy.world.site_toml import load_site
-
-    return site_world(load_site(path), table, workload, cluster, SimConfig())
-
-
-def env_options(site: SiteModel) -> dict[str, Any]:
-    """The :class:`~hpcpolicy.env.config.EnvConfig` options a site model sets (the RL
-    environment takes replay options as its own fields)."""
-    return {"exclusive_nodes": site.whole_node, "user_jobs": site.user_jobs,
-            "user_cores": site.user_cores, "pools": _pools(site)}

@@ -11,29 +11,65 @@ A warm window's pre-load is replayed from the jobs just before it (see
 :mod:`hpcpolicy.sim.windows`); for the first test windows those are training jobs. That only
 sets the machine's state at the window's start; no test job is ever part of a training window.
 
+The fractions are stated once, in :class:`Split` (:data:`TRAIN_FRAC`, :data:`VAL_FRAC`);
+every command's ``--train-frac`` / ``--fit-frac`` / ``--val-frac`` defaults to them.
+
 Example:
-    >>> part_range(1000, "train", 0.7), part_range(1000, "test", 0.7)
+    >>> part_range(1000, "train", TRAIN_FRAC), part_range(1000, "test", TRAIN_FRAC)
     ((0, 700), (700, 1000))
-    >>> split_starts(1000, "test", 0.7, WindowConfig(size=100, count=3, seed=1))
+    >>> split_starts(1000, "test", TRAIN_FRAC, WindowConfig(size=100, count=3, seed=1))
     (794, 802, 851)
-    >>> latest_starts(1000, "train", 0.7, size=100, count=3)
+    >>> latest_starts(1000, "train", TRAIN_FRAC, size=100, count=3)
     (400, 500, 600)
-    >>> validation_range(1000, 0.7, 0.1), validation_starts(1000, 0.7, 0.1, size=40, count=9)
+    >>> Split().validation_range(1000), validation_starts(1000, 0.7, 0.1, size=40, count=9)
     ((600, 700), (620, 660))
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
+from hpcpolicy.config import Config
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sim.windows import WindowConfig, choose_starts
+from hpcpolicy.world.protocol import SPLITS, TRAIN_FRAC, VAL_FRAC
 
-__all__ = ["SPLITS", "fit_frac", "latest_starts", "part_range", "split_starts",
-           "validation_range", "validation_starts", "window_range"]
+__all__ = ["SPLITS", "TRAIN_FRAC", "VAL_FRAC", "Split", "fit_frac", "latest_starts",
+           "part_range", "split_starts", "validation_range", "validation_starts", "window_range"]
 
-SPLITS = ("train", "test", "all")
-"""Parts of the workload: before the cut, after it, or everything."""
+
+
+@dataclass(frozen=True)
+class Split(Config):
+    """The train / validation / test parts of a log, stated once.
+
+    Example:
+        >>> Split().part_range(1000, "test"), Split(train_frac=0.5).part_range(10, "train")
+        ((700, 1000), (0, 5))
+    """
+
+    label: ClassVar[str] = "split"
+
+    train_frac: float = TRAIN_FRAC
+    """Share of the jobs, earliest first, in the training part (validation included)."""
+    val_frac: float = VAL_FRAC
+    """Share of all the jobs, the last of the training part, kept for validation."""
+
+    def validate(self) -> None:
+        self._require(0.0 < self.train_frac < 1.0, "train_frac",
+                      f"must be in (0, 1), got {self.train_frac}")
+        self._require(0.0 <= self.val_frac < self.train_frac, "val_frac",
+                      f"must be in [0, train_frac={self.train_frac:g}), got {self.val_frac}")
+
+    def part_range(self, n_jobs: int, split: str) -> tuple[int, int]:
+        """:func:`part_range` of this split."""
+        return part_range(n_jobs, split, self.train_frac)
+
+    def validation_range(self, n_jobs: int) -> tuple[int, int]:
+        """:func:`validation_range` of this split."""
+        return validation_range(n_jobs, self.train_frac, self.val_frac)
 
 
 def part_range(n_jobs: int, split: str, train_frac: float) -> tuple[int, int]:
