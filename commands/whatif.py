@@ -29,8 +29,8 @@ from hpcpolicy.commands._options import (
     WalltimeFallbackOpt,
     a_folder,
     lower_choice,
-    workload_options,
 )
+from hpcpolicy.commands._world import world_spec
 from hpcpolicy.textfmt import visible
 
 __all__ = ["main", "parse_period", "render_whatif"]
@@ -170,11 +170,9 @@ def main(
 
         hpcpolicy whatif jobs.parquet --baseline fairshare+easy -c sjf+conservative
     """
-    from hpcpolicy.cluster_io import resolve_cluster, with_spread_penalty
     from hpcpolicy.table import open_job_table
     from hpcpolicy.whatif import WhatifConfig, check_report_dir, run_whatif, write_report
-    from hpcpolicy.workload import Workload
-    from hpcpolicy.world.apply import load_world
+    from hpcpolicy.world import open_world
 
     with fail_cleanly():
         note_first_compile()
@@ -184,16 +182,15 @@ def main(
         base, cands = cfg.run_specs()
         cfg.scenario_list()
         check_report_dir(out, overwrite=overwrite)
-        machine = with_spread_penalty(resolve_cluster(spec=cluster, procs=procs, table=table),
-                                      spread_penalty, [s.allocator for s in (base, *cands)])
-        workload = Workload.from_table(
-            table, options=workload_options(None, procs_from, walltime_fallback,
-                                     unknown_run_time=unknown_run_time))
+        world = open_world(table, world_spec(
+            cluster, procs, site, procs_from=procs_from, walltime_fallback=walltime_fallback,
+            unknown_run_time=unknown_run_time, spread_penalty=spread_penalty,
+            allocators=tuple(s.allocator for s in (base, *cands))))
         source_format = open_job_table(table).metadata.get("source_format")
-        world = None if site is None else load_world(site, table, workload, machine)
         result = with_progress(
-            lambda step: run_whatif(workload, machine, cfg, source=str(table),
-                                    source_format=source_format, on_step=step, site=world,
+            lambda step: run_whatif(world.workload, world.cluster, cfg, source=str(table),
+                                    source_format=source_format, on_step=step,
+                                    site=None if site is None else world,
                                     site_path=None if site is None else str(site)),
             "replaying")
         paths = write_report(result, out, overwrite=overwrite, outcomes=outcomes)
