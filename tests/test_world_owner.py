@@ -154,28 +154,28 @@ def _table(tmp_path: Path, n: int = 300) -> Path:
     return write_job_table(tmp_path / "jobs.parquet", job_table(rows))
 
 
-def _simulate(table: Path, out: Path, *extra: str) -> dict[str, object]:
-    res = CliRunner().invoke(app, ["simulate", str(table), "--procs", "32", "--json", str(out),
-                                   "--overwrite", *extra])
+COMMANDS = {"simulate": (), "evaluate": ("-p", "fcfs", "--windows", "1", "--window-size", "60")}
+"""The commands a site model's backfilling must reach, with their options for a small log."""
+
+
+def _runs(command: str, table: Path, out: Path, *extra: str) -> list[object]:
+    """Each run's figures (timings aside) of ``command`` on ``table``."""
+    res = CliRunner().invoke(app, [command, str(table), "--procs", "32", "--json", str(out),
+                                   "--overwrite", *COMMANDS[command], *extra])
     assert res.exit_code == 0, res.output
-    doc: dict[str, object] = json.loads(out.read_text())
-    return doc
-
-
-def _runs(doc: dict[str, object]) -> list[object]:
-    runs = doc["runs"]
-    assert isinstance(runs, list)
+    runs = json.loads(out.read_text())["runs"]
     return [{k: v for k, v in r["summary"].items() if k != "engine_s"} for r in runs]
 
 
-def test_the_site_models_backfill_reaches_simulate(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_the_site_models_backfill_reaches_the_engine(tmp_path: Path, command: str) -> None:
     table = _table(tmp_path)
     site = tmp_path / "site.toml"
     site.write_text(dumps(SiteModel(backfill="conservative")))
     out = tmp_path / "s.json"
-    by_site = _runs(_simulate(table, out, "--site", str(site)))
-    given = _runs(_simulate(table, out, "--site", str(site), "-b", "conservative"))
-    plain = _runs(_simulate(table, out, "--site", str(site), "-b", "none"))
+    by_site = _runs(command, table, out, "--site", str(site))
+    given = _runs(command, table, out, "--site", str(site), "-b", "conservative")
+    plain = _runs(command, table, out, "--site", str(site), "-b", "none")
     assert by_site == given
     assert by_site != plain  # backfilling changes this log's schedule
 

@@ -23,8 +23,8 @@ Example:
     >>> world = open_world(table, spec)
     >>> len(world.workload), world.cluster.total_cores, world.cfg.backfill
     (2, 16, 'conservative')
-    >>> world.split.part_range(len(world.workload), "train")
-    (0, 1)
+    >>> world.split.train_frac
+    0.7
 """
 
 from __future__ import annotations

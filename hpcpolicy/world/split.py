@@ -21,8 +21,11 @@ Example:
     (794, 802, 851)
     >>> latest_starts(1000, "train", TRAIN_FRAC, size=100, count=3)
     (400, 500, 600)
-    >>> Split().validation_range(1000), validation_starts(1000, 0.7, 0.1, size=40, count=9)
-    ((600, 700), (620, 660))
+    >>> split = Split()
+    >>> validation_range(1000, split.train_frac, split.val_frac)
+    (600, 700)
+    >>> validation_starts(1000, split.train_frac, split.val_frac, size=40, count=9)
+    (620, 660)
 """
 
 from __future__ import annotations
@@ -46,8 +49,8 @@ class Split(Config):
     """The train / validation / test parts of a log, stated once.
 
     Example:
-        >>> Split().part_range(1000, "test"), Split(train_frac=0.5).part_range(10, "train")
-        ((700, 1000), (0, 5))
+        >>> Split(), Split.from_dict({"train_frac": 0.5}).val_frac
+        (Split(train_frac=0.7, val_frac=0.1), 0.1)
     """
 
     label: ClassVar[str] = "split"
@@ -62,14 +65,6 @@ class Split(Config):
                       f"must be in (0, 1), got {self.train_frac}")
         self._require(0.0 <= self.val_frac < self.train_frac, "val_frac",
                       f"must be in [0, train_frac={self.train_frac:g}), got {self.val_frac}")
-
-    def part_range(self, n_jobs: int, split: str) -> tuple[int, int]:
-        """:func:`part_range` of this split."""
-        return part_range(n_jobs, split, self.train_frac)
-
-    def validation_range(self, n_jobs: int) -> tuple[int, int]:
-        """:func:`validation_range` of this split."""
-        return validation_range(n_jobs, self.train_frac, self.val_frac)
 
 
 def part_range(n_jobs: int, split: str, train_frac: float) -> tuple[int, int]:
