@@ -27,6 +27,7 @@ from hpcpolicy.commands._options import (
     TableArg,
     UnknownRunTimeOpt,
     WalltimeFallbackOpt,
+    a_file,
     a_folder,
     lower_choice,
 )
@@ -122,7 +123,16 @@ def main(
     candidate: Annotated[list[str] | None, typer.Option(
         "--candidate", "-c", help="A policy to compare, POLICY[+BACKFILL] (backfilling "
         "default easy): a heuristic (sjf+easy) or a trained policy folder (runs/x/policy); "
-        "repeat for several.")] = None,
+        "with --slurm-conf also a change to it (PriorityWeightAge=5000, 'qos normal "
+        "MaxJobsPerUser=50', conf:new-slurm.conf); repeat for several.")] = None,
+    slurm_conf: Annotated[Path | None, typer.Option(
+        "--slurm-conf", help="The site's slurm.conf: the baseline is it, replayed in the Slurm "
+        "world on its nodes (--baseline is not used), and each -c change is it with the "
+        "change applied.", callback=a_file, show_default=False)] = None,
+    sacctmgr: Annotated[Path | None, typer.Option(
+        "--sacctmgr", help="With --slurm-conf: folder of `sacctmgr show qos -P` (qos.txt) and "
+        "`sacctmgr show assoc -P` (assoc.txt) dumps.", callback=a_folder,
+        show_default=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option(
         "--scenario", "-s", help="Also compare under a changed world: nodes=+10%, "
         "cluster=spec.toml, load=1.2, estimates=actual, range=2002-01-01..2002-07-01 "
@@ -172,18 +182,23 @@ def main(
     """
     from hpcpolicy.table import open_job_table
     from hpcpolicy.whatif import WhatifConfig, check_report_dir, run_whatif, write_report
+    from hpcpolicy.whatif.slurm_candidates import slurm_config, slurm_machine
     from hpcpolicy.world import open_world
 
     with fail_cleanly():
         note_first_compile()
         cfg = WhatifConfig(baseline=baseline, candidates=tuple(candidate or ("sjf+easy",)),
                            scenarios=tuple(scenario or ()), period_s=parse_period(period),
-                           metric=metric, bootstrap=bootstrap, confidence=confidence, seed=seed)
+                           metric=metric, bootstrap=bootstrap, confidence=confidence, seed=seed,
+                           **slurm_config(slurm_conf, sacctmgr, {"--site": site,
+                                                                 "--cluster": cluster,
+                                                                 "--procs": procs}))
         base, cands = cfg.run_specs()
         cfg.scenario_list()
         check_report_dir(out, overwrite=overwrite)
-        world = open_world(table, world_spec(
-            cluster, procs, site, procs_from=procs_from, walltime_fallback=walltime_fallback,
+        world = open_world(table, world_spec(  # with slurm.conf, run_whatif takes its nodes
+            cluster, slurm_machine(slurm_conf).total_cores if slurm_conf else procs, site,
+            procs_from=procs_from, walltime_fallback=walltime_fallback,
             unknown_run_time=unknown_run_time, spread_penalty=spread_penalty,
             allocators=tuple(s.allocator for s in (base, *cands))))
         source_format = open_job_table(table).metadata.get("source_format")

@@ -181,6 +181,8 @@ def test_the_command_compares_changes_on_slurm_conf(conf: Path, header_less: Pat
      "nodes= does not apply"),
     (["-c", "sjf", "--sacctmgr", "{dumps}"], "--sacctmgr describes the accounts of a "
      "slurm.conf: give the site's slurm.conf with --slurm-conf too"),
+    (["-c", "sjf", "--slurm-conf", "{conf}", "--procs", "64"], "--procs and --slurm-conf both "
+     "describe the site: slurm.conf's nodes are the machine, so drop --procs"),
 ])
 def test_the_command_refuses_in_one_line(conf: Path, header_less: Path, tmp_path: Path,
                                          args: list[str], message: str) -> None:
