@@ -141,13 +141,16 @@ def _stats(ctx: DemoContext) -> dict[str, Any]:
 
 
 def _compare(ctx: DemoContext) -> list[Any]:
+    from hpcpolicy.cluster_io import resolve_cluster
+    from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import replay, to_document
-    from hpcpolicy.world import WorldSpec, open_world
+    from hpcpolicy.workload import Workload
 
     table = ctx.files["jobs"]
-    world = open_world(table, WorldSpec(workload=_OPTIONS))
-    workload, cluster = world.workload, world.cluster
-    configs = [world.run(p, b) for p in COMPARE_POLICIES for b in COMPARE_BACKFILLS]
+    workload = Workload.from_table(table, options=_OPTIONS)
+    cluster = resolve_cluster(spec=None, procs=None, table=table)
+    configs = [SimConfig(policy=p, backfill=b) for p in COMPARE_POLICIES
+               for b in COMPARE_BACKFILLS]
     runs = replay(workload, cluster, configs)
     doc = to_document(runs, source=str(table), workload=workload, cluster=cluster, windows=None)
     path = ctx.cfg.out_dir / "compare.json"
@@ -173,21 +176,24 @@ def _train(ctx: DemoContext) -> Any:
         import shutil
 
         shutil.rmtree(run)
+    # force: the demo shows the whole flow on any generated load; where the heuristics tie
+    # (nothing to learn: `hpcpolicy train` would stop), the card's guard deploys the heuristic
     trained = train(ctx.files["jobs"], algo="ppo", out=run, options=TrainOptions(
         steps=cfg.train_steps, seed=cfg.seed, k=TRAIN_K, backfill="easy",
         window_size=min(TRAIN_WINDOW, max(8, cfg.jobs // 4)),
-        walltime_fallback=str(_OPTIONS.walltime_fallback)))
+        walltime_fallback=str(_OPTIONS.walltime_fallback), force=True))
     ctx.files["policy"] = trained.policy
     return trained.result
 
 
 def _whatif(ctx: DemoContext) -> Any:
+    from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.whatif import WhatifConfig, run_whatif, write_report
-    from hpcpolicy.world import WorldSpec, open_world
+    from hpcpolicy.workload import Workload
 
     table = ctx.files["jobs"]
-    world = open_world(table, WorldSpec(workload=_OPTIONS))
-    workload, cluster = world.workload, world.cluster
+    workload = Workload.from_table(table, options=_OPTIONS)
+    cluster = resolve_cluster(table=table)
     candidates = ("sjf+easy", "f1+easy", *(
         [f"{ctx.files['policy']}+easy"] if "policy" in ctx.files else []))
     result = run_whatif(workload, cluster, WhatifConfig(

@@ -221,3 +221,21 @@ def test_demo_end_to_end_with_the_real_generator_and_reader(tmp_path: Path) -> N
     before = {name: (out / name).read_bytes() for name in same}
     assert CliRunner().invoke(app, args).exit_code == 0
     assert {name: (out / name).read_bytes() for name in same} == before
+
+
+def test_the_demo_trains_where_the_heuristics_tie(tmp_path: Path) -> None:
+    """On a machine where no queue forms, ``hpcpolicy train`` stops (nothing to learn); the
+    demo, which shows the whole flow on any generated load, trains anyway, and the card's guard
+    says what is deployed."""
+    pytest.importorskip("torch")
+    from env_jobs import write_table
+    from job_tables import write_job_table
+
+    jobs = pl.read_parquet(write_table(tmp_path / "busy.parquet", 300))
+    table = write_job_table(tmp_path / "jobs.parquet", jobs, [{"MaxProcs": 100_000}])
+    ctx = DemoContext(DemoConfig(out_dir=tmp_path / "demo", jobs=40, train_steps=256))
+    ctx.files["jobs"] = table
+    next(step for step in DEMO_STEPS if step.name == "train").run(ctx)
+    card = json.loads((ctx.files["policy"] / "card.json").read_text())
+    assert {s["mean_bsld"] for s in card["validation"]["scores"]} == {1.0}  # a tie
+    assert card["guard"] is not None
