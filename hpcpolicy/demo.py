@@ -141,16 +141,13 @@ def _stats(ctx: DemoContext) -> dict[str, Any]:
 
 
 def _compare(ctx: DemoContext) -> list[Any]:
-    from hpcpolicy.cluster_io import resolve_cluster
-    from hpcpolicy.sim.types import SimConfig
     from hpcpolicy.sim.windows import replay, to_document
-    from hpcpolicy.workload import Workload
+    from hpcpolicy.world import WorldSpec, open_world
 
     table = ctx.files["jobs"]
-    workload = Workload.from_table(table, options=_OPTIONS)
-    cluster = resolve_cluster(spec=None, procs=None, table=table)
-    configs = [SimConfig(policy=p, backfill=b) for p in COMPARE_POLICIES
-               for b in COMPARE_BACKFILLS]
+    world = open_world(table, WorldSpec(workload=_OPTIONS))
+    workload, cluster = world.workload, world.cluster
+    configs = [world.run(p, b) for p in COMPARE_POLICIES for b in COMPARE_BACKFILLS]
     runs = replay(workload, cluster, configs)
     doc = to_document(runs, source=str(table), workload=workload, cluster=cluster, windows=None)
     path = ctx.cfg.out_dir / "compare.json"
@@ -187,13 +184,12 @@ def _train(ctx: DemoContext) -> Any:
 
 
 def _whatif(ctx: DemoContext) -> Any:
-    from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.whatif import WhatifConfig, run_whatif, write_report
-    from hpcpolicy.workload import Workload
+    from hpcpolicy.world import WorldSpec, open_world
 
     table = ctx.files["jobs"]
-    workload = Workload.from_table(table, options=_OPTIONS)
-    cluster = resolve_cluster(table=table)
+    world = open_world(table, WorldSpec(workload=_OPTIONS))
+    workload, cluster = world.workload, world.cluster
     candidates = ("sjf+easy", "f1+easy", *(
         [f"{ctx.files['policy']}+easy"] if "policy" in ctx.files else []))
     result = run_whatif(workload, cluster, WhatifConfig(
