@@ -77,7 +77,7 @@ class DatasetConfig(Config):
     """Seed of the random choices."""
     world: dict[str, Any] = field(default_factory=dict)
     """Environment options a site model sets (``--site``: running limits, pools, whole
-    nodes; :func:`hpcpolicy.world.apply.env_options`)."""
+    nodes; :meth:`hpcpolicy.world.apply.World.env_options`)."""
 
     def validate(self) -> None:
         self._at_least(1, "k", "window_size", "max_windows")

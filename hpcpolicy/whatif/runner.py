@@ -423,7 +423,7 @@ def run_whatif(workload: Workload, cluster: ClusterSpec, cfg: WhatifConfig, *, s
         source: the job table's path, as the report names it.
         source_format: the log's format (from the table's metadata), if known.
         on_step: ``on_step(label, done, total)`` before each replay, for progress output.
-        site: the site model's world (:func:`hpcpolicy.world.apply.site_world`): baseline and
+        site: the site model's world (:func:`hpcpolicy.world.open.open_world`): baseline and
             candidates are replayed in it, scenarios change it; None replays the log header's
             machine as it is.
         site_path: the site model's file, as the report names it.
