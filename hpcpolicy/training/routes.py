@@ -196,7 +196,7 @@ def online(table: Path, algo: str, config: Config, out: Path | None, opts: Train
     if "snapshot_every" not in given and opts.split == "train" and opts.val_frac > 0:
         from hpcpolicy.learn.runs import default_snapshot_every
 
-        # snapshots for the card to choose among on validation (card.select_snapshot)
+        # snapshots to choose among on validation (training.snapshots.select_snapshot)
         cfg = config_from_dict({**cfg.to_dict(), "snapshot_every": default_snapshot_every(
             cfg.total_steps, cfg.batch_size * opts.workers)})
     if algo != "ddppo" and opts.workers != 1:
