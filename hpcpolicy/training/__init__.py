@@ -1,5 +1,8 @@
 """Training as a library call: :func:`train` learns a policy on a job table or a replay dataset,
-whichever the algorithm (ppo, ddppo, cql, bcq, bc, dqn, marl).
+whichever the algorithm (ppo, ddppo, cql, bcq, bc, dqn, marl), and leaves the whole policy
+folder: online, the prior chosen before training (:mod:`.prior`), the snapshot deployed
+(:mod:`.snapshots`) and the model card with its guard (:mod:`.card`), each decided on the
+validation part (:mod:`.validation`).
 
 Importing this package is light (no torch): each route imports its trainer when it runs.
 """
