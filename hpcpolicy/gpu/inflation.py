@@ -117,6 +117,9 @@ def pod_shapes(pods: SharingPods) -> I64:
     return np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
+# numba caches this loop with cluster_state's functions compiled into it, keyed on this file
+# alone: when cluster_state.py (or allocators.py) changes, change this file too, or a stale
+# cache runs the old state layout (a crash).
 @nb.njit(cache=True)
 def _replay(code: int, cpu_cap: I64, mem_cap: I64, gpus: I64, model: I64, p_cpu: I64,
             p_mem: I64, p_num: I64, p_milli: I64, p_allowed: npt.NDArray[np.bool_],

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.gpu.registry import BEST_FIT, FIRST_AVAILABLE, TOPOLOGY_AWARE
 from hpcpolicy.gpu.topology import MILLI
 
 __all__ = ["NODE_ALLOCATORS", "BestFit", "FirstAvailable", "NodeAllocator", "TopologyAware",
@@ -96,8 +97,6 @@ class _Rule:
     only when the pool has enough whole free GPUs; :meth:`whole` says where."""
 
     name = ""
-    summary = ""
-    """A few words for ``--help`` (:mod:`hpcpolicy.gpu.registry`)."""
     tightest_node = True
     """Whether a fractional job goes on the tightest node that holds it (else the first)."""
 
@@ -118,8 +117,7 @@ class _Rule:
 class FirstAvailable(_Rule):
     """GPUs in node order: the lowest-numbered free GPUs, as a plain node list would give."""
 
-    name = "first-available"
-    summary = "the lowest-numbered free GPUs"
+    name = FIRST_AVAILABLE
     tightest_node = False
 
     def whole(self, units: I64, racks: I64, gpus: int) -> I64:
@@ -130,8 +128,7 @@ class FirstAvailable(_Rule):
 class BestFit(_Rule):
     """The tightest single node that holds the job; else as few nodes as possible."""
 
-    name = "best-fit"
-    summary = "the tightest node, else the fewest nodes"
+    name = BEST_FIT
 
     def whole(self, units: I64, racks: I64, gpus: int) -> I64:
         """See :meth:`_Rule.whole`."""
@@ -143,8 +140,7 @@ class TopologyAware(_Rule):
     (the rack needing the fewest nodes, then the fullest), else as few racks as possible,
     filling the emptiest racks first."""
 
-    name = "topology-aware"
-    summary = "the closest GPUs: one node, else one rack"
+    name = TOPOLOGY_AWARE
 
     def whole(self, units: I64, racks: I64, gpus: int) -> I64:
         """See :meth:`_Rule.whole`."""

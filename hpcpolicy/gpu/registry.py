@@ -27,14 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.gpu.placement import NODE_ALLOCATORS
 
-__all__ = ["ALLOCATORS", "ENTRIES", "LEARNED", "NODE_LEVEL", "N_FEATURES", "POOLED", "SHARING",
-           "SHARING_ALLOCATORS", "AllocatorEntry", "allocator_help", "allocator_kind",
+__all__ = ["ALLOCATORS", "BEST_FIT", "ENTRIES", "FIRST_AVAILABLE", "LEARNED", "NODE_LEVEL",
+           "N_FEATURES", "POOLED", "SHARING", "SHARING_ALLOCATORS", "TOPOLOGY_AWARE",
+           "AllocatorEntry", "allocator_help", "allocator_kind", "allocator_name",
            "check_allocator", "check_sharing", "places_on_nodes"]
 
 POOLED, NODE_LEVEL, SHARING = "pooled", "node-level", "sharing"
 _MANIFEST = "manifest.json"
+
+FIRST_AVAILABLE, BEST_FIT, TOPOLOGY_AWARE = "first-available", "best-fit", "topology-aware"
+"""The node-level allocators' names (:mod:`hpcpolicy.gpu.placement` implements them)."""
 
 SHARING_ALLOCATORS = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
 """The paper's allocators; the index of a name is its code in the compiled loop
@@ -66,8 +69,11 @@ _SHARING_SUMMARY = {
 }
 
 ENTRIES: tuple[AllocatorEntry, ...] = (
-    AllocatorEntry("first-fit", POOLED, "node groups by their totals; the compiled engine"),
-    *(AllocatorEntry(name, NODE_LEVEL, cls.summary) for name, cls in NODE_ALLOCATORS.items()),
+    AllocatorEntry("first-fit", POOLED,
+                   "the default: node groups by their totals; the compiled engine"),
+    AllocatorEntry(FIRST_AVAILABLE, NODE_LEVEL, "the lowest-numbered free GPUs"),
+    AllocatorEntry(BEST_FIT, NODE_LEVEL, "the tightest node, else the fewest nodes"),
+    AllocatorEntry(TOPOLOGY_AWARE, NODE_LEVEL, "the closest GPUs: one node, else one rack"),
     *(AllocatorEntry(name, SHARING, _SHARING_SUMMARY[name]) for name in SHARING_ALLOCATORS),
 )
 """Every named allocator, in the order ``--help`` lists them."""
@@ -94,6 +100,13 @@ def allocator_kind(name: str) -> str:
         return SHARING
     raise ConfigError(f"allocator {name!r} is not one of {', '.join(ALLOCATORS)}, nor a "
                       f"folder holding an exported allocator ({_MANIFEST}); give one of these")
+
+
+def allocator_name(text: str) -> str:
+    """``text`` as an allocator: a registered name in lower case (``FGD`` is ``fgd``), a
+    learned allocator's folder as written."""
+    text = text.strip()
+    return text.lower() if text.lower() in _KIND else text
 
 
 def check_allocator(name: str) -> None:
