@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from hpcpolicy.gpu.registry import allocator_help, allocator_name
+
 if TYPE_CHECKING:
     from hpcpolicy.workload import WorkloadOptions
 
@@ -151,13 +153,8 @@ UnknownRunTimeOpt = Annotated[int | None, typer.Option(
     "--unknown-run-time", help="Replay jobs whose log has no run time (never started, or "
     "still running) with this many SECONDS; default: drop them, counted.", min=0)]
 AllocatorOpt = Annotated[list[str] | None, typer.Option(
-    "--allocator", help="How jobs are placed: first-fit (the default: node groups by their "
-    "totals; the compiled engine) or, placing GPUs on nodes, first-available "
-    "(lowest-numbered free GPUs), best-fit (tightest node, else fewest nodes) or "
-    "topology-aware (closest GPUs: one node, else one rack). The node-level ones apply the "
-    "cluster's GPU speeds and spread penalty and report GPU fragmentation. Repeat to "
-    "compare.",
-    callback=lower_choice)]
+    "--allocator", help=allocator_help(), callback=lambda values: values and [
+        allocator_name(v) for v in values])]  # a learned allocator's folder keeps its case
 SpreadPenaltyOpt = Annotated[float | None, typer.Option(
     "--spread-penalty", help="With a node-level --allocator: a job whose GPUs are on several "
     "nodes runs 1 + P x D times longer (D: 1 within a rack, 2 across racks, unless the "

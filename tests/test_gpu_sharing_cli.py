@@ -44,7 +44,7 @@ def _runs(path: Path) -> list[dict[str, Any]]:
 def test_simulate_runs_sharing_allocators(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     result = invoke("simulate", str(table), *_cluster(table), *TIMES, "-b", "easy",
-                    "--allocator", "fgd", "--allocator", "bestfit", "--check", "--json",
+                    "--allocator", "FGD", "--allocator", "bestfit", "--check", "--json",
                     str(out))
     assert result.exit_code == 0, result.output
     fgd, bestfit = _runs(out)
