@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from hpcpolicy.compat import COMPAT_NAMES, compat_preset
 from hpcpolicy.config import Config, choice
 from hpcpolicy.errors import ConfigError
+from hpcpolicy.gpu.registry import check_allocator
 from hpcpolicy.sim.types import ALLOCATORS, BACKFILL_MODES, SimConfig
 from hpcpolicy.sim.windows import Replay, WindowConfig, replay
 from hpcpolicy.world.protocol import SPLITS, TRAIN_FRAC
@@ -116,10 +117,10 @@ class EvaluateConfig(Config):
         if bad or not self.backfills:
             raise ConfigError(f"evaluate: backfill {bad or '(none given)'} must be among "
                               f"{', '.join(BACKFILL_MODES)}")
-        bad = [a for a in self.allocators if a not in ALLOCATORS]
-        if bad or not self.allocators:
-            raise ConfigError(f"evaluate: allocator {bad or '(none given)'} must be among "
-                              f"{', '.join(ALLOCATORS)}")
+        if not self.allocators:
+            raise ConfigError(f"evaluate: give an allocator, among {', '.join(ALLOCATORS)}")
+        for allocator in self.allocators:
+            check_allocator(allocator)  # a name of the registry, or a learned allocator's folder
         self.window_config()  # checks the window options
         for backfill in self.backfills:
             self.sim_config("fcfs", backfill)  # checks compat against backfilling
