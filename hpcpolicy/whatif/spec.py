@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcpolicy.errors import ConfigError
-from hpcpolicy.gpu.registry import check_allocator
+from hpcpolicy.gpu.registry import allocator_name, check_allocator
 from hpcpolicy.policies.heuristics import HEURISTICS
-from hpcpolicy.sim.types import ALLOCATORS, BACKFILL_MODES
+from hpcpolicy.sim.types import BACKFILL_MODES
 from hpcpolicy.slurmconf import parse_candidate
 
 __all__ = ["DEFAULT_BACKFILL", "SLURM_POLICY", "RunSpec", "parse_candidate_spec",
@@ -81,8 +81,7 @@ def parse_run_spec(text: str) -> RunSpec:
     raw, at, allocator = text.strip().rpartition("@")
     if not at:
         raw, allocator = allocator, "first-fit"
-    allocator = allocator.strip()  # a name, or a learned allocator's folder (kept as written)
-    allocator = allocator.lower() if allocator.lower() in ALLOCATORS else allocator
+    allocator = allocator_name(allocator)  # a learned allocator's folder keeps its case
     try:
         check_allocator(allocator)
     except ConfigError as exc:
