@@ -98,3 +98,10 @@ def test_a_whatif_spec_names_a_learned_folder_as_written(learned: Path) -> None:
         (folder / f.name).write_bytes(f.read_bytes())
     assert parse_run_spec(f"fcfs+easy@{folder}").allocator == str(folder)
     assert parse_run_spec("fcfs+easy@FGD").allocator == "fgd"
+
+
+def test_evaluate_takes_a_learned_folder(learned: Path) -> None:
+    from hpcpolicy.evaluate import EvaluateConfig
+
+    cfg = EvaluateConfig(policies=("fcfs",), allocators=("fgd", str(learned)))
+    assert cfg.allocators == ("fgd", str(learned))
