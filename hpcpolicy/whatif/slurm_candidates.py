@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
@@ -35,12 +35,19 @@ if TYPE_CHECKING:
     from hpcpolicy.whatif.spec import RunSpec
     from hpcpolicy.workload import Workload
 
-__all__ = ["MACHINE_SCENARIO_KEYS", "SlurmSite", "check_slurm_scenarios", "conf_machine",
-           "open_slurm_site", "slurm_config", "slurm_machine", "slurm_simulator"]
+__all__ = ["MACHINE_SCENARIO_KEYS", "SlurmFields", "SlurmSite", "check_slurm_scenarios",
+           "conf_machine", "open_slurm_site", "slurm_config", "slurm_machine", "slurm_simulator"]
 
 MACHINE_SCENARIO_KEYS = ("nodes", "cluster")
 """Scenario keys that change the machine: with slurm.conf the machine is its nodes, and a
 change to them is a candidate (``conf:FILE``), not a scenario."""
+
+
+class SlurmFields(TypedDict, total=False):
+    """The Slurm inputs of a :class:`~hpcpolicy.whatif.WhatifConfig`, those given only."""
+
+    slurm_conf: str
+    sacctmgr: str
 
 
 @dataclass(frozen=True)
@@ -90,7 +97,7 @@ def open_slurm_site(slurm_conf: str, sacctmgr: str | None,
 
 
 def slurm_config(slurm_conf: str | Path | None, sacctmgr: str | Path | None,
-                 beside: Mapping[str, object] | None = None) -> dict[str, str]:
+                 beside: Mapping[str, object] | None = None) -> SlurmFields:
     """The :class:`~hpcpolicy.whatif.WhatifConfig` fields (and the report config's record) of
     the Slurm inputs; nothing without slurm.conf, so a report without them reads as before.
 
@@ -116,8 +123,12 @@ def slurm_config(slurm_conf: str | Path | None, sacctmgr: str | Path | None,
         raise ConfigError(f"{given[0]} and --slurm-conf both describe the site: slurm.conf's "
                           f"nodes are the machine, so drop {given[0]} (a change to the "
                           "configuration is a candidate, -c)")
-    found = {"slurm_conf": slurm_conf, "sacctmgr": sacctmgr}
-    return {k: str(v) for k, v in found.items() if v is not None}
+    fields = SlurmFields()
+    if slurm_conf is not None:
+        fields["slurm_conf"] = str(slurm_conf)
+    if sacctmgr is not None:
+        fields["sacctmgr"] = str(sacctmgr)
+    return fields
 
 
 def slurm_machine(slurm_conf: str | Path) -> ClusterSpec:
