@@ -105,3 +105,13 @@ def test_evaluate_takes_a_learned_folder(learned: Path) -> None:
 
     cfg = EvaluateConfig(policies=("fcfs",), allocators=("fgd", str(learned)))
     assert cfg.allocators == ("fgd", str(learned))
+
+
+def test_simulate_takes_a_learned_folder(table: Path, learned: Path, tmp_path: Path) -> None:
+    out = tmp_path / "s.json"
+    result = invoke("simulate", str(table), *_cluster(table), *TIMES, "--allocator", "fgd",
+                    "--allocator", str(learned), "--json", str(out))
+    assert result.exit_code == 0, result.output
+    fgd, mine = _runs(out)
+    assert mine["config"]["allocator"] == str(learned)
+    assert mine["summary"] == fgd["summary"] and mine["gpu"] == fgd["gpu"]
