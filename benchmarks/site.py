@@ -14,7 +14,7 @@ The traces are ingested once into ``--cache``, outside the repository. Output: J
 work runs on the machine are noisy; rerun on a quiet one.
 
 Usage:
-    python -m benchmarks.site [--traces HPC2N,RICC] [--out FILE] [--cache DIR]
+    python -m benchmarks.site [--traces HPC2N,RICC] [--out FILE] [--cache DIR] [--calibrate-only]
 """
 
 from __future__ import annotations
@@ -57,8 +57,9 @@ def _ranking(world: Any) -> dict[str, Any]:
             "by_bsld": sorted(POLICIES, key=lambda p: figures[p]["mean_bsld"])}
 
 
-def measure(name: str, table: Path) -> dict[str, Any]:
-    """Calibrate, fidelity before/after and rankings for one trace."""
+def measure(name: str, table: Path, calibrate_only: bool = False) -> dict[str, Any]:
+    """Calibrate, fidelity before/after and rankings (unless ``calibrate_only``) for one
+    trace."""
     from hpcpolicy.cluster_io import resolve_cluster
     from hpcpolicy.errors import HpcPolicyError
     from hpcpolicy.site.calibrate import calibrate
@@ -76,23 +77,27 @@ def measure(name: str, table: Path) -> dict[str, Any]:
     except HpcPolicyError as exc:
         return {"trace": name, "error": str(exc)}
     calibrate_s, calibrate_cpu_s = time.perf_counter() - tic, time.process_time() - cpu
-    tic = time.perf_counter()
-    fidelity_report(w, cluster, cal.site, delay=delay)
-    fidelity_s = time.perf_counter() - tic
-    before = _ranking(apply_site(SiteModel(), w, cluster))
-    after = _ranking(apply_site(cal.site, w, cluster, delay=delay))
     keys = ("spearman", "mean_wait_rel_error", "trust", "jobs")
-    return {
+    fitted = {
         "trace": name, "jobs": len(w), "cores": cluster.total_cores,
-        "calibrate_s": calibrate_s, "calibrate_cpu_s": calibrate_cpu_s, "replays":
-        cal.site.provenance.get("replays"), "fidelity_s": fidelity_s,
+        "calibrate_s": calibrate_s, "calibrate_cpu_s": calibrate_cpu_s,
+        "replays": cal.site.provenance.get("replays"),
         "elements": cal.site.elements(), "availability": cal.site.availability,
         "user_jobs": cal.site.user_jobs, "user_cores": cal.site.user_cores,
         "priority": cal.site.priority, "backfill": cal.site.backfill,
         "before": {k: cal.before[k] for k in keys}, "after": {k: cal.after[k] for k in keys},
         "outages": len(cal.site.outages), "ablation": cal.ablation, "without": cal.without,
         "bars": _bars(cal.before, cal.after, cal.without),
-        "ranking_uncalibrated": before, "ranking_calibrated": after,
+    }
+    if calibrate_only:
+        return fitted
+    tic = time.perf_counter()
+    fidelity_report(w, cluster, cal.site, delay=delay)
+    fidelity_s = time.perf_counter() - tic
+    before = _ranking(apply_site(SiteModel(), w, cluster))
+    after = _ranking(apply_site(cal.site, w, cluster, delay=delay))
+    return fitted | {
+        "fidelity_s": fidelity_s, "ranking_uncalibrated": before, "ranking_calibrated": after,
         "ranking_changes": {k: before[k] != after[k] for k in ("by_wait", "by_bsld")},
     }
 
@@ -117,6 +122,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--traces", default=",".join(STUDIED))
     parser.add_argument("--out", type=Path, default=RESULTS / "site.json")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/hpcpolicy-bench-site"))
+    parser.add_argument("--calibrate-only", action="store_true",
+                        help="skip the fidelity replay and the rankings after calibrate")
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     names = [n for n in args.traces.split(",") if n]
@@ -125,13 +132,13 @@ def main(argv: list[str] | None = None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     results = []
     for n, t in _tables(args.cache, names).items():
-        results.append(measure(n, t))
+        results.append(measure(n, t, args.calibrate_only))
         write_json(args.out, {"traces": results})  # each trace as soon as it is measured
     print("; ".join(
         f"{r['trace']}: " + (r["error"][:60] if "error" in r else
                              f"calibrate {r['calibrate_s']:.1f} s (CPU "
-                             f"{r['calibrate_cpu_s']:.1f} s), fidelity "
-                             f"{r['fidelity_s']:.1f} s, rho {r['before']['spearman']:.2f}->"
+                             f"{r['calibrate_cpu_s']:.1f} s), rho "
+                             f"{r['before']['spearman']:.2f}->"
                              f"{r['after']['spearman']:.2f}, mean err "
                              f"{r['before']['mean_wait_rel_error']:+.0%}->"
                              f"{r['after']['mean_wait_rel_error']:+.0%}, "
