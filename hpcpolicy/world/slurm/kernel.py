@@ -172,12 +172,15 @@ def run_world(submit, cores, want_nodes, limit, run, rejected, part, qos, user, 
         max_take = max(max_take, part_ptr[p + 1] - part_ptr[p])
     take_node = np.zeros(max_take + 1, dtype=np.int64)
     take_cores = np.zeros(max_take + 1, dtype=np.int64)
+    scratch = np.zeros((3, max_take + 1), dtype=np.int64)
+    pmark = np.zeros(n_nodes, dtype=np.int64)
     # backfill scratch
     cap = n + 1
     rel_t = np.zeros(cap, dtype=np.int64)
     rel_j = np.zeros(cap, dtype=np.int64)
     held_t0 = np.zeros(cap, dtype=np.int64)
     held_t1 = np.zeros(cap, dtype=np.int64)
+    held_end = np.zeros(cap, dtype=np.int64)
     held_ptr = np.zeros(cap + 1, dtype=np.int64)
     held_nodes = np.zeros(pool_ptr[n] + 1, dtype=np.int64)
     fa = np.zeros(n_nodes, dtype=np.int64)
@@ -282,7 +285,7 @@ def run_world(submit, cores, want_nodes, limit, run, rejected, part, qos, user, 
                 got = -1
                 if cores[j] <= total_free:
                     got = place(free, part_nodes[lo:], cnt, mark, stamp, cores[j],
-                                want_nodes[j], take_node, take_cores)
+                                want_nodes[j], take_node, take_cores, scratch)
                 if got < 0:
                     for k in range(cnt):
                         mark[part_nodes[lo + k]] = stamp
@@ -343,31 +346,41 @@ def run_world(submit, cores, want_nodes, limit, run, rejected, part, qos, user, 
                 lo, cnt = part_ptr[p], part_ptr[p + 1] - part_ptr[p]
                 lim = limit[j]
                 fa[:] = free
+                pfa = 0  # free cores of the job's partition in the plan at t
+                for k in range(cnt):
+                    pmark[part_nodes[lo + k]] = stats[1] * (n + 1) + j + 1
+                    pfa += max(fa[part_nodes[lo + k]], 0)
+                here = stats[1] * (n + 1) + j + 1
                 r = 0
+                hp = 0
                 t = now
                 got = -1
                 while t <= now + bf_window:
                     while r < n_rel and rel_t[r] <= t:
                         for k in range(pool_cnt[rel_j[r]]):
-                            fa[pool_node[pool_ptr[rel_j[r]] + k]] += (
-                                pool_cores[pool_ptr[rel_j[r]] + k])
+                            x = pool_node[pool_ptr[rel_j[r]] + k]
+                            fa[x] += pool_cores[pool_ptr[rel_j[r]] + k]
+                            if pmark[x] == here:
+                                pfa += pool_cores[pool_ptr[rel_j[r]] + k]
                         r += 1
-                    stamp += 1
-                    for x in range(n_held):
-                        if held_t0[x] <= t + lim and held_t1[x] > t:
-                            for k in range(held_ptr[x], held_ptr[x + 1]):
-                                mark[held_nodes[k]] = stamp
-                    got = place(fa, part_nodes[lo:], cnt, mark, stamp, cores[j],
-                                want_nodes[j], take_node, take_cores)
-                    if got >= 0:
-                        break
+                    if pfa >= cores[j]:  # else it cannot fit: no need to place
+                        stamp += 1
+                        for x in range(n_held):
+                            if held_t0[x] <= t + lim and held_t1[x] > t:
+                                for k in range(held_ptr[x], held_ptr[x + 1]):
+                                    mark[held_nodes[k]] = stamp
+                        got = place(fa, part_nodes[lo:], cnt, mark, stamp, cores[j],
+                                    want_nodes[j], take_node, take_cores, scratch)
+                        if got >= 0:
+                            break
                     # the next candidate: a planned end or a reservation's end after t
                     nt = BIG
                     if r < n_rel:
                         nt = rel_t[r]
-                    for x in range(n_held):
-                        if t < held_t1[x] < nt:
-                            nt = held_t1[x]
+                    while hp < n_held and held_end[hp] <= t:
+                        hp += 1
+                    if hp < n_held and held_end[hp] < nt:
+                        nt = held_end[hp]
                     t = nt
                 if got < 0:
                     i += 1
@@ -404,6 +417,11 @@ def run_world(submit, cores, want_nodes, limit, run, rejected, part, qos, user, 
                 for k in range(got):
                     held_nodes[held_ptr[n_held] + k] = take_node[k]
                 held_ptr[n_held + 1] = held_ptr[n_held] + got
+                pos = n_held  # the reservations' ends, kept sorted
+                while pos > 0 and held_end[pos - 1] > held_t1[n_held]:
+                    held_end[pos] = held_end[pos - 1]
+                    pos -= 1
+                held_end[pos] = held_t1[n_held]
                 n_held += 1
                 i += 1
     for j in range(n):

@@ -18,7 +18,6 @@ order, until it has them all: Slurm without ``-N`` spreads over as many nodes as
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 __all__ = ["place"]
@@ -77,19 +76,20 @@ def _pick(free, nodes, run_lo, run_hi, n_runs, used, left, want, flexible):
 
 
 @njit(cache=True)
-def place(free, nodes, count, mark, stamp, cores, want_nodes, take_node, take_cores):
+def place(free, nodes, count, mark, stamp, cores, want_nodes, take_node, take_cores, scratch):
     """Place ``cores`` cores on ``want_nodes`` nodes (0: as many as needed) of
     ``nodes[:count]``, skipping the blocked ones (``mark[n] == stamp``), given ``free`` cores
     per node.
 
     Writes the chosen nodes and their cores to ``take_node``/``take_cores`` and returns how
     many nodes were taken, or -1 when the job does not fit (the outputs are then garbage).
-    ``free`` is not changed.
+    ``free`` is not changed. ``scratch``: an int64 array of 3 x (count + 1) entries at least.
     """
-    run_lo = np.empty(count + 1, dtype=np.int64)
-    run_hi = np.empty(count + 1, dtype=np.int64)
+    run_lo = scratch[0]
+    run_hi = scratch[1]
+    used = scratch[2]
     n_runs = _runs(free, nodes, count, mark, stamp, run_lo, run_hi)
-    used = np.zeros(n_runs, dtype=np.bool_)
+    used[:n_runs] = 0
     flexible = want_nodes <= 0
     if flexible:
         best = -1
@@ -106,7 +106,7 @@ def place(free, nodes, count, mark, stamp, cores, want_nodes, take_node, take_co
         if left <= 0 or (want == 0 and not flexible):
             break
         k = _pick(free, nodes, run_lo, run_hi, n_runs, used, left, want, flexible)
-        used[k] = True
+        used[k] = 1
         lo, hi = run_lo[k], run_hi[k]
         if want == 1 and not flexible:
             one = _single(free, nodes, lo, hi, left)
