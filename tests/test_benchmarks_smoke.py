@@ -83,6 +83,7 @@ SLOW: dict[str, Case] = {
     "site": ([*CACHE, "--traces", "KTH-SP2"], ("KTH-SP2",)),
     "simulate": ([*CACHE, "--repeat", "1", "--no-reference", "--timeout", "300"],
                  ("HPC2N", "RICC")),
+    "slurm_world": ([*CACHE, "--repeat", "2", "--runs", "1", "--jobs", "2000"], ("HPC2N",)),
 }
 """Benchmarks smoked with ``pytest -m slow``: tiny arguments still, but too long for the
 default suite's 60 s for all benchmarks together."""
