@@ -7,17 +7,21 @@ replay of the baseline log under the baseline and under the candidate).
     PYTHONPATH=tests python -m benchmarks.slurm_config --runs 3 [--out DIR]
     PYTHONPATH=tests python -m benchmarks.slurm_config --out DIR --no-collect   # replay only
 
+The real runs of 2026-11-28 (docs/lab/slurm-config.md) are kept in
+``tests/data/slurm_config_runs.tar.gz``: ``tar xzf`` it into a folder and pass its ``runs``
+folder as ``--out DIR --no-collect`` to judge a changed Slurm world against them.
+
 Collecting needs the test Slurm (root and Debian's slurm packages; tests/slurm/cluster.py
-starts it) and runs in real time, about three minutes a run; the runs go round by round
+starts it) and runs in real time, about 3.5 minutes a run; the runs go round by round
 (baseline, then each candidate), so a drift of the shared machine's load reaches every
 configuration alike. A run whose ``sacct.txt`` is already in DIR is kept, so an interrupted
 collection resumes, and ``--no-collect`` only reads and replays what DIR holds. DIR gets
 ``table.md`` and ``table.json``.
 
 The window (KTH-SP2 from job 20000): runs x 0.005 clipped to 2-12 s, sizes x 64/100 cores,
-the 200 submissions spread over 80 s, so the work asks for about 1.3 times what the 64 cores
-give while jobs arrive (load > 1: a queue forms, and the order the knobs choose matters);
-four Unix users, two per account.
+the 200 submissions spread over 80 s, so the work (7,775 core-seconds) asks for about 1.5
+times what the 64 cores give while jobs arrive (load > 1: a queue forms, and the order the
+knobs choose matters); four Unix users, two per account.
 """
 
 from __future__ import annotations
