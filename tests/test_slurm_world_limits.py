@@ -150,3 +150,23 @@ def test_age_alone_is_first_come_first_served(
 def test_fill_holds_the_machine(tmp_path: Path) -> None:
     res = starts(tmp_path, jobs([FILL, (1, 10, 60, 1, 0)]))
     assert res.start.tolist() == [0, 1000]
+
+
+# ------------------------------------------------------------------------ backfill knobs
+def test_bf_window_max_job_test_and_max_job_user(tmp_path: Path) -> None:
+    # a holds 6 of 8 cores until 1000; b (8 cores) is blocked and reserved at 1000; c
+    # (1 core, 60 s) ends before that and is backfilled at once, unless backfill tests only
+    # one job (bf_max_job_test=1) or one job of each user (bf_max_job_user=1, c is b's user)
+    rows = [(0, 1000, 1000, 6, 0), (1, 10, 60, 8, 0), (2, 10, 60, 1, 0)]
+    w = jobs(rows)
+    bf = "SchedulerParameters=bf_interval=1{}\n"
+    assert starts(tmp_path, w, bf.format("")).start.tolist() == [0, 1000, 2]
+    assert starts(tmp_path, w, bf.format(",bf_max_job_test=1")).start.tolist() == [0, 1000, 1010]
+    assert starts(tmp_path, w, bf.format(",bf_max_job_user=1")).start.tolist() == [0, 1000, 1010]
+    other = jobs([*rows[:2], (2, 10, 60, 1, 1)])
+    assert starts(tmp_path, other, bf.format(",bf_max_job_user=1")).start.tolist() == [0, 1000, 2]
+    # c for 1500 s would run past b's reservation: it waits; with a 10-minute bf_window b's
+    # start (1000 s away) is beyond the plan, b gets no reservation and c starts, delaying b
+    long = jobs([*rows[:2], (2, 1500, 1500, 1, 0)])
+    assert starts(tmp_path, long, bf.format("")).start.tolist() == [0, 1000, 1010]
+    assert starts(tmp_path, long, bf.format(",bf_window=10")).start.tolist() == [0, 1502, 2]
