@@ -94,10 +94,10 @@ MARL_FORMAT = "hpcpolicy.marl"
 GPU_TYPE_FORMAT = "hpcpolicy.gpu-type-policy"
 """The GPU-type chooser: one Q-network over the GPU types."""
 INSPECTOR_FORMAT = "hpcpolicy.inspector"
-"""A heuristic under an inspector (:mod:`hpcpolicy.inspector`): a job scorer's manifest over
-the heuristic's proposals."""
+"""A heuristic under an inspector (:mod:`hpcpolicy.inspector`): a scorer of the heuristic's
+proposals."""
 FORMATS = {POLICY_FORMAT: "policy_manifest", MARL_FORMAT: "marl_manifest",
-           GPU_TYPE_FORMAT: "gpu_type_policy_manifest", INSPECTOR_FORMAT: "policy_manifest"}
+           GPU_TYPE_FORMAT: "gpu_type_policy_manifest", INSPECTOR_FORMAT: "inspector_manifest"}
 """Each manifest ``format`` and the schema (``schemas/NAME.schema.json``) it is checked with."""
 
 _SUPPORTED = (f"a policy directory with {MANIFEST_FILE}", MANIFEST_FILE, f"*.onnx ({ONNX_FILE})")

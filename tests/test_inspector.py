@@ -127,7 +127,7 @@ def test_an_inspector_folder_is_not_a_job_scorer(untrained: Path, tmp_path: Path
     from hpcpolicy.deploy.learned import LearnedPolicy
     from hpcpolicy.inspector.artifact import InspectorPolicy
 
-    with pytest.raises(ArtifactError, match="trained on job features"):
+    with pytest.raises(ArtifactError, match=r"does not match policy_manifest\.schema\.json"):
         LearnedPolicy(untrained)
     with pytest.raises(ArtifactError, match=r"not a hpcpolicy\.inspector artifact"):
         InspectorPolicy(tmp_path)
@@ -204,3 +204,14 @@ def test_an_active_guard_deploys_the_heuristic(untrained: Path, tmp_path: Path) 
     assert isinstance(resolve_policy(str(folder), guard=False), InspectorPolicy)
     write_card(folder, {**card, "guard": {**card["guard"], "active": False}})
     assert isinstance(resolve_policy(str(folder)), InspectorPolicy)
+
+
+def test_the_inspector_manifest_has_a_schema_of_its_own() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from hpcpolicy.artifact import FORMATS, INSPECTOR_FORMAT
+    from hpcpolicy.schemas import load
+
+    schema = load(FORMATS[INSPECTOR_FORMAT])
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["format"]["const"] == INSPECTOR_FORMAT
+    assert load("policy_manifest")["properties"]["format"]["const"] == "hpcpolicy.policy"
