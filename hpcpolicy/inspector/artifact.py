@@ -1,8 +1,9 @@
 """The inspector's artifact (format ``hpcpolicy.inspector``): the heuristic and the inspector.
 
 A policy directory like a job scorer's (:mod:`hpcpolicy.artifact`: ``policy.onnx``,
-``policy.torchscript.pt``, ``manifest.json`` in the job scorer's schema), whose manifest names
-format ``hpcpolicy.inspector``: ``observation.slot_order`` is the deployed heuristic,
+``policy.torchscript.pt``, ``manifest.json``), whose manifest (``schemas/inspector_manifest``:
+the job scorer's contract under format ``hpcpolicy.inspector``) says what runs:
+``observation.slot_order`` is the deployed heuristic,
 ``observation.k`` the proposals it examines, and ``observation.job_features`` the proposals'
 features (:data:`~hpcpolicy.inspector.features.CANDIDATE_FEATURES`). The model scores the
 proposals (``scores = f(jobs [B, K, F], cluster [B, Fc], mask [B, K])``, higher is better) and
