@@ -81,6 +81,8 @@ SLOW: dict[str, Case] = {
     "gpu_timed_replay": (["--allocators", "bestfit", "--scenario", ""],
                          (OPENB_PODS, OPENB_NODES)),
     "site": ([*CACHE, "--traces", "KTH-SP2"], ("KTH-SP2",)),
+    "inspector": ([*KTH_CELL, "--train-windows", "1", "--train-window-size", "32",
+                   "--dagger-rounds", "0", "--runs", "{cache}/inspector"], ("KTH-SP2",)),
     "simulate": ([*CACHE, "--repeat", "1", "--no-reference", "--timeout", "300"],
                  ("HPC2N", "RICC")),
     "slurm_world": ([*CACHE, "--repeat", "2", "--runs", "1", "--jobs", "2000"], ("HPC2N",)),
