@@ -88,9 +88,12 @@ def _offences(text: str, where: str) -> list[str]:
 
 
 def test_only_the_world_opens_tables_reads_sites_and_states_the_split() -> None:
-    offences = [o for path in _sources()
-                for o in _offences(path.read_text(encoding="utf-8"),
-                                   str(path.relative_to(ROOT)))]
+    texts = {path: path.read_text(encoding="utf-8") for path in _sources()}
+    # only a module that names one of them can offend: parse those alone
+    named = {p: t for p, t in texts.items() if any(s in t for s in ("from_table", "load_site",
+                                                                      *FRACTIONS))}
+    offences = [o for path, text in named.items()
+                for o in _offences(text, str(path.relative_to(ROOT)))]
     assert not offences, "\n".join(offences)
 
 
