@@ -132,3 +132,13 @@ def test_open_from_files_reads_accounts_and_qos(tmp_path: Path) -> None:
     assert [world.qos_names[q] for q in world.job_qos] == ["long", "long", "normal"]
     # QOS long's MaxJobsPerUser=1 holds ann's second job until her first ends
     assert replay(w, world).start.tolist() == [0, 60, 0]
+
+
+def test_workload_keeps_account_and_qos_codes_through_take() -> None:
+    w = dataclasses.replace(jobs([(0, 1, 60, 1)] * 3),
+                            account=np.array([0, 1, 1], dtype=np.int32), accounts=("A", "B"),
+                            qos=np.array([1, 0, 1], dtype=np.int32), qos_names=("lo", "hi"))
+    part = w.take(np.array([1, 2]))
+    assert part.account is not None and part.qos is not None
+    assert part.account.tolist() == [1, 1] and part.qos.tolist() == [0, 1]
+    assert (part.accounts, part.qos_names) == (("A", "B"), ("lo", "hi"))
