@@ -15,7 +15,7 @@ NODES = (  # sn, cpu_milli, memory_mib, gpu, model: 40 GPUs on 8 nodes of three 
 )
 
 
-def write_sharing_trace(folder: Path, pods: int = 240, seed: int = 0) -> Path:
+def write_sharing_trace(folder: Path, pods: int = 150, seed: int = 0) -> Path:
     """Write ``openb_node_list_all_node.csv`` and ``openb_pod_list_tiny.csv`` in ``folder``
     and ingest them; returns the job table (its cluster spec is ``<table stem>.cluster.toml``).
 

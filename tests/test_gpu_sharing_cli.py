@@ -72,7 +72,7 @@ def test_evaluate_compares_sharing_allocators(table: Path, tmp_path: Path) -> No
     out = tmp_path / "e.json"
     result = invoke("evaluate", str(table), *_cluster(table), *TIMES, "-p", "fcfs",
                     "--allocator", "fgd", "--allocator", "packing", "--windows", "2",
-                    "--window-size", "60", "--json", str(out))
+                    "--window-size", "20", "--json", str(out))
     assert result.exit_code == 0, result.output
     assert {r["allocator"] for r in _runs(out)} == {"fgd", "packing"}
 
