@@ -270,7 +270,7 @@ def run_world(submit, cores, want_nodes, limit, run, rejected, part, qos, user, 
             stamp += 1
             i = 0
             tested = 0
-            total_free = 0
+            total_free = 0  # free cores on the nodes still open to this pass
             for x in range(n_nodes):
                 total_free += max(free[x], 0)
             while i < qn and tested < depth and total_free > 0:
@@ -288,7 +288,10 @@ def run_world(submit, cores, want_nodes, limit, run, rejected, part, qos, user, 
                                 want_nodes[j], take_node, take_cores, scratch)
                 if got < 0:
                     for k in range(cnt):
-                        mark[part_nodes[lo + k]] = stamp
+                        x = part_nodes[lo + k]
+                        if mark[x] != stamp:  # closed now: its cores leave the pass
+                            mark[x] = stamp
+                            total_free -= max(free[x], 0)
                     i += 1
                     continue
                 qn = _remove_at(queue, qn, i)
