@@ -66,13 +66,14 @@ def proof_plan(jobs: int = JOBS, arrivals_s: float = 80.0) -> Plan:
         partitions=("batch",), users=USERS, trace_procs=int(whole.procs.max())))
 
 
-def collect(out: Path, runs: int, plan: Plan) -> None:
-    """Run every configuration ``runs`` times on the test Slurm into ``out/NAME/runK``."""
+def collect(out: Path, runs: int, plan: Plan, candidates: dict[str, str]) -> None:
+    """Run the baseline and ``candidates`` ``runs`` times each on the test Slurm into
+    ``out/NAME/runK``."""
     from slurm.cluster import started
     from slurm.proof import add_users, prepare, restored, run_setup
 
     slurm = started()
-    setups = prepare(slurm, out, CANDIDATES)
+    setups = prepare(slurm, out, candidates)
     add_users(slurm)
     with restored(slurm):
         for k in range(runs):
@@ -90,6 +91,16 @@ def _cell(x: float | bool | None, fmt: str = "{:+.2f}") -> str:
     if isinstance(x, bool):
         return "yes" if x else "NO"
     return fmt.format(x)
+
+
+def starts(out: Path) -> dict[str, Any]:
+    """The starts-under-multifactor bar on the baseline's runs in ``out``."""
+    from hpcpolicy.slurm.config_proof import BASELINE, real_start_errors, world_start_errors
+
+    real, world = real_start_errors(out), world_start_errors(out, BASELINE)
+    return {"real_run_to_run_median_abs_start_error_s": real,
+            "world_median_abs_start_error_s": world,
+            "holds": bool(real) and bool(np.median(world) <= np.median(real))}
 
 
 def table(out: Path) -> dict[str, Any]:
@@ -152,9 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "slurm_config")
     ap.add_argument("--no-collect", action="store_true",
                     help="only replay and compare the runs already in --out")
+    ap.add_argument("--baseline-only", action="store_true",
+                    help="collect and judge only the baseline (the starts-under-multifactor bar)")
     args = ap.parse_args(argv)
     if not args.no_collect:
-        collect(args.out, args.runs, proof_plan(args.jobs))
+        collect(args.out, args.runs, proof_plan(args.jobs),
+                {} if args.baseline_only else CANDIDATES)
+    if args.baseline_only:
+        print(json.dumps(starts(args.out), indent=2))
+        return 0
     table(args.out)
     print((args.out / "table.md").read_text(), end="")
     return 0

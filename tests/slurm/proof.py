@@ -7,9 +7,12 @@ slurm.conf and under candidate changes of it, for proving the what-if's answers 
   own answer makes of it: :func:`hpcpolicy.slurmconf.change_advice`'s diff applied with
   ``patch`` and its ``sacctmgr`` commands (so the proof applies the answer as an admin would).
 * :func:`run_setup` runs one configuration once: the queue emptied, the QOS back to the
-  baseline, the candidate's commands run, slurm.conf written and slurmctld restarted,
-  fair-share usage reset, the plan submitted by :data:`USERS` (two per account), and the
-  jobs' sacct log, the configuration and the ``sacctmgr`` dumps kept in the run's folder.
+  baseline, the candidate's commands run, slurm.conf written and slurmctld restarted with
+  its record of the last priority recalculation removed (so the once-a-minute
+  recalculations start with slurmctld, a few seconds before the first submission, in every
+  run, instead of keeping the previous slurmctld's phase), fair-share usage reset, the
+  plan submitted by :data:`USERS` (two per account), and the jobs' sacct log, the
+  configuration and the ``sacctmgr`` dumps kept in the run's folder.
 
 The cluster is :class:`slurm.cluster.LocalSlurm`; only one process may use it at a time.
 :func:`restored` puts its own configuration back afterwards for the other Slurm tests.
@@ -143,6 +146,8 @@ def run_setup(slurm: LocalSlurm, setup: Setup, plan: Plan, out: Path,
     slurm_command(list(_QOS_RESET), slurm.env)
     for command in setup.sacctmgr:
         slurm_command(shlex.split(command), slurm.env)
+    for name in ("priority_last_decay_ran", "priority_last_decay_ran.old"):
+        (slurm.root / "spool" / "ctld" / name).unlink(missing_ok=True)
     slurm.use_conf(setup.conf.read_text())
     _reset_usage(slurm)
     shutil.copy(setup.conf, out / "slurm.conf")
