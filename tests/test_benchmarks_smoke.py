@@ -100,7 +100,9 @@ SLURM = {"advise", "slurm_policy", "slurm_replay", "slurm_placement"}
 """Benchmarks of a real Slurm: smoked (slow) against the test Slurm (``slurm`` marker), with
 SLURM_CONF naming it as ``tests/slurm/up.sh`` prints it."""
 
-NOT_SMOKED: dict[str, str] = {}
+NOT_SMOKED: dict[str, str] = {
+    "slurm_config": "15 real-Slurm runs of minutes each; its harness runs in "
+                    "test_slurm_config_proof.py (slurm, slow)"}
 """Benchmarks with no smoke run, and why."""
 
 
