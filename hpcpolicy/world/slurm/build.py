@@ -130,9 +130,9 @@ def _job_assocs(tree: _Tree, w: Workload, notes: list[str]) -> I64:
     """The user association each job is charged to (added, one share, where missing)."""
     accounts = np.asarray(w.account) if w.account is not None else None
     first: dict[str, int] = {}
-    for (_account, user), k in tree.index.items():
+    for (_account, user), index in tree.index.items():
         if user is not None:
-            first.setdefault(user, k)
+            first.setdefault(user, index)
     user_codes = np.asarray(w.user, dtype=np.int64)
     acct_codes = (np.asarray(accounts, dtype=np.int64) if accounts is not None
                   else np.zeros(len(w), dtype=np.int64))
@@ -154,7 +154,7 @@ def _job_assocs(tree: _Tree, w: Workload, notes: list[str]) -> I64:
             k = tree.add(name, user, parent, 1.0, {}, "the log")
             added += 1
         table[i] = k
-    out = table[inverse.reshape(-1)]
+    out: I64 = table[inverse.reshape(-1)]
     if added:
         notes.append(f"{added} (account, user) pairs of the log have no association: each "
                      "added with one share (sacctmgr's default Fairshare=1)")
