@@ -195,3 +195,20 @@ def test_workers_open_the_world_from_the_spec_not_the_file(tmp_path: Path) -> No
     env = make_env(**kwargs).unwrapped
     assert (env.workload.submit % 60 == 0).all()  # the site's cadence moved the jobs
     assert env.config.sim_config().limits.user_jobs == 2
+
+
+@pytest.mark.slow  # d3rlpy's import and two builds: about 25 s under load
+def test_the_site_models_backfill_reaches_the_dataset_rollouts(tmp_path: Path) -> None:
+    pytest.importorskip("d3rlpy")
+    table = _table(tmp_path)
+    site = tmp_path / "site.toml"
+    site.write_text(dumps(SiteModel(backfill="conservative")))
+    common = ["dataset", "build", str(table), "--procs", "32", "--source", "heuristics",
+              "--heuristics", "fcfs", "--window-size", "40", "--max-windows", "1"]
+    built = {}
+    for name, extra in (("site", ["--site", str(site)]), ("plain", [])):
+        res = CliRunner().invoke(app, [*common, *extra, "-o", str(tmp_path / name)])
+        assert res.exit_code == 0, res.output
+        manifest = json.loads((tmp_path / name / "manifest.json").read_text())
+        built[name] = manifest["config"]["backfill"]
+    assert built == {"site": "conservative", "plain": "easy"}  # the command's own default
