@@ -11,13 +11,13 @@ concurrent writers, and 0 tracebacks in 100 reads during replacements.
   keeps renaming one of two versions over it (300 and 500 jobs); a profile whose job and user
   counts come from different versions is ``mixed``.
 
-The rounds are in ``tests/output_races.py`` (test code: run with ``PYTHONPATH=tests``); the
-default test suite runs a few of them.
+The rounds are in ``benchmarks/builders/output_races.py`` (shared with
+tests/test_outputs_together.py); the default test suite runs a few of them.
 Output: JSON (default ``benchmarks/results/concurrent_outputs.json``) and one line of text;
 exit 1 when a bar is missed.
 
-    PYTHONPATH=tests python -m benchmarks.concurrent_outputs                 # 400 rounds, 100 reads
-    PYTHONPATH=tests python -m benchmarks.concurrent_outputs --rounds 40 --reads 20
+    python -m benchmarks.concurrent_outputs                 # 400 rounds, 100 reads
+    python -m benchmarks.concurrent_outputs --rounds 40 --reads 20
 """
 
 from __future__ import annotations
@@ -30,12 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-try:  # test code, shared with tests/test_outputs_together.py
-    from output_races import read_races, write_races
-except ModuleNotFoundError as missing:
-    raise SystemExit(f"{missing.name} is in tests/: run with PYTHONPATH=tests") from None
-
 from benchmarks._common import RESULTS
+from benchmarks.builders.output_races import read_races, write_races
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,8 @@
 Runs :func:`hpcpolicy.ppo.ddppo.launch` (same per-worker config, ``--updates`` updates each)
 and reads ``metrics.csv``, on the real scheduling environment of a shared trace (``--trace``,
 default lublin_256, episodes of 256 jobs as in training) or on the toy environment of
-``tests/rl_toy_env.py`` (``--trace toy``, with ``PYTHONPATH=tests`` so that this process and
-its workers import the test double). The figure is the steady-state rate: samples of
+``benchmarks/builders/rl_toy_env.py`` (``--trace toy``; run from the repository root, so that
+the workers import it too). The figure is the steady-state rate: samples of
 updates 2..U divided by their wall time (rollout, learning, all-reduce, checkpoints; the first
 update, with process start and warm-up, is left out). The end-to-end rate (including torchrun
 start) is reported too. Before the timed runs, one untimed run of ``--warmup-updates`` updates
@@ -24,7 +24,7 @@ each other down). Writes JSON and prints one line.
 Usage::
 
     python -m benchmarks.ddppo_scaling                  # 1 vs 2 workers, lublin_256, K = 128
-    PYTHONPATH=tests python -m benchmarks.ddppo_scaling --trace toy --workers 1,2,4 --updates 20
+    python -m benchmarks.ddppo_scaling --trace toy --workers 1,2,4 --updates 20
     python -m benchmarks.ddppo_scaling --sync-frac 0.5  # with DD-PPO's straggler cut-off
 """
 
@@ -79,10 +79,9 @@ def _side_by_side(cfg: Any, factory: str, env_kwargs: dict[str, Any],
 def _environment(args: argparse.Namespace) -> tuple[str, dict[str, Any], str]:
     """(factory, its keyword arguments, a description) of the environment to train on."""
     if args.trace == "toy":
-        # the toy environment is a test double: PYTHONPATH=tests makes it importable here
-        # (launch checks it) and in the workers
-        return ("rl_toy_env:make_rank_toy_env", {"k": args.k, "episode_len": 256},
-                "tests/rl_toy_env.py ToyQueueEnv")
+        # the workers import the toy environment from the repository root, their directory
+        return ("benchmarks.builders.rl_toy_env:make_rank_toy_env",
+                {"k": args.k, "episode_len": 256}, "benchmarks/builders/rl_toy_env.py ToyQueueEnv")
     from hpcpolicy.env.config import EnvConfig
     from hpcpolicy.env.factory import ENV_FACTORY, env_kwargs
     from hpcpolicy.workload import WorkloadOptions

@@ -1,8 +1,8 @@
 """Fuzz every ingest reader with mutated real lines, many more times than the default suite.
 
 Each example is one log file: the header and some rows of a seed log, a few rows mutated
-(``tests/reader_fuzz.py`` lists the mutations and the property; it is test code, so the script
-runs with ``PYTHONPATH=tests``). Seeds: the first 40 rows of
+(``benchmarks/builders/reader_fuzz.py`` lists the mutations and the property, shared with the
+tests). Seeds: the first 40 rows of
 the real traces in ``../shared/data`` where present (``lublin_256.swf`` and
 ``KTH-SP2-1996-2.1-cln.swf.gz`` for SWF, ``genomique-2026-sacct-format-all.csv`` and
 ``kabre-2024-sacct.csv`` for sacct, ``openb_pod_list_default.csv`` for Alibaba), else and
@@ -14,8 +14,8 @@ Output: JSON (default ``benchmarks/results/fuzz_readers.json``) with examples tr
 read and refused (one-line errors) and failures per reader, and one line of text. Exit 1 when
 any example failed.
 
-    PYTHONPATH=tests python -m benchmarks.fuzz_readers --examples 10000 --seed 1
-    PYTHONPATH=tests python -m benchmarks.fuzz_readers --reader sacct --examples 2000   # one reader
+    python -m benchmarks.fuzz_readers --examples 10000 --seed 1
+    python -m benchmarks.fuzz_readers --reader sacct --examples 2000   # one reader
 """
 
 from __future__ import annotations
@@ -34,12 +34,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-try:  # test code, shared with tests/test_reader_fuzz.py
-    from reader_fuzz import FIXTURES, Seed, check_ingest, mutated_log, seed_from
-except ModuleNotFoundError as missing:
-    raise SystemExit(f"{missing.name} is in tests/: run with PYTHONPATH=tests") from None
-
 from benchmarks._common import DATA, OPENB_PODS, RESULTS, TRACES
+from benchmarks.builders.reader_fuzz import FIXTURES, Seed, check_ingest, mutated_log, seed_from
 
 REAL = {
     "swf": [TRACES["lublin_256"].file, TRACES["KTH-SP2"].file],

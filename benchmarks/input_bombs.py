@@ -1,7 +1,7 @@
 """Peak memory and time of ``hpcpolicy`` on each input bomb of issue 38, at full size.
 
-The bombs are those of ``tests/input_bombs.py`` (the test suite builds them just past each
-limit), here at the sizes of the issue's findings: a 3 GB field in a gzipped CSV, a 3 GB
+The bombs are those of ``benchmarks/builders/input_bombs.py`` (the test suite builds them just
+past each limit), here at the sizes of the issue's findings: a 3 GB field in a gzipped CSV, a 3 GB
 line after an SWF header, 3 GB of zeros read as SWF, a 200 MB field in a Helios log, gzip
 data that expands 340 times to 3 GB, a sacct header of 400,000 columns, a CSV header of
 200 KB, and cluster specs of 10,000 and 300,000 node groups. Each runs as its own process
@@ -18,10 +18,10 @@ csv_long_header 79 MB 1.9 s, cluster_groups_10k 121 MB 3.4 s, cluster_groups_300
 3.9 s. Before the bounds (issue 38): > 8 GB, 6.6 GB, 6.6 GB, a 200 MB field kept, no guard,
 > 120 s, "is --format right?", > 8 GB and 250 GiB asked.
 
-The builders are test code, so the script runs with ``PYTHONPATH=tests``:
+The builders are shared with the tests (:mod:`benchmarks.builders.input_bombs`):
 
-    PYTHONPATH=tests python -m benchmarks.input_bombs        # all, full size (builds ~10 GB)
-    PYTHONPATH=tests python -m benchmarks.input_bombs --scale 0.01 --only swf_zeros
+    python -m benchmarks.input_bombs        # all, full size (builds ~10 GB)
+    python -m benchmarks.input_bombs --scale 0.01 --only swf_zeros
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from input_bombs import BOMBS  # PYTHONPATH=tests
-
 from benchmarks._common import RESULTS
+from benchmarks.builders.input_bombs import BOMBS
 from benchmarks.cli import hpcpolicy_cli
 
 GB = 10**9

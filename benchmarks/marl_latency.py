@@ -21,8 +21,8 @@ Writes JSON (``--out``, default ``benchmarks/results/marl_latency.json``) and pr
 
 Usage::
 
-    PYTHONPATH=tests python -m benchmarks.marl_latency   # untrained agents, K = 32, and
-                                                         # tests/gpu_jobs.py's jobs
+    python -m benchmarks.marl_latency   # untrained agents, K = 32, and
+                                                         # benchmarks/builders/gpu_jobs.py's jobs
     python -m benchmarks.marl_latency --policy runs/marl/policy --table gpu.parquet \\
         --cluster examples/gpu-partition.toml
 """
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", type=Path, help="two-agent artifact directory (default: "
                         "export untrained agents with the default networks)")
     parser.add_argument("--table", type=Path, help="GPU job table (default: 2,000 synthetic "
-                        "GPU jobs, tests/gpu_jobs.py)")
+                        "GPU jobs, benchmarks/builders/gpu_jobs.py)")
     parser.add_argument("--cluster", type=Path, default=ROOT / "examples/gpu-partition.toml",
                         help="cluster spec (default examples/gpu-partition.toml)")
     parser.add_argument("--jobs", type=int, default=2000, help="jobs replayed (the first N)")
@@ -149,11 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         table = args.table
         if table is None:
-            try:  # test code, shared with the GPU tests
-                from gpu_jobs import write_gpu_table
-            except ModuleNotFoundError as missing:
-                raise SystemExit(f"{missing.name} is in tests/: run with PYTHONPATH=tests, or "
-                                 "give --table") from None
+            from benchmarks.builders.gpu_jobs import write_gpu_table
 
             table = write_gpu_table(Path(tmp) / "gpu.parquet", n=args.jobs, seed=args.seed)
         workload = open_workload(table)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpu_jobs import write_gpu_table
-
+from benchmarks.builders.gpu_jobs import write_gpu_table
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.cluster_io import load_cluster
 from hpcpolicy.workload import Workload

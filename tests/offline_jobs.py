@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 from env_jobs import CLUSTER, random_workload
-from job_tables import job_table, write_job_table
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.sim.engine import simulate
 from hpcpolicy.sim.types import SimConfig
 from hpcpolicy.workload import Workload

@@ -23,8 +23,8 @@ pytest.importorskip("jsonschema")
 import jsonschema
 import torch
 from cli_helpers import invoke, one_line_error
-from job_tables import job_table, write_job_table
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy import __version__
 from hpcpolicy.artifact import load_policy
 from hpcpolicy.deploy.marl import load_marl

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_helpers import invoke
-from job_tables import job_table, write_job_table
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.env.driver import head_scores
 from hpcpolicy.policies.base import QueueView

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import invoke
-from job_tables import job_table, write_job_table
+
+from benchmarks.builders.job_tables import job_table, write_job_table
 
 JOBS = [{"submit": 10 * i, "wait": 0, "run_time_s": 50 + i, "req_cpus": 1 + i % 4,
          "req_walltime_s": 100, "user": "ann", "partition": "batch"} for i in range(12)]

@@ -11,8 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 from conftest import ROOT
-from job_tables import job_table, write_job_table
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy import schemas
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.cluster_io import cluster_from_dict, header_facts, load_cluster, resolve_cluster

@@ -82,13 +82,13 @@ def test_a_factory_named_on_the_command_line_is_trusted(tmp_path: Path) -> None:
     from hpcpolicy.ppo.ddppo import worker_main
 
     run = tmp_path / "run"
-    prepare_launch(CFG, "rl_toy_env:make_toy_env", run)
+    prepare_launch(CFG, "benchmarks.builders.rl_toy_env:make_toy_env", run)
     with pytest.raises(ConfigError, match="not an environment factory of hpcpolicy"):
         worker_main(run)
     command = torchrun_command("hpcpolicy.ppo.ddppo", run, 1, resume=False,
-                               env_factory="rl_toy_env:make_toy_env")
-    assert command[-2:] == ["--env-factory", "rl_toy_env:make_toy_env"]
-    tests = str(Path(__file__).resolve().parent)
+                               env_factory="benchmarks.builders.rl_toy_env:make_toy_env")
+    assert command[-2:] == ["--env-factory", "benchmarks.builders.rl_toy_env:make_toy_env"]
+    root = str(Path(__file__).resolve().parent.parent)
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": tests})
+                          env={**os.environ, "PYTHONPATH": root})
     assert done.returncode == 0, done.stderr

@@ -229,7 +229,8 @@ def test_the_demo_trains_where_the_heuristics_tie(tmp_path: Path) -> None:
     says what is deployed."""
     pytest.importorskip("torch")
     from env_jobs import write_table
-    from job_tables import write_job_table
+
+    from benchmarks.builders.job_tables import write_job_table
 
     jobs = pl.read_parquet(write_table(tmp_path / "busy.parquet", 300))
     table = write_job_table(tmp_path / "jobs.parquet", jobs, [{"MaxProcs": 100_000}])

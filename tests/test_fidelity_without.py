@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from job_tables import job_table, write_job_table
 from test_site import _as_logged, _workload
 from typer.testing import CliRunner
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.sim.types import RunLimits, SimConfig
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import invoke
-from job_tables import job_table, write_job_table
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.sim import compiled
 
 NOTE = "compiling the replay engine"

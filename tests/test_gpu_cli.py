@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 from cli_helpers import invoke, one_line_error
-from gpu_jobs import GPU_PARTITION, write_gpu_table
 
+from benchmarks.builders.gpu_jobs import GPU_PARTITION, write_gpu_table
 from hpcpolicy.schemas import load
 
 

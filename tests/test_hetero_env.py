@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpu_jobs import GPU_PARTITION, write_gpu_table
 from gymnasium.utils.env_checker import check_env
 from sim_cases import workload
 
+from benchmarks.builders.gpu_jobs import GPU_PARTITION, write_gpu_table
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.cluster_io import load_cluster
 from hpcpolicy.errors import ConfigError

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpu_jobs import GPU_PARTITION, write_gpu_table
 
+from benchmarks.builders.gpu_jobs import GPU_PARTITION, write_gpu_table
 from hpcpolicy.cluster import ClusterSpec
 from hpcpolicy.cluster_io import load_cluster
 from hpcpolicy.deploy.gpu_type import GpuDqnPolicy, load_gpu_policy

@@ -12,8 +12,8 @@ import re
 
 import pytest
 from cli_helpers import invoke
-from job_tables import job_table, write_job_table
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.textfmt import visible
 from hpcpolicy.whatif.markdown import code_span, escape
 

@@ -1,7 +1,8 @@
 """Small files that describe huge inputs end in one line, read within bounds (issue 38).
 
-Each bomb of ``tests/input_bombs.py`` is built here just past the limit it tests (a few MiB
-at most, or with the limit lowered), so the module stays cheap; ``benchmarks/input_bombs.py``
+Each bomb of ``benchmarks/builders/input_bombs.py`` is built here just past the limit it tests
+(a few MiB at most, or with the limit lowered), so the module stays cheap;
+``benchmarks/input_bombs.py``
 builds them at the sizes of the issue's findings and measures peak memory and time.
 """
 
@@ -15,8 +16,8 @@ from typing import Any
 
 import pytest
 from cli_helpers import invoke, one_line_error
-from input_bombs import BOMBS, SWF_HEAD, SWF_LINE, write_stream
 
+from benchmarks.builders.input_bombs import BOMBS, SWF_HEAD, SWF_LINE, write_stream
 from hpcpolicy.errors import ConfigError, InputFormatError
 
 MIB = 1 << 20

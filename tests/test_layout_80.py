@@ -73,7 +73,7 @@ def test_help_cuts_no_word(command: str) -> None:
 def test_stats_distributions_cut_no_number(tmp_path: Path) -> None:
     """Theta-like figures (waits of 145 days, requested-to-run factors in the thousands, 4,048
     cores) filled every column of the distributions at once and cut one (issue 41)."""
-    from job_tables import job_table, write_job_table
+    from benchmarks.builders.job_tables import job_table, write_job_table
 
     rows = [{"submit": 60 * i, "run_time_s": 10 + (i % 7) * 3, "req_cpus": 4048 - i % 3,
              "req_walltime_s": 86400, "wait": 145 * 86400 + 51840 + i, "user": f"u{i % 5}"}

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from cli_helpers import invoke, one_line_error
 from env_jobs import CORES, write_table
-from job_tables import write_job_table
 
+from benchmarks.builders.job_tables import write_job_table
 from hpcpolicy import schemas
 from hpcpolicy.training.card import write_card
 

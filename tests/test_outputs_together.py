@@ -194,7 +194,7 @@ app()
 
 
 def _calibration_table(path: Path) -> Path:
-    from job_tables import job_table, write_job_table
+    from benchmarks.builders.job_tables import job_table, write_job_table
 
     rows = [{"submit": 300 * i, "wait": (i * 37) % 900, "run_time_s": 600 + (i * 53) % 1200,
              "req_cpus": 1 + i % 4, "req_walltime_s": 3600} for i in range(700)]
@@ -255,7 +255,7 @@ def test_two_runs_writing_one_set_at_once_leave_one_whole_set(tmp_path: Path,
     """Before the lock, two commits at once interleaved their renames (a mixed set in 11 of
     400 rounds, or a run failing on a rename the other had done), and without --overwrite
     both runs passed the existence check; benchmarks/concurrent_outputs.py runs 400 rounds."""
-    from output_races import write_races
+    from benchmarks.builders.output_races import write_races
 
     races = write_races(tmp_path, rounds=30, overwrite=overwrite)
     assert (races.mixed, races.vanished, races.litter, races.errors) == (0, 0, 0, [])
@@ -265,7 +265,7 @@ def test_two_runs_writing_one_set_at_once_leave_one_whole_set(tmp_path: Path,
 def test_a_table_replaced_again_and_again_is_read_without_a_traceback(tmp_path: Path) -> None:
     """Before the table was opened once, a profile read the new file with the old footer
     ("Invalid thrift"); benchmarks/concurrent_outputs.py runs 100 reads."""
-    from output_races import read_races
+    from benchmarks.builders.output_races import read_races
 
     races = read_races(tmp_path, reads=20)
     assert races.replacements >= 5  # the reads did overlap replacements

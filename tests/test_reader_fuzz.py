@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reader_fuzz import FIXTURES, check_ingest, mutated_log, seed_from
+
+from benchmarks.builders.reader_fuzz import FIXTURES, check_ingest, mutated_log, seed_from
 
 
 @pytest.mark.parametrize("fmt", sorted(FIXTURES))

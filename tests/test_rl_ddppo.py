@@ -27,15 +27,15 @@ from hpcpolicy.ppo.config import DDPPOConfig, PPOConfig  # noqa: E402
 from hpcpolicy.ppo.ddppo import launch  # noqa: E402
 from hpcpolicy.ppo.ppo import TrainResult, train  # noqa: E402
 
-TESTS = Path(__file__).resolve().parent
-FACTORY = "rl_toy_env:make_rank_toy_env"
+ROOT = Path(__file__).resolve().parent.parent
+FACTORY = "benchmarks.builders.rl_toy_env:make_rank_toy_env"
 CFG = DDPPOConfig(total_steps=1024, num_envs=4, num_steps=32, update_epochs=2,
                   checkpoint_every=2, sync_check_every=1, seed=7)
 
 
 @pytest.fixture(autouse=True)
 def _toy_env_importable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
 
 
 def _rows(run: Path) -> list[dict[str, float]]:
@@ -57,7 +57,7 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def two_workers(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TrainResult]:
     run = tmp_path_factory.mktemp("dd") / "run"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("PYTHONPATH", str(TESTS))
+        mp.setenv("PYTHONPATH", str(ROOT))
         result = launch(CFG, FACTORY, run, workers=2)
     return run, result
 
@@ -169,7 +169,7 @@ def test_a_stale_stop_file_does_not_stop_a_new_run(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / "STOP").touch()  # left by a run that crashed
-    from rl_toy_env import make_rank_toy_env
+    from benchmarks.builders.rl_toy_env import make_rank_toy_env
     ppo_cfg = PPOConfig(**{f.name: getattr(CFG, f.name) for f in fields(PPOConfig)})
     result = train(replace(ppo_cfg, total_steps=256), make_rank_toy_env, run)
     assert not result.interrupted and result.global_step == 256
@@ -181,7 +181,7 @@ def test_one_worker_warns_and_matches_ppo(tmp_path: Path,
     cfg = replace(CFG, total_steps=256, sync_check_every=0)
     launch(cfg, FACTORY, tmp_path / "dd", workers=1)
     assert "DD-PPO with a single worker" in capfd.readouterr().err
-    from rl_toy_env import make_rank_toy_env
+    from benchmarks.builders.rl_toy_env import make_rank_toy_env
     ppo_cfg = PPOConfig(**{f.name: getattr(cfg, f.name) for f in fields(PPOConfig)})
     train(ppo_cfg, make_rank_toy_env, tmp_path / "ppo")
     assert _same(_model(tmp_path / "dd"), _model(tmp_path / "ppo"))

@@ -16,8 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rl_toy_env import ToyQueueEnv, make_toy_env  # noqa: E402
-
+from benchmarks.builders.rl_toy_env import ToyQueueEnv, make_toy_env  # noqa: E402
 from hpcpolicy.errors import ConfigError  # noqa: E402
 from hpcpolicy.learn.runs import load_checkpoint  # noqa: E402
 from hpcpolicy.ppo.config import PPOConfig  # noqa: E402

@@ -10,8 +10,8 @@ import pytest
 gym = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
-from rl_toy_env import ToyQueueEnv  # noqa: E402
 
+from benchmarks.builders.rl_toy_env import ToyQueueEnv  # noqa: E402
 from hpcpolicy.env.spaces import (  # noqa: E402
     CLUSTER_FEATURES,
     DEFAULT_K,

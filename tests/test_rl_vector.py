@@ -10,8 +10,7 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
-from rl_toy_env import ToyQueueEnv, make_toy_env
-
+from benchmarks.builders.rl_toy_env import ToyQueueEnv, make_toy_env
 from hpcpolicy.errors import SimulationError
 from hpcpolicy.ppo.vector import Obs, SyncEnvs
 

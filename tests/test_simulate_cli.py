@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 from cli_helpers import invoke as run_command
 from cli_helpers import one_line_error
-from job_tables import job_table, write_job_table
 from typer.testing import Result
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy import schemas
 from hpcpolicy.sim.metrics import SUMMARY_KEYS
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from job_tables import job_table, write_job_table
 from typer.testing import CliRunner
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.cluster import ClusterSpec, NodeGroup
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.policies.base import QueueView

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from job_tables import job_table, write_job_table
 from typer.testing import CliRunner
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.commands import app
 
 HOSTILE = ("[link=https://example.org]click[/link]", "[/x]")

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from job_tables import T0, job_table, write_job_table
 from typer.testing import CliRunner
 
+from benchmarks.builders.job_tables import T0, job_table, write_job_table
 from hpcpolicy.commands import app
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
 from hpcpolicy.schema import SCHEMA_VERSION

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from job_tables import job_table, write_job_table
 from whatif_jobs import synthetic
 from whatif_slurm_site import write_conf
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.sweep import load_spec, sweep
 from hpcpolicy.sweep.slurm_grid import grid_candidates, read_grid

@@ -22,8 +22,8 @@ pytest.importorskip("onnxruntime")
 
 from cli_helpers import invoke, one_line_error  # noqa: E402
 from env_jobs import write_table  # noqa: E402
-from rl_toy_env import make_toy_env  # noqa: E402
 
+from benchmarks.builders.rl_toy_env import make_toy_env  # noqa: E402
 from hpcpolicy.env import EnvConfig  # noqa: E402
 from hpcpolicy.env.factory import env_kwargs  # noqa: E402
 from hpcpolicy.errors import ConfigError  # noqa: E402

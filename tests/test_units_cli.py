@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from cli_helpers import invoke
-from job_tables import job_table, write_job_table
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.commands._train_show import _format
 
 ROWS = [{"submit": 60 * i, "wait": 0, "run_time_s": 3000 + 500 * (i % 5),

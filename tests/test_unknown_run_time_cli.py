@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import invoke
-from job_tables import job_table, write_job_table
+
+from benchmarks.builders.job_tables import job_table, write_job_table
 
 ROWS = [{"submit": 600 * i, "wait": 0, "run_time_s": None if i == 3 else 50, "req_cpus": 1,
          "req_walltime_s": 100} for i in range(12)]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import invoke
-from job_tables import job_table, write_job_table
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.workload import Workload, WorkloadOptions
 

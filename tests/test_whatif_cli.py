@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from cli_helpers import invoke, one_line_error
 from conftest import shared_file
-from job_tables import job_table, write_job_table
 from whatif_jobs import synthetic
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy import schemas
 from hpcpolicy.ingest import ingest
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from cli_helpers import invoke
-from job_tables import job_table, write_job_table
 from whatif_jobs import synthetic
+
+from benchmarks.builders.job_tables import job_table, write_job_table
 
 ARGS = ("-c", "sjf+easy", "-s", "nodes=+25%", "--bootstrap", "100")
 SHOWN = ("report.json", "report.md", "report.html")

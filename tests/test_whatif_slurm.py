@@ -12,10 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 from cli_helpers import invoke, one_line_error
-from job_tables import job_table, write_job_table
 from whatif_jobs import synthetic
 from whatif_slurm_site import write_conf
 
+from benchmarks.builders.job_tables import job_table, write_job_table
 from hpcpolicy import schemas
 from hpcpolicy.errors import ConfigError
 from hpcpolicy.slurmconf import read_slurm_conf

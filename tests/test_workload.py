@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from job_tables import T0, write_job_table
-from job_tables import job_table as table
 
+from benchmarks.builders.job_tables import T0, write_job_table
+from benchmarks.builders.job_tables import job_table as table
 from hpcpolicy.errors import ConfigError, InputFormatError, SchemaValidationError
 from hpcpolicy.workload import DROP_REASONS, Workload, WorkloadOptions
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from job_tables import job_table, write_job_table
+from benchmarks.builders.job_tables import job_table, write_job_table
 
 __all__ = ["SET", "ReadRaces", "WriteRaces", "read_races", "write_races"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import polars as pl
 from hypothesis import strategies as st
-from test_ingest_swf_props import SKIP, verdict
 
+from benchmarks.builders.swf_oracle import SKIP, verdict
 from hpcpolicy.errors import HpcPolicyError
 from hpcpolicy.ingest import IngestConfig, ingest
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from job_tables import job_table, write_job_table
+
+from benchmarks.builders.job_tables import job_table, write_job_table
 
 GPU_PARTITION = Path(__file__).resolve().parents[1] / "examples" / "gpu-partition.toml"
 """The heterogeneous 30-node example partition (144 GPUs of three generations)."""
