@@ -100,10 +100,11 @@ SLURM = {"advise", "slurm_policy", "slurm_replay", "slurm_placement"}
 """Benchmarks of a real Slurm: smoked (slow) against the test Slurm (``slurm`` marker), with
 SLURM_CONF naming it as ``tests/slurm/up.sh`` prints it."""
 
-NOT_SMOKED: dict[str, str] = {
-    "slurm_config": "15 real-Slurm runs of minutes each; its harness runs in "
-                    "test_slurm_config_proof.py (slurm, slow)"}
+NOT_SMOKED: dict[str, str] = {}
 """Benchmarks with no smoke run, and why."""
+
+REPLAYED = {"slurm_config"}
+"""Benchmarks smoked on kept real runs (their collection needs the real Slurm for minutes)."""
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +120,7 @@ def _main(name: str, argv: list[str]) -> Any:
 
 def test_every_benchmark_is_listed() -> None:
     modules = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - HELPERS
-    listed = set(SMOKE) | set(SLOW) | TRAINED | SLURM | set(NOT_SMOKED)
+    listed = set(SMOKE) | set(SLOW) | TRAINED | SLURM | REPLAYED | set(NOT_SMOKED)
     assert modules - listed == set(), "benchmarks with no smoke run: list them in SMOKE"
     assert listed - modules == set(), "listed benchmarks that do not exist"
 
@@ -148,6 +149,19 @@ def test_benchmark_smoke(name: str, tmp_path: Path, trace_cache: Path) -> None:
     argv = [arg.format(cache=trace_cache) for arg in args]
     assert _main(name, [*argv, "--out", str(out)]) in (0, None)
     assert any(out.iterdir()) if name in DIR_OUT else json.loads(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.slow
+def test_slurm_config_smoke_on_the_kept_runs(tmp_path: Path) -> None:
+    """slurm_config judges the Slurm world against the real runs kept in tests/data (replay
+    only: collecting them takes the real Slurm about an hour)."""
+    import tarfile
+
+    shared_file(TRACES["KTH-SP2"].file)
+    with tarfile.open(ROOT / "tests/data/slurm_config_runs.tar.gz") as kept:
+        kept.extractall(tmp_path, filter="data")
+    assert _main("slurm_config", ["--out", str(tmp_path / "runs"), "--no-collect"]) in (0, None)
+    assert json.loads((tmp_path / "runs" / "table.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.slow
