@@ -7,6 +7,8 @@ Tests that need ``../shared/data`` skip with a reason when it is absent, unless
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +40,17 @@ def shared() -> object:
 def _ci() -> bool:
     return (os.environ.get("CI", "").lower() in ("1", "true")
             or os.environ.get("HPCPOLICY_REQUIRE_SHARED_DATA") == "1")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker's temporary folders sit one level deeper
+    (``<base>/popen-gwN``) than in a serial run. Tests of 80-column output print those paths,
+    so the run's base folder is kept shorter than pytest's default (and removed at the end)."""
+    if (getattr(config.option, "numprocesses", None) and not config.option.basetemp
+            and not hasattr(config, "workerinput")):
+        config.option.basetemp = tempfile.mkdtemp(prefix="hp-")
+        config.add_cleanup(lambda: shutil.rmtree(config.option.basetemp, ignore_errors=True))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -51,6 +51,7 @@ def test_evaluate_choices_in_capitals(table: Path) -> None:
          "--window-size", "6", "--split", "ALL"])
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 def test_whatif_metric_and_specs_in_capitals(table: Path, tmp_path: Path) -> None:
     common = ["--period", "1h", "--bootstrap", "100"]
     low = invoke("whatif", str(table), "--baseline", "fcfs+easy", "-c", "sjf+none",

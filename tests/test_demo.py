@@ -149,6 +149,7 @@ def test_demo_generates_ingests_and_profiles(tmp_path: Path) -> None:
                                  "report_outcomes", "stats", "workload"]
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 @pytest.mark.usefixtures("fake_generate_and_read")
 def test_demo_rerun_replaces_its_outputs(tmp_path: Path) -> None:
     out = tmp_path / "demo"

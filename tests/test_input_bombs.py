@@ -195,10 +195,10 @@ def _launch(path: Path) -> Any:
     return worker_main(path.parent)
 
 
-def _env_workload(path: Path) -> Any:
-    from hpcpolicy.env.factory import _load
+def _env_world(path: Path) -> Any:
+    from hpcpolicy.env.factory import _world
 
-    return _load("jobs.parquet", path.read_text(), None, 4, None)
+    return _world("jobs.parquet", path.read_text())
 
 
 DEEP_TOML = "a = " + "[" * 5000 + "]" * 5000 + "\n"
@@ -209,7 +209,7 @@ DEEP_JSON = "[" * 100_000 + "]" * 100_000
     (_site, "site.toml", DEEP_TOML), (_sweep, "sweep.toml", DEEP_TOML),
     (_cluster, "c.toml", DEEP_TOML), (_cluster, "c.json", DEEP_JSON),
     (_record, "result.json", DEEP_JSON), (_train_config, "config.json", DEEP_JSON),
-    (_launch, "x.json", DEEP_JSON), (_env_workload, "w.json", DEEP_JSON),
+    (_launch, "x.json", DEEP_JSON), (_env_world, "w.json", DEEP_JSON),
 ])
 def test_deeply_nested_documents_end_in_one_line(tmp_path: Path, reader: Callable[[Path], Any],
                                                  name: str, text: str) -> None:

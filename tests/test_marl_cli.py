@@ -57,6 +57,7 @@ def test_train_then_resume_then_evaluate(files: tuple[Path, Path, Path], tmp_pat
     assert len(runs) == 10 and runs[(str(run / "policy"), "learned")]["kind"] == "learned"
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 def test_two_workers_keep_identical_parameters(files: tuple[Path, Path, Path],
                                                tmp_path: Path) -> None:
     table, spec, _ = files

@@ -171,6 +171,7 @@ def test_a_damaged_card_is_one_line_naming_it(trained: tuple[Path, Path, str],
     assert f"{damaged / 'card.json'}:1:2: the model card is not valid JSON" in line
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 def test_whatif_shows_the_card_and_the_active_guard(trained: tuple[Path, Path, str],
                                                     tmp_path: Path) -> None:
     table, policy, _ = trained

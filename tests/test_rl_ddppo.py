@@ -114,6 +114,7 @@ def _when_running(run: Path, act: Callable[[], None]) -> threading.Thread:
     return thread
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "STOP file"])
 def test_the_launcher_stops_its_workers(tmp_path: Path, how: str) -> None:
     # a signal to the launching process alone (``kill``; a terminal's Ctrl-C, now that
@@ -187,6 +188,7 @@ def test_one_worker_warns_and_matches_ppo(tmp_path: Path,
     assert _same(_model(tmp_path / "dd"), _model(tmp_path / "ppo"))
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 def test_straggler_cut_off(tmp_path: Path) -> None:
     cfg = replace(CFG, total_steps=768, sync_frac=0.5, min_rollout_frac=0.25)
     launch(cfg, FACTORY, tmp_path / "run", workers=2,

@@ -57,7 +57,7 @@ class Queue:
                                 "sleep 1") for t in LIMITS]
         self.held = _sbatch(env, "-p", "batch", "-n", "1", "-t", "1", "-H", "--wrap", "sleep 1")
         self.other = _sbatch(env, "-p", "short", "-n", "32", "-t", "1", "--wrap", "sleep 1")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a loaded host may defer it to the periodic pass
         while self._state(self.blocker) != "R":
             assert time.monotonic() < deadline, "the blocker did not start"
             time.sleep(0.2)

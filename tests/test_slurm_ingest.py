@@ -75,6 +75,7 @@ def _ts(text: str) -> datetime | None:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 def test_every_submitted_job_is_accounted_for(run: Run) -> None:
     expected = {j.name: 4 if j.array else 1 + len(j.het) for j in run.plan.jobs}
     counts = dict(run.jobs.group_by("job_name").len().iter_rows())

@@ -98,6 +98,7 @@ def slurm_jobs(draw: st.DrawFn) -> Workload:
     return jobs(rows, parts, nodes)
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 @settings(max_examples=25, deadline=None)
 @given(w=slurm_jobs(), bf=st.sampled_from([1, 7]))
 def test_basic_priority_reproduces_the_python_flavour_on_random_logs(

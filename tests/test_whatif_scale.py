@@ -71,6 +71,7 @@ def test_pooling_helpers() -> None:
         np.array(["2024-01-04T12:00", "2024-01-15"], dtype="datetime64[s]").tolist())
 
 
+@pytest.mark.slow  # over the ten-minute budget of the default suite; run with -m slow
 def test_many_windows_and_months_are_pooled_and_said(monkeypatch: pytest.MonkeyPatch) -> None:
     doc, outcomes = whatif_fixture.build()
     windows = len(doc["comparisons"][0]["per_window"])

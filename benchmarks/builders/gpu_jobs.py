@@ -8,7 +8,7 @@ import numpy as np
 
 from benchmarks.builders.job_tables import job_table, write_job_table
 
-GPU_PARTITION = Path(__file__).resolve().parents[1] / "examples" / "gpu-partition.toml"
+GPU_PARTITION = Path(__file__).resolve().parents[2] / "examples" / "gpu-partition.toml"
 """The heterogeneous 30-node example partition (144 GPUs of three generations)."""
 
 

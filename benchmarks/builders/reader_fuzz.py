@@ -24,7 +24,7 @@ from benchmarks.builders.swf_oracle import SKIP, verdict
 from hpcpolicy.errors import HpcPolicyError
 from hpcpolicy.ingest import IngestConfig, ingest
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 
 HOSTILE = [
     b"|", b",", b'"', b"\n", b"\r", b"\r\n", b";", b" ", b"\t", b"", b"\x00", b"\x0b",

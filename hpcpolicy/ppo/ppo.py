@@ -515,8 +515,8 @@ def train(cfg: PPOConfig, make_env: EnvFactory, run_dir: str | Path, *, resume: 
         ConfigError: Fresh run into a directory that holds one, or a resume that does not match.
 
     Example:
-        >>> import sys, tempfile; sys.path.insert(0, "tests")
-        >>> from rl_toy_env import make_toy_env
+        >>> import tempfile
+        >>> from benchmarks.builders.rl_toy_env import make_toy_env
         >>> r = train(PPOConfig(total_steps=128, num_envs=2, num_steps=64), make_toy_env,
         ...           tempfile.mkdtemp())
         >>> (r.global_step, r.updates)

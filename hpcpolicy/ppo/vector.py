@@ -13,8 +13,7 @@ environment states by resetting with the recorded seeds and replaying the action
 environments that are deterministic given ``reset(seed=...)`` and the actions (the contract).
 
 Example:
-    >>> import sys; sys.path.insert(0, "tests")
-    >>> from rl_toy_env import ToyQueueEnv
+    >>> from benchmarks.builders.rl_toy_env import ToyQueueEnv
     >>> envs = SyncEnvs(lambda: ToyQueueEnv(k=4), num_envs=2, seed=0)
     >>> obs = envs.reset()
     >>> obs["jobs"].shape, obs["mask"].dtype
