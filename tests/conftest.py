@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (the README runs ``-n 2 --dist loadgroup``), every test of the one
+    """Under pytest-xdist (``pytest -n 2 --dist loadgroup``, an option), every test of the one
     real Slurm runs on the same worker: the cluster has fixed ports and one state folder."""
     for item in items:
         if (item.get_closest_marker("slurm") is not None
