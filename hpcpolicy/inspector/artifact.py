@@ -37,7 +37,7 @@ from hpcpolicy.env.spaces import CLUSTER_FEATURES
 from hpcpolicy.errors import ArtifactError, ConfigError
 from hpcpolicy.inspector.decision import Inspector
 from hpcpolicy.inspector.features import CANDIDATE_FEATURES, Candidates, inspector_spec
-from hpcpolicy.learn.export import Network, finite_metrics, stage_artifact
+from hpcpolicy.learn.export import Network, run_fields, stage_artifact
 
 if TYPE_CHECKING:
     from hpcpolicy.learn.networks import JobScorer
@@ -86,12 +86,7 @@ def export_inspector(net: JobScorer, out_dir: str | os.PathLike[str], *, heurist
                     "parameters": sum(p.numel() for p in scorer.parameters())},
         "outputs": {"scores": "float32 [B, K]; higher is better; the best proposal is "
                               "accepted; -inf on empty slots"},
-        "reward": facts.get("reward"),
-        "training_data": facts.get("training_data"),
-        "config": dict(config),
-        "metrics": finite_metrics(metrics),
-        "provenance": {key: value for key, value in facts.items()
-                       if key not in ("reward", "training_data")},
+        **run_fields(config, metrics, facts),
     }, network)
 
 

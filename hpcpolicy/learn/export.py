@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from hpcpolicy.learn.networks import ActorCritic, JobScorer
 
-__all__ = ["Network", "export_policy", "finite_metrics", "stage_artifact"]
+__all__ = ["Network", "export_policy", "finite_metrics", "run_fields", "stage_artifact"]
 
 
 @dataclass(frozen=True)
@@ -190,10 +190,15 @@ def export_policy(agent: ActorCritic | JobScorer, out_dir: str | os.PathLike[str
                     "activation": str(config.get("activation", "")),
                     "parameters": sum(p.numel() for p in scorer.parameters())},
         "outputs": {"scores": "float32 [B, K]; higher is better; -inf on invalid slots"},
-        "reward": facts.get("reward"),
-        "training_data": facts.get("training_data"),
-        "config": dict(config),
-        "metrics": finite_metrics(metrics),
-        "provenance": {key: value for key, value in facts.items()
-                       if key not in ("reward", "training_data")},
+        **run_fields(config, metrics, facts),
     }, network)
+
+
+def run_fields(config: Mapping[str, Any], metrics: Mapping[str, Any],
+               facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest fields every trained artifact carries about its run: reward, training
+    data, config, finite metrics, and the rest of ``facts`` as provenance."""
+    return {"reward": facts.get("reward"), "training_data": facts.get("training_data"),
+            "config": dict(config), "metrics": finite_metrics(metrics),
+            "provenance": {key: value for key, value in facts.items()
+                           if key not in ("reward", "training_data")}}
